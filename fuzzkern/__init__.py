@@ -1,0 +1,8 @@
+"""fuzzkern: differential testing and fuzzing for Triton kernels."""
+
+from fuzzkern.errors import FuzzkernError, InvalidArgument
+from fuzzkern.target import Target, Tolerance
+
+__version__ = "0.1.0"
+
+__all__ = ["FuzzkernError", "InvalidArgument", "Target", "Tolerance", "__version__"]

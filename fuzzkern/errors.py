@@ -1,0 +1,39 @@
+"""The one error hierarchy of fuzzkern.
+
+Misuse (a bad argument, a bad target spec, a malformed corpus file) is an error and raises.
+What a kernel does with a case (wrong numbers, a crash, an out-of-bounds access) is a result,
+an :class:`~fuzzkern.outcome.Outcome`, never one of these exceptions.
+"""
+
+from __future__ import annotations
+
+import hypothesis.errors
+
+
+class FuzzkernError(Exception):
+    """Root of every error fuzzkern raises on purpose."""
+
+
+class InvalidArgument(FuzzkernError, hypothesis.errors.InvalidArgument):
+    """A strategy or value object got an argument it cannot use.
+
+    Also a :class:`hypothesis.errors.InvalidArgument`, so Hypothesis reports it as misuse
+    (at the first draw) rather than as a failing example.
+    """
+
+
+class TargetError(FuzzkernError):
+    """A target spec could not be loaded or is not a valid :class:`fuzzkern.Target`."""
+
+
+class CaseError(FuzzkernError):
+    """A serialized case is malformed or of an unknown schema."""
+
+
+class BudgetError(FuzzkernError):
+    """A budget string such as ``90s``, ``10m`` or ``1h`` could not be parsed."""
+
+
+def describe(name: str, value: object) -> str:
+    """``name=value (type=T)``: the one way misuse messages name a bad value."""
+    return f"{name}={value!r} (type={type(value).__name__})"

@@ -1,0 +1,142 @@
+"""Outcomes: what happened when one case ran, as JSON-serializable data.
+
+The worker returns an :class:`Outcome` per case; the parent turns failing ones into Hypothesis
+failures, and the corpus stores them. Verdict names are part of the public contract
+(docs/verdicts.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Verdict:
+    """Verdict names. Failures make ``fuzzkern run`` exit 1; the others are counted."""
+
+    PASS = "pass"
+    #: every mode that ran disagrees with the reference (in interpret-only runs: the interpreter,
+    #: with its known divergences neutralized)
+    KERNEL_BUG = "kernel-bug"
+    #: only the compiled kernel disagrees (race, uninitialized read, alignment, compiler)
+    COMPILED_ONLY = "compiled-only"
+    #: only the interpreter disagrees: a Triton interpreter defect, not the kernel's
+    INTERPRETER_DIVERGENCE = "interpreter-divergence"
+    #: an access outside every live allocation (interpreter bounds checker)
+    OOB = "oob"
+    #: the worker process died (signal, abort) while running the case
+    CRASH = "crash"
+    #: the case ran past the target's timeout
+    HANG = "hang"
+    #: the launcher or kernel raised an exception that is not a declared precondition
+    ERROR = "error"
+    #: the reference raised: the target's reference cannot handle this input
+    REFERENCE_ERROR = "reference-error"
+    #: the launcher rejected the input with a declared precondition (counted, not a failure)
+    PRECONDITION = "precondition"
+    #: this mode cannot run the case (e.g. inline asm under the interpreter); counted
+    UNSUPPORTED = "unsupported"
+
+    FAILURES = frozenset(
+        {KERNEL_BUG, COMPILED_ONLY, OOB, CRASH, HANG, ERROR, REFERENCE_ERROR}
+    )
+
+
+@dataclass
+class Mismatch:
+    """One mismatching element."""
+
+    output: int
+    index: tuple[int, ...]
+    got: float
+    expected: float
+
+
+@dataclass
+class Comparison:
+    """The comparison of one mode's outputs with the reference."""
+
+    ok: bool
+    #: number of mismatching elements and how many were compared
+    mismatched: int = 0
+    total: int = 0
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    max_ulp_error: float = 0.0
+    #: NaN/inf positions that differ from the reference
+    nonfinite_mismatches: int = 0
+    first: list[Mismatch] = field(default_factory=list)
+    #: "rtol=0.001 atol=1e-05 (float16 default)" and the like
+    tolerance: str = ""
+    #: a problem that is not about values: wrong shape, wrong dtype, wrong number of outputs
+    structural: str | None = None
+
+    def summary(self) -> str:
+        if self.structural:
+            return self.structural
+        if self.ok:
+            return f"matches within {self.tolerance}"
+        lines = [
+            f"{self.mismatched}/{self.total} elements differ "
+            f"(max abs {self.max_abs_error:.3g}, max rel {self.max_rel_error:.3g}, "
+            f"max {self.max_ulp_error:.3g} ulp; tolerance {self.tolerance})"
+        ]
+        if self.nonfinite_mismatches:
+            lines.append(f"{self.nonfinite_mismatches} NaN/inf positions differ")
+        for m in self.first:
+            idx = ",".join(str(i) for i in m.index)
+            out = f"out{m.output}" if m.output else "out"
+            lines.append(f"  {out}[{idx}]: got {m.got!r}, expected {m.expected!r}")
+        return "\n".join(lines)
+
+
+@dataclass
+class ModeResult:
+    """What one execution mode did with the case."""
+
+    mode: str
+    #: "ok", "mismatch", "oob", "error", "precondition", "unsupported", "crash", "hang"
+    status: str
+    comparison: Comparison | None = None
+    error: str | None = None
+    #: structured details (oob location, substitutions made, timings, ...)
+    detail: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
+class Outcome:
+    verdict: str
+    message: str = ""
+    modes: dict[str, ModeResult] = field(default_factory=dict)
+    #: largest ULP error seen (what ``hypothesis.target`` climbs)
+    score: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in Verdict.FAILURES
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Outcome:
+        modes = {}
+        for k, m in d.get("modes", {}).items():
+            comp = m.get("comparison")
+            if comp is not None:
+                comp = dict(comp)
+                comp["first"] = [
+                    Mismatch(x["output"], tuple(x["index"]), x["got"], x["expected"])
+                    for x in comp.get("first", [])
+                ]
+                comp = Comparison(**comp)
+            modes[k] = ModeResult(
+                m["mode"], m["status"], comp, m.get("error"), m.get("detail", {}),
+                m.get("seconds", 0.0),
+            )
+        return Outcome(
+            d["verdict"], d.get("message", ""), modes, d.get("score", 0.0), d.get("seconds", 0.0)
+        )

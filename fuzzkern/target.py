@@ -1,0 +1,178 @@
+"""What a user hands fuzzkern: a :class:`Target` (launcher, reference, inputs, dims) and its
+:class:`Tolerance`.
+
+Example::
+
+    import fuzzkern
+    from fuzzkern import strategies as fks
+
+    add = fuzzkern.Target(
+        launcher=vector_add,
+        reference=lambda a, b: a + b,
+        inputs=fks.inputs(
+            a=fks.tensors(("N",), dtypes=["float16", "float32"]),
+            b=fks.tensors(("N",), dtype_of="a"),
+        ),
+        dims={"N": fks.sizes(max_value=4096)},
+    )
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuzzkern.errors import InvalidArgument, describe
+
+MODES = ("interpret", "compiled")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How close a kernel's output must be to the reference.
+
+    An element passes when ``|out - ref| <= atol + rtol*|ref| + rtol*R*mag``, where ``R`` is the
+    reduction length (the target's ``reduction`` dim, 1 otherwise) and ``mag`` is the reference
+    evaluated on absolute values of the inputs (the scale of the summed terms, so cancellation in
+    a correct fp32 reduction is never a false alarm). NaN and ±inf positions must match exactly
+    unless ``equal_nan`` is False, in which case any NaN fails.
+
+    Left as ``None``, ``rtol``/``atol`` come from the output dtype (torch's per-dtype defaults).
+
+    >>> Tolerance(rtol=1e-2).rtol
+    0.01
+    """
+
+    rtol: float | None = None
+    atol: float | None = None
+    equal_nan: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("rtol", "atol"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, (int, float)) or v < 0):
+                raise InvalidArgument(
+                    f"Expected a non-negative number but got {describe(name, v)}. "
+                    f"Pass e.g. Tolerance({name}=1e-3), or leave it None for the dtype default."
+                )
+
+
+def _accepts(fn: Callable[..., Any]) -> tuple[set[str], bool]:
+    """Parameter names ``fn`` takes by keyword, and whether it takes ``**kwargs``."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return set(), True
+    names = set()
+    var_kw = False
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_KEYWORD:
+            var_kw = True
+        elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            names.add(p.name)
+    return names, var_kw
+
+
+def call_with(fn: Callable[..., Any], values: Mapping[str, Any]) -> Any:
+    """Call ``fn`` with the subset of ``values`` its signature names (all of them for ``**kw``)."""
+    names, var_kw = _accepts(fn)
+    return fn(**(dict(values) if var_kw else {k: v for k, v in values.items() if k in names}))
+
+
+@dataclass(frozen=True, eq=False)
+class Target:
+    """A kernel to fuzz: host launcher, torch reference, and how to draw its inputs.
+
+    - ``launcher(**inputs)``: host code that launches the Triton kernel and returns a tensor or a
+      tuple of tensors (or nothing, with ``inplace``).
+    - ``reference(**inputs)``: torch code computing the expected result; by default called on
+      float64 CPU copies of the inputs (``upcast=False`` to keep dtypes). Each callable receives
+      only the inputs its signature names.
+    - ``inputs``: :func:`fuzzkern.strategies.inputs` of tensors, scalars and meta-parameters.
+    - ``dims``: symbolic dim name → strategy of ints, shared by every tensor of a case.
+    - ``inplace``: input name(s) the launcher updates in place; those are compared instead of the
+      return value, and the reference returns their expected new values.
+    - ``reduction``: name of the dim that is summed over (scales atol; see :class:`Tolerance`).
+    - ``preconditions``: exception types the launcher raises to reject an input on purpose;
+      such cases are counted, not failures.
+    - ``timeout``: seconds one case may run before it is reported as a hang.
+    """
+
+    launcher: Callable[..., Any]
+    reference: Callable[..., Any]
+    inputs: Any
+    dims: Mapping[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    inplace: str | Sequence[str] | None = None
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    reduction: str | None = None
+    modes: tuple[str, ...] = MODES
+    preconditions: tuple[type[BaseException], ...] = ()
+    upcast: bool = True
+    timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        from fuzzkern.strategies._internal.inputs import InputsStrategy
+
+        if not callable(self.launcher):
+            raise InvalidArgument(
+                f"Expected a callable launcher but got {describe('launcher', self.launcher)}."
+            )
+        if not callable(self.reference):
+            raise InvalidArgument(
+                f"Expected a callable reference but got {describe('reference', self.reference)}."
+            )
+        if not isinstance(self.inputs, InputsStrategy):
+            raise InvalidArgument(
+                f"Expected inputs=fuzzkern.strategies.inputs(...) but got "
+                f"{describe('inputs', self.inputs)}."
+            )
+        if not isinstance(self.tolerance, Tolerance):
+            raise InvalidArgument(
+                f"Expected a fuzzkern.Tolerance but got {describe('tolerance', self.tolerance)}."
+            )
+        bad = [m for m in self.modes if m not in MODES]
+        if bad or not self.modes:
+            raise InvalidArgument(
+                f"Expected modes drawn from {MODES} but got {describe('modes', self.modes)}."
+            )
+        if isinstance(self.preconditions, type):
+            object.__setattr__(self, "preconditions", (self.preconditions,))
+        for p in self.preconditions:
+            if not (isinstance(p, type) and issubclass(p, BaseException)):
+                raise InvalidArgument(
+                    f"Expected exception types in preconditions but got {describe('item', p)}."
+                )
+        if self.reduction is not None and self.reduction not in self.dims:
+            raise InvalidArgument(
+                f"Expected reduction to name one of dims {sorted(self.dims)} but got "
+                f"{describe('reduction', self.reduction)}."
+            )
+        if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
+            raise InvalidArgument(
+                f"Expected a positive timeout in seconds but got {describe('timeout', self.timeout)}."
+            )
+        self.inputs.validate_against(self)
+
+    @property
+    def inplace_names(self) -> tuple[str, ...]:
+        if self.inplace is None:
+            return ()
+        if isinstance(self.inplace, str):
+            return (self.inplace,)
+        return tuple(self.inplace)
+
+    @property
+    def id(self) -> str:
+        """A stable, user-visible id: ``name`` or ``module:qualname`` of the launcher."""
+        if self.name:
+            return self.name
+        mod = getattr(self.launcher, "__module__", None) or "target"
+        qual = getattr(self.launcher, "__qualname__", None) or "launcher"
+        return f"{mod}:{qual}"
+
+    def cases(self) -> Any:
+        """The Hypothesis strategy of :class:`~fuzzkern.case.Case` for this target."""
+        return self.inputs.cases_for(self)
