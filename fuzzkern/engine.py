@@ -1,0 +1,229 @@
+"""The fuzzing engine: Hypothesis drives generation and shrinking, workers run the cases.
+
+One campaign fuzzes a list of targets within a wall-clock budget (DESIGN decision 10). Each
+target gets an equal share of what is left when its turn comes, so time a target does not use
+(it failed early, or was too quick to need it) goes to the targets after it. Hypothesis has no
+time budget of its own: the test body checks the clock and stops the run by raising an exception
+Hypothesis does not catch (a ``BaseException``), so a budget never turns into a fake failure.
+
+A failing case is shrunk by Hypothesis. Shrinking may run past the target's share, up to a
+grace period; if even that runs out, the smallest failing case seen so far is kept, so nothing
+found is ever lost.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import hypothesis
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+
+from fuzzkern.case import Case
+from fuzzkern.errors import BudgetError
+from fuzzkern.loader import LoadedTarget
+from fuzzkern.outcome import Outcome, Verdict
+from fuzzkern.worker import WorkerPool
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?")
+
+
+def parse_budget(text: str) -> float:
+    """Seconds in ``90s``, ``10m``, ``1h``, ``1h30m`` or a plain number of seconds.
+
+    >>> parse_budget("1m30s")
+    90.0
+    """
+    s = str(text).strip().lower()
+    pos = 0
+    total = 0.0
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
+    if not s:
+        raise BudgetError("empty budget; expected a duration like 90s, 10m or 1h")
+    while pos < len(s):
+        m = _DURATION.match(s, pos)
+        if not m or m.end() == pos:
+            raise BudgetError(
+                f"Expected a duration like 90s, 10m, 1h or 1h30m but got budget={text!r}."
+            )
+        total += float(m.group(1)) * units[m.group(2)]
+        pos = m.end()
+        if m.group(2) is None and pos < len(s):
+            raise BudgetError(f"Expected a unit after {m.group(1)!r} in budget={text!r}.")
+    if total <= 0:
+        raise BudgetError(f"Expected a positive duration but got budget={text!r}.")
+    return total
+
+
+class _BudgetExhausted(BaseException):
+    """Stops a Hypothesis run at the deadline. A BaseException, so Hypothesis does not treat it
+    as a failure to shrink."""
+
+
+class KernelFailure(AssertionError):
+    """Raised inside the Hypothesis test for a failing outcome; one subclass per verdict, so
+    Hypothesis keeps distinct kinds of failure apart when it shrinks."""
+
+    outcome: Outcome
+
+
+_failure_types: dict[str, type[KernelFailure]] = {}
+
+
+def _failure_type(verdict: str) -> type[KernelFailure]:
+    if verdict not in _failure_types:
+        name = "".join(p.capitalize() for p in verdict.split("-"))
+        _failure_types[verdict] = type(name, (KernelFailure,), {})
+    return _failure_types[verdict]
+
+
+@dataclass
+class Failure:
+    """A failing case and what happened, after shrinking."""
+
+    target_id: str
+    case: Case
+    outcome: Outcome
+    #: False when the budget (plus grace) ran out before shrinking finished
+    shrunk: bool = True
+    flaky: bool = False
+
+
+@dataclass
+class TargetResult:
+    target_id: str
+    ref: str
+    cases: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    failures: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+    case_seconds: float = 0.0
+    error: str | None = None
+    #: why the target was not fuzzed at all (e.g. the budget ran out before its turn)
+    skipped: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures) or self.error is not None
+
+
+@dataclass
+class CampaignOptions:
+    budget: float = 60.0
+    modes: tuple[str, ...] = ("interpret",)
+    database: ExampleDatabase | None = None
+    seed: int | None = None
+    max_examples: int | None = None
+    #: extra time a shrink may take past a target's share: max(grace_min, grace_fraction*share)
+    grace_min: float = 20.0
+    grace_fraction: float = 1.0
+    timeout: float | None = None
+    debug: bool = False
+
+
+def default_database(path: str = ".hypothesis/examples") -> ExampleDatabase:
+    return DirectoryBasedExampleDatabase(path)
+
+
+Event = Callable[[str, TargetResult, Any], None]
+
+
+def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share: float,
+                on_event: Event | None = None) -> TargetResult:
+    """Fuzz one target for ``share`` seconds (plus shrink grace); never raises for a kernel."""
+    target = lt.target
+    result = TargetResult(target.id, lt.ref)
+    start = time.monotonic()
+    deadline = start + share
+    shrink_deadline = deadline + max(opts.grace_min, opts.grace_fraction * share)
+    timeout = opts.timeout or target.timeout
+    run_options = {"modes": list(opts.modes), "debug": opts.debug}
+    last_failure: dict[str, tuple[Case, Outcome]] = {}
+    emit = on_event or (lambda *a: None)
+
+    def body(case: Case) -> None:
+        now = time.monotonic()
+        if now > (shrink_deadline if last_failure else deadline):
+            raise _BudgetExhausted
+        outcome = pool.run(lt.ref, case.to_json(), run_options, timeout)
+        result.cases += 1
+        result.case_seconds += outcome.seconds
+        result.counts[outcome.verdict] += 1
+        emit("case", result, outcome)
+        if outcome.score:
+            hypothesis.target(outcome.score, label="error")
+        if outcome.failed:
+            last_failure[outcome.verdict] = (case, outcome)
+            exc = _failure_type(outcome.verdict)(f"{outcome.verdict}: {outcome.message}")
+            exc.outcome = outcome
+            raise exc
+
+    test = given(target.cases())(body)
+    test = settings(
+        database=opts.database,
+        max_examples=opts.max_examples or 10**9,
+        deadline=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=True,
+        print_blob=False,
+    )(test)
+    if opts.seed is not None:
+        test = hypothesis.seed(opts.seed)(test)
+    # The database key is the target's stable id, so failures replay first on the next run.
+    test.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # type: ignore[attr-defined]
+
+    flaky = False
+    shrunk = True
+    try:
+        test()
+    except _BudgetExhausted:
+        shrunk = not last_failure
+    except hypothesis.errors.FlakyFailure:
+        flaky = True
+    except hypothesis.errors.Flaky:
+        flaky = True
+    except (KernelFailure, BaseExceptionGroup):
+        pass
+    except hypothesis.errors.HypothesisException as e:
+        result.error = f"{type(e).__name__}: {e}"
+    except Exception as e:  # misuse surfacing at draw time (InvalidArgument, CaseError, ...)
+        result.error = f"{type(e).__name__}: {e}"
+    for case, outcome in last_failure.values():
+        result.failures.append(Failure(target.id, case, outcome, shrunk=shrunk, flaky=flaky))
+    result.seconds = time.monotonic() - start
+    emit("done", result, None)
+    return result
+
+
+def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions,
+                 on_event: Event | None = None, pool: WorkerPool | None = None
+                 ) -> list[TargetResult]:
+    """Fuzz every target within ``opts.budget`` seconds in total."""
+    own_pool = pool is None
+    pool = pool or WorkerPool()
+    results = []
+    start = time.monotonic()
+    try:
+        for i, lt in enumerate(targets):
+            left = opts.budget - (time.monotonic() - start)
+            share = max(left, 0.0) / (len(targets) - i)
+            if share <= 0:
+                results.append(TargetResult(lt.id, lt.ref, skipped="budget spent before its turn"))
+                continue
+            results.append(fuzz_target(lt, pool, opts, share, on_event))
+    finally:
+        if own_pool:
+            pool.close()
+    return results
+
+
+def verdict_is_failure(verdict: str) -> bool:
+    return verdict in Verdict.FAILURES

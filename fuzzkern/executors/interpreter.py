@@ -1,0 +1,700 @@
+"""Run ``@triton.jit`` kernels in Triton's interpreter, in-process, with a bounds checker.
+
+Design decision 5 and notes/triton-internals.md §1–§3. While :func:`interpreter_mode` is active,
+every launch of a ``JITFunction`` in this process (``kernel[grid](...)``, ``.run(...)``, through
+``@triton.autotune``/``@triton.heuristics`` stacks) runs in Triton's numpy interpreter on the
+tensors it is given, and so do nested ``@jit`` helpers, ``tl.standard`` functions and tensor
+member functions (``x.sum()``). No environment variable, no change to user code. On exit Triton
+is exactly as before, also when the kernel raised.
+
+What is patched, only while active (the minimal set of the notes, §1.2):
+
+* ``JITFunction.run``: redirected to a cached ``InterpretedFunction`` per kernel;
+* ``JITFunction.__call__``: nested device calls, with Triton's language patch scope restored
+  afterwards (upstream ``InterpretedFunction.__call__`` leaks it and breaks later compiles);
+* ``JITFunction.__get__`` (added, then removed): binds tensor member functions;
+* ``Autotuner.run``: never benchmarks; a forced config, else the first pruned config;
+  ``Autotuner.cache``/``best_config`` are restored on exit;
+* ``interpreter._patch_lang_tensor``: the ``tensor.__index__`` fix of triton#9171 (Triton 3.6
+  with numpy >= 2.4), only on versions that lack it;
+* ``GridExecutor.__call__``/``_init_args_hst`` and the ``InterpreterBuilder`` memory ops: the
+  bounds checker, which validates every active lane before the C++ ``memcpy`` (so a far access
+  raises :class:`OOBAccess` instead of killing the process);
+* ``interpreter_builder.options``: ``debug`` (device asserts, int overflow checks).
+
+Everything is serialized by :data:`INTERPRETER_LOCK`, held for the whole ``with`` block: another
+thread that launches a kernel meanwhile waits and then runs it normally (compiled). Code that
+compiles kernels in other threads should hold the lock too.
+
+>>> import torch, triton, triton.language as tl
+>>> @triton.jit
+... def double(x_ptr, n, BLOCK: tl.constexpr):
+...     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+...     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+>>> x = torch.ones(5)
+>>> with interpreter_mode():
+...     double[(1,)](x, 5, BLOCK=8)
+>>> x.tolist()
+[2.0, 2.0, 2.0, 2.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import threading
+import types
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import triton
+import triton.language as tl
+import triton.language.core as tl_core
+import triton.language.math as tl_math
+import triton.language.standard as tl_standard
+import triton.runtime.interpreter as _interp
+from triton.runtime.autotuner import Autotuner, Heuristics
+from triton.runtime.errors import InterpreterError
+from triton.runtime.jit import JITFunction, TensorWrapper
+
+from fuzzkern.errors import FuzzkernError
+from fuzzkern.executors.kernels import kernel_name
+
+__all__ = [
+    "INTERPRETER_LOCK",
+    "ForcedConfigError",
+    "InterpreterSession",
+    "OOBAccess",
+    "interpreter_mode",
+    "run_interpreted",
+]
+
+#: Serializes interpreter runs (the interpreter and its language patches are process-global).
+#: Held by :func:`interpreter_mode` for its whole ``with`` block; re-entrant.
+INTERPRETER_LOCK = threading.RLock()
+
+_MISSING = object()
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+
+class OOBAccess(Exception):
+    """An active lane of a load, store or atomic addressed memory outside every allocation.
+
+    Raised (before memory is touched) by the bounds checker of :func:`interpreter_mode`. It is a
+    kernel outcome, not a fuzzkern misuse error, hence not a ``FuzzkernError``.
+
+    Fields: ``op`` (``'load'``, ``'store'``, ``'atomic_add'``, ``'atomic_cas'``, ...),
+    ``program_id`` (x, y, z), ``lane`` (flat index of the first bad lane in the block),
+    ``address`` (of that lane), ``n_bad`` / ``n_lanes`` (bad and total lanes of the access),
+    ``parameter`` (the kernel parameter whose allocation is nearest), ``argument`` (its label
+    when the caller gave one, else ``parameter``), ``distance_bytes`` / ``distance_elements``
+    (how far the access reaches past the end, or before the start when ``before_start``),
+    ``element_size`` and ``allocation_bytes`` (size of that nearest allocation).
+    """
+
+    def __init__(self, *, op: str, program_id: tuple[int, int, int], lane: int, address: int,
+                 n_bad: int, n_lanes: int, parameter: str | None, argument: str | None,
+                 distance_bytes: int | None, distance_elements: int | None,
+                 before_start: bool, element_size: int, allocation_bytes: int | None) -> None:
+        self.op = op
+        self.program_id = program_id
+        self.lane = lane
+        self.address = address
+        self.n_bad = n_bad
+        self.n_lanes = n_lanes
+        self.parameter = parameter
+        self.argument = argument
+        self.distance_bytes = distance_bytes
+        self.distance_elements = distance_elements
+        self.before_start = before_start
+        self.element_size = element_size
+        self.allocation_bytes = allocation_bytes
+        super().__init__(self.describe())
+
+    def _fields(self) -> dict[str, Any]:
+        names = inspect.signature(OOBAccess.__init__).parameters
+        return {k: getattr(self, k) for k in names if k != "self"}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_make_oob, (self._fields(),))
+
+    def describe(self) -> str:
+        """One line for a person, e.g. ``store to out_ptr at program (3,0,0) lane 5: 4 elements
+        (16 bytes) past the end of `out` (8 of 16 lanes out of bounds)``."""
+        x, y, z = self.program_id
+        direction = "to" if self.op == "store" else "from" if self.op == "load" else "on"
+        where = f"at program ({x},{y},{z}) lane {self.lane}"
+        lanes = f"({self.n_bad} of {self.n_lanes} lane{_s(self.n_lanes)} out of bounds)"
+        if self.parameter is None or self.distance_bytes is None:
+            return (f"{self.op} {where}: address {self.address:#x} is outside every tensor "
+                    f"argument {lanes}")
+        side = "before the start" if self.before_start else "past the end"
+        n_el, n_b = self.distance_elements, self.distance_bytes
+        return (f"{self.op} {direction} {self.parameter} {where}: {n_el} element{_s(n_el)} "
+                f"({n_b} byte{_s(n_b)}) {side} of `{self.argument}` {lanes}")
+
+
+def _make_oob(fields: dict[str, Any]) -> OOBAccess:
+    return OOBAccess(**fields)
+
+
+def _s(n: int | None) -> str:
+    return "" if n == 1 else "s"
+
+
+class ForcedConfigError(FuzzkernError, IndexError):
+    """``interpreter_mode(configs=...)`` named a config index the autotuner does not have."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Session and process state
+
+
+@dataclasses.dataclass
+class InterpreterSession:
+    """What one :func:`interpreter_mode` block is configured with and what it saw.
+
+    ``configs_used`` maps each autotuned kernel name launched to the index of the config it ran
+    with; ``launches`` counts kernel launches; ``leaked`` lists Triton attributes found changed
+    on exit and restored by the safety net (empty unless Triton misbehaved).
+    """
+
+    check_bounds: bool = True
+    debug: bool = False
+    configs: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    labels: Mapping[int, str] = dataclasses.field(default_factory=dict)
+    launches: int = 0
+    configs_used: dict[str, int] = dataclasses.field(default_factory=dict)
+    leaked: tuple[str, ...] = ()
+    # tuning keys seen per autotuner in this session: the first call with a key is "cold"
+    _seen_keys: dict[int, set[Any]] = dataclasses.field(default_factory=dict, repr=False)
+
+
+@dataclasses.dataclass
+class _Allocation:
+    lo: int
+    hi: int  # one past the last byte
+    parameter: str
+    label: str | None
+
+
+class _State:
+    def __init__(self) -> None:
+        self.depth = 0
+        self.owner: int | None = None
+        self.sessions: list[InterpreterSession] = []
+        self.patched: list[tuple[Any, str, Any]] = []
+        self.snapshots: list[tuple[Any, dict[str, Any]]] = []
+        self.saved_options: Any = None
+        self.autotuners: dict[int, tuple[Autotuner, dict[Any, Any], Any]] = {}
+        self.allocs: list[_Allocation] | None = None
+        self.options_on: Any = None
+        self.options_off: Any = None
+
+    @property
+    def session(self) -> InterpreterSession:
+        return self.sessions[-1]
+
+    def mine(self) -> bool:
+        return self.owner == threading.get_ident()
+
+
+_STATE = _State()
+#: one InterpretedFunction per Python kernel function (Triton caches the rewritten AST itself)
+_INTERPRETED: dict[Callable[..., Any], Any] = {}
+
+
+def _interpreted(jit_fn: JITFunction) -> Any:
+    interp = _INTERPRETED.get(jit_fn.fn)
+    if interp is None:
+        interp = _INTERPRETED[jit_fn.fn] = _interp.InterpretedFunction(jit_fn.fn)
+    # share the kernel's pre-run hooks, as JITFunction.run would call them
+    interp.pre_run_hooks = getattr(jit_fn, "pre_run_hooks", [])
+    return interp
+
+
+# originals, captured at import (the patches are only ever installed over these)
+_ORIG_JIT_RUN = JITFunction.run
+_ORIG_JIT_CALL = JITFunction.__call__
+_ORIG_AUTOTUNER_RUN = Autotuner.run
+_ORIG_GRID_CALL = _interp.GridExecutor.__call__
+_ORIG_INIT_ARGS_HST = _interp.GridExecutor._init_args_hst
+_ORIG_PATCH_LANG_TENSOR = _interp._patch_lang_tensor
+_Builder = _interp.InterpreterBuilder
+_TensorDescriptor = _interp.TensorDescriptor
+
+
+def _needs_index_fix() -> bool:
+    """Triton < 3.7 defines ``tensor.__index__`` as ``int(ndarray of shape (1,))``, an error on
+    numpy >= 2.4 (triton#9171); 3.9 squeezes first."""
+    try:
+        src = inspect.getsource(_ORIG_PATCH_LANG_TENSOR)
+    except (OSError, TypeError):
+        return True
+    return "int(self.handle.data)" in src
+
+
+_NEEDS_INDEX_FIX = _needs_index_fix()
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch redirection
+
+
+def _jit_run(self: JITFunction, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+    if not _STATE.mine():
+        with INTERPRETER_LOCK:  # wait for the interpreter block to end, then run compiled
+            return _ORIG_JIT_RUN(self, *args, grid=grid, warmup=warmup, **kwargs)
+    if warmup:
+        return None
+    session = _STATE.session
+    session.launches += 1
+    debug = bool(session.debug or kwargs.get("debug", getattr(self, "debug", False))
+                 or triton.knobs.runtime.debug)
+    builder = _interp.interpreter_builder
+    before = builder.options
+    builder.options = _STATE.options_on if debug else _STATE.options_off
+    try:
+        return _interpreted(self).run(*args, grid=grid, warmup=False, **kwargs)
+    finally:
+        builder.options = before
+
+
+def _jit_call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
+    if not _STATE.mine():
+        return _ORIG_JIT_CALL(self, *args, **kwargs)
+    # A device-side call of a @jit helper or tl.standard function. Unlike upstream
+    # InterpretedFunction.__call__, restore the language patch scope it opens.
+    fn = _interpreted(self).rewrite()
+    scope = _interp._patch_lang(self.fn)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        scope.restore()
+
+
+def _jit_get(self: JITFunction, obj: Any, objtype: Any = None) -> Any:
+    # Only tensor member functions (x.sum(), x.argmax()) bind; a kernel kept as an attribute of
+    # a user class must stay a JITFunction so ``self.kernel[grid]`` still works.
+    if obj is not None and isinstance(obj, tl_core.tensor) and _STATE.mine():
+        return types.MethodType(self, obj)
+    return self
+
+
+def _patch_lang_tensor(tensor: Any, scope: Any) -> None:
+    _ORIG_PATCH_LANG_TENSOR(tensor, scope)
+    # The scope restores in LIFO order, so this second patch unwinds cleanly.
+    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Autotuner: no benchmarking, forced or first pruned config
+
+
+def _tuning_key(at: Autotuner, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    all_args = {**dict(zip(at.arg_names, args)), **kwargs}
+    named = {k: v for k, v in all_args.items() if k in at.arg_names}
+    key = [named[k] for k in at.keys if k in named]
+    key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+    try:
+        hash(tuple(key))
+    except TypeError:
+        return repr(key)
+    return tuple(key)
+
+
+def _autotuner_run(self: Autotuner, *args: Any, **kwargs: Any) -> Any:
+    if not _STATE.mine():
+        with INTERPRETER_LOCK:
+            return _ORIG_AUTOTUNER_RUN(self, *args, **kwargs)
+    session = _STATE.session
+    name = kernel_name(self)
+    if id(self) not in _STATE.autotuners:  # first touch in this block: snapshot for exit
+        _STATE.autotuners[id(self)] = (self, dict(self.cache),
+                                       getattr(self, "best_config", _MISSING))
+    self.nargs = dict(zip(self.arg_names, args))
+    try:
+        cold = False
+        if name in session.configs:
+            index = session.configs[name]
+            if not 0 <= index < len(self.configs):
+                raise ForcedConfigError(
+                    f"Expected a config index in [0, {len(self.configs)}) for autotuned kernel "
+                    f"{name!r}, but got configs[{name!r}]={index!r}. "
+                    "Use autotuner_config_counts(launcher) for the valid range."
+                )
+            config = self.configs[index]
+        elif len(self.configs) > 1:
+            pruned = self.prune_configs(kwargs)
+            config = pruned[0]
+            # A cold upstream call with several surviving configs benchmarks, then resets
+            # `reset_to_zero` once before the real run; mirror that once per tuning key.
+            seen = session._seen_keys.setdefault(id(self), set())
+            key = _tuning_key(self, args, kwargs)
+            cold = len(pruned) > 1 and key not in seen
+            seen.add(key)
+        else:
+            config = self.configs[0]
+        index = next((i for i, c in enumerate(self.configs) if c is config), None)
+        if index is None:
+            index = self.configs.index(config)
+        session.configs_used[name] = index
+        self.best_config = config
+        full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}
+        if cold:
+            self.pre_hook(full_nargs, reset_only=True)
+        if config.pre_hook is not None:
+            config.pre_hook(full_nargs)
+        return self.fn.run(*args, **kwargs, **config.all_kwargs())
+    finally:
+        self.nargs = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounds checker
+
+
+def _grid_call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
+    if not _STATE.mine():
+        return _ORIG_GRID_CALL(self, *args_dev, **kwargs)
+    outer = _STATE.allocs
+    _STATE.allocs = None
+    try:
+        return _ORIG_GRID_CALL(self, *args_dev, **kwargs)
+    except InterpreterError as e:
+        # GridExecutor wraps kernel exceptions as InterpreterError(repr(e)) from e; hand the
+        # caller the OOBAccess itself.
+        cause = e.__cause__
+        if isinstance(cause, OOBAccess):
+            raise cause.with_traceback(cause.__traceback__) from None
+        raise
+    finally:
+        _STATE.allocs = outer
+
+
+def _storage_of(t: Any) -> Any:
+    if isinstance(t, TensorWrapper):
+        t = t.base
+    return t.untyped_storage()
+
+
+def _collect(dev: Any, hst: Any, name: str, out: dict[int, _Allocation],
+             labels: Mapping[int, str]) -> None:
+    if isinstance(hst, tuple) and isinstance(dev, tuple):
+        for i, (d, h) in enumerate(zip(dev, hst)):
+            _collect(d, h, f"{name}[{i}]", out, labels)
+        return
+    if isinstance(hst, _TensorDescriptor):  # its memory is its base tensor's
+        _collect(getattr(dev, "base", dev), hst.base, name, out, labels)
+        return
+    if not hasattr(hst, "data_ptr"):
+        return
+    st_h = _storage_of(hst)
+    lo = st_h.data_ptr()
+    if lo in out:
+        return
+    try:
+        label = labels.get(_storage_of(dev).data_ptr())
+    except Exception:
+        label = None
+    out[lo] = _Allocation(lo, lo + st_h.nbytes(), name, label)
+
+
+def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
+    args_hst, kwargs_hst = _ORIG_INIT_ARGS_HST(self, args_dev, kwargs)
+    if _STATE.mine() and _STATE.session.check_bounds:
+        labels = _STATE.session.labels
+        allocs: dict[int, _Allocation] = {}
+        names = list(self.arg_names)
+        for i, (d, h) in enumerate(zip(args_dev, args_hst)):
+            _collect(d, h, names[i] if i < len(names) else f"arg{i}", allocs, labels)
+        for k, h in kwargs_hst.items():
+            _collect(kwargs[k], h, k, allocs, labels)
+        _STATE.allocs = list(allocs.values())
+    return args_hst, kwargs_hst
+
+
+_RMW_NAMES = {"FADD": "add", "UMAX": "max", "UMIN": "min"}
+
+
+def _check(op: str, ptrs: Any, mask: Any) -> None:
+    allocs = _STATE.allocs
+    if allocs is None or not _STATE.mine() or not _STATE.session.check_bounds:
+        return
+    addr = ptrs.data
+    if addr.dtype != np.uint64:
+        addr = addr.astype(np.uint64)
+    size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+    ok = None
+    for a in allocs:
+        last = a.hi - size
+        if last < a.lo:
+            continue
+        inside = (addr >= np.uint64(a.lo)) & (addr <= np.uint64(last))
+        ok = inside if ok is None else (ok | inside)
+    bad = ~ok if ok is not None else np.ones(addr.shape, dtype=bool)
+    if mask is not None:
+        m = mask.data
+        if m.shape != addr.shape:
+            m = np.broadcast_to(m, addr.shape)
+        bad &= m.astype(bool, copy=False)
+    if not bad.any():
+        return
+    _raise_oob(op, addr, bad, size, allocs)
+
+
+def _raise_oob(op: str, addr: np.ndarray, bad: np.ndarray, size: int,
+               allocs: list[_Allocation]) -> None:
+    flat_bad = bad.reshape(-1)
+    lane = int(np.flatnonzero(flat_bad)[0])
+    address = int(addr.reshape(-1)[lane])
+    best: tuple[int, bool, _Allocation] | None = None
+    for a in allocs:
+        if a.hi <= a.lo and a.lo == 0:
+            continue
+        if address < a.lo:
+            dist, before = a.lo - address, True
+        else:
+            dist, before = max(address + size - a.hi, 1), False
+        if best is None or dist < best[0]:
+            best = (dist, before, a)
+    grid_idx = _interp.interpreter_builder.grid_idx or (0, 0, 0)
+    program_id = tuple(int(v) for v in grid_idx)
+    common = dict(op=op, program_id=program_id, lane=lane, address=address,
+                  n_bad=int(flat_bad.sum()), n_lanes=int(flat_bad.size), element_size=size)
+    if best is None:
+        raise OOBAccess(parameter=None, argument=None, distance_bytes=None,
+                        distance_elements=None, before_start=False, allocation_bytes=None,
+                        **common)
+    dist, before, a = best
+    raise OOBAccess(parameter=a.parameter, argument=a.label or a.parameter,
+                    distance_bytes=dist, distance_elements=-(-dist // size), before_start=before,
+                    allocation_bytes=a.hi - a.lo, **common)
+
+
+def _wrap_load(orig: Callable[..., Any], op: str) -> Callable[..., Any]:
+    def create_masked_load(self: Any, ptrs: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
+        _check(op, ptrs, mask)
+        return orig(self, ptrs, mask, *rest, **kw)
+
+    return create_masked_load
+
+
+def _wrap_store(orig: Callable[..., Any], op: str) -> Callable[..., Any]:
+    def create_masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any,
+                            **kw: Any) -> Any:
+        _check(op, ptrs, mask)
+        return orig(self, ptrs, value, mask, *rest, **kw)
+
+    return create_masked_store
+
+
+def _wrap_rmw(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_atomic_rmw(self: Any, rmw_op: Any, ptr: Any, val: Any, mask: Any, *rest: Any,
+                          **kw: Any) -> Any:
+        raw = str(getattr(rmw_op, "name", rmw_op)).split(".")[-1].upper()
+        _check("atomic_" + _RMW_NAMES.get(raw, raw.lower()), ptr, mask)
+        return orig(self, rmw_op, ptr, val, mask, *rest, **kw)
+
+    return create_atomic_rmw
+
+
+def _wrap_cas(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_atomic_cas(self: Any, ptr: Any, cmp: Any, val: Any, *rest: Any, **kw: Any) -> Any:
+        _check("atomic_cas", ptr, None)  # no mask: every lane is active
+        return orig(self, ptr, cmp, val, *rest, **kw)
+
+    return create_atomic_cas
+
+
+def _wrap_atomic_load(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_atomic_load(self: Any, ptr: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
+        _check("atomic_load", ptr, mask)
+        return orig(self, ptr, mask, *rest, **kw)
+
+    return create_atomic_load
+
+
+def _wrap_atomic_store(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_atomic_store(self: Any, ptr: Any, val: Any, mask: Any, *rest: Any,
+                            **kw: Any) -> Any:
+        _check("atomic_store", ptr, mask)
+        return orig(self, ptr, val, mask, *rest, **kw)
+
+    return create_atomic_store
+
+
+def _builder_patches() -> list[tuple[str, Callable[..., Any]]]:
+    """Memory ops of InterpreterBuilder, whichever exist in this Triton. Loads/stores without
+    a mask, tensor-pointer (3.6) and tensor-descriptor ops all funnel into the masked ones."""
+    wrappers: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+        "create_masked_load": lambda f: _wrap_load(f, "load"),
+        "create_masked_store": lambda f: _wrap_store(f, "store"),
+        "create_atomic_rmw": _wrap_rmw,
+        "create_atomic_cas": _wrap_cas,
+        "create_atomic_load": _wrap_atomic_load,  # 3.9 only
+        "create_atomic_store": _wrap_atomic_store,  # 3.9 only
+    }
+    out = []
+    for name, wrap in wrappers.items():
+        orig = vars(_Builder).get(name)
+        if orig is not None:
+            out.append((name, wrap(orig)))
+    return out
+
+
+_BUILDER_PATCHES = _builder_patches()
+
+
+# ---------------------------------------------------------------------------------------------
+# Install / uninstall
+
+
+def _snapshot_targets() -> list[Any]:
+    targets: list[Any] = [tl, tl_core, tl_math, tl_standard, _interp, JITFunction, Autotuner,
+                          Heuristics, _interp.GridExecutor, _Builder, _interp.InterpretedFunction,
+                          tl_core.tensor, tl_core.dtype]
+    for name in ("condition", "tensor_descriptor_base", "tensor_descriptor"):
+        cls = getattr(tl_core, name, None)
+        if isinstance(cls, type):
+            targets.append(cls)
+    return targets
+
+
+_SNAPSHOT_TARGETS = _snapshot_targets()
+
+
+def _set(obj: Any, name: str, value: Any) -> None:
+    _STATE.patched.append((obj, name, vars(obj).get(name, _MISSING)))
+    setattr(obj, name, value)
+
+
+def _install() -> None:
+    _STATE.snapshots = [(obj, dict(vars(obj))) for obj in _SNAPSHOT_TARGETS]
+    _set(JITFunction, "run", _jit_run)
+    _set(JITFunction, "__call__", _jit_call)
+    _set(JITFunction, "__get__", _jit_get)
+    _set(Autotuner, "run", _autotuner_run)
+    _set(_interp.GridExecutor, "__call__", _grid_call)
+    _set(_interp.GridExecutor, "_init_args_hst", _init_args_hst)
+    for name, fn in _BUILDER_PATCHES:
+        _set(_Builder, name, fn)
+    if _NEEDS_INDEX_FIX:
+        _set(_interp, "_patch_lang_tensor", _patch_lang_tensor)
+    builder = _interp.interpreter_builder
+    _STATE.saved_options = builder.options
+    # sanitize_overflow only builds checks that a non-debug device_assert then drops: off is
+    # the same semantics, faster.
+    _STATE.options_on = dataclasses.replace(builder.options, debug=True, sanitize_overflow=True)
+    _STATE.options_off = dataclasses.replace(builder.options, debug=False,
+                                             sanitize_overflow=False)
+
+
+def _uninstall() -> tuple[str, ...]:
+    while _STATE.patched:
+        obj, name, orig = _STATE.patched.pop()
+        if orig is _MISSING:
+            delattr(obj, name)
+        else:
+            setattr(obj, name, orig)
+    _interp.interpreter_builder.options = _STATE.saved_options
+    _STATE.saved_options = None
+    for at, cache, best in _STATE.autotuners.values():
+        if at.cache != cache or len(at.cache) != len(cache):
+            at.cache.clear()
+            at.cache.update(cache)
+        if best is _MISSING:
+            at.__dict__.pop("best_config", None)
+        else:
+            at.best_config = best
+    _STATE.autotuners.clear()
+    _STATE.allocs = None
+    # Safety net: anything else Triton left changed (e.g. a leaked language patch) goes back.
+    leaked = []
+    for obj, snap in _STATE.snapshots:
+        current = vars(obj)
+        for key, value in snap.items():
+            if current.get(key, _MISSING) is not value:
+                setattr(obj, key, value)
+                leaked.append(f"{getattr(obj, '__name__', obj)}.{key}")
+        if isinstance(obj, type):  # never delete names injected into modules (notes §1.3b)
+            for key in [k for k in current if k not in snap]:
+                added = current[key]
+                delattr(obj, key)
+                # Triton's own patch scope "restores" an inherited attribute (tensor.__repr__)
+                # by setting it on the class: the same object, so no real change.
+                if getattr(obj, key, _MISSING) is not added:
+                    leaked.append(f"{obj.__name__}.{key} (added)")
+    _STATE.snapshots = []
+    return tuple(leaked)
+
+
+@contextlib.contextmanager
+def interpreter_mode(*, check_bounds: bool = True, debug: bool = False,
+                     configs: Mapping[str, int] | None = None,
+                     labels: Mapping[int, str] | None = None) -> Iterator[InterpreterSession]:
+    """Run every ``@triton.jit`` launch inside the block in Triton's interpreter.
+
+    ``check_bounds``: check every active lane of every load, store and atomic against the
+    storages of the launch's tensor arguments and raise :class:`OOBAccess` before touching
+    memory. ``debug``: turn on ``tl.device_assert`` and integer overflow checks (a kernel
+    launched with ``debug=True`` or declared ``@triton.jit(debug=True)`` gets them as well, as
+    compiled). ``configs``: autotuned kernel name -> index into its ``configs`` to force (names
+    as :func:`~fuzzkern.executors.kernels.autotuner_config_counts` reports them); kernels not
+    named run their first pruned config, and nothing is ever benchmarked. ``labels``: storage
+    ``data_ptr`` -> name to use in :class:`OOBAccess` messages instead of the parameter name.
+
+    Yields an :class:`InterpreterSession`. Re-entrant (an inner block's settings apply inside
+    it); exclusive across threads (see :data:`INTERPRETER_LOCK`).
+
+    >>> with interpreter_mode(configs={"matmul_kernel": 1}) as session:
+    ...     pass
+    >>> session.launches
+    0
+    """
+    forced = dict(configs or {})
+    for name, index in forced.items():
+        if not isinstance(name, str) or not isinstance(index, int) or isinstance(index, bool):
+            raise ForcedConfigError(
+                f"Expected configs to map kernel names (str) to config indices (int), but got "
+                f"{name!r}: {index!r} (type={type(index).__name__})."
+            )
+    session = InterpreterSession(check_bounds=bool(check_bounds), debug=bool(debug),
+                                 configs=forced, labels=dict(labels or {}))
+    INTERPRETER_LOCK.acquire()
+    try:
+        if _STATE.depth == 0:
+            _STATE.owner = threading.get_ident()
+            _install()
+        _STATE.depth += 1
+        _STATE.sessions.append(session)
+        outer_allocs = _STATE.allocs
+        try:
+            yield session
+        finally:
+            _STATE.sessions.pop()
+            _STATE.depth -= 1
+            _STATE.allocs = outer_allocs
+            if _STATE.depth == 0:
+                try:
+                    session.leaked = _uninstall()
+                finally:
+                    _STATE.owner = None
+    finally:
+        INTERPRETER_LOCK.release()
+
+
+def run_interpreted(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` inside :func:`interpreter_mode` with its defaults (bounds checked,
+    no debug); use the context manager directly for other options.
+
+    >>> run_interpreted(lambda a, b: a + b, 1, 2)
+    3
+    """
+    with interpreter_mode():
+        return fn(*args, **kwargs)

@@ -1,0 +1,292 @@
+"""Running one case inside a worker: materialize, reference, each mode, compare, verdict.
+
+This is the worker-side half of the pipeline; the parent only ever sees the resulting
+:class:`~fuzzkern.outcome.Outcome`. Order of work per case:
+
+1. build the case's CPU tensors from their recipe (exact strides, offsets, gap sentinels);
+2. run the launcher in each mode on its own copy of those tensors (layouts preserved);
+3. run the torch reference on float64 copies (only when a mode produced outputs);
+4. compare each mode's outputs with the reference and derive the verdict.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from fuzzkern import loader, oracle
+from fuzzkern.case import Case, materialize, rebuild_like
+from fuzzkern.outcome import Comparison, ModeResult, Outcome, Verdict
+from fuzzkern.target import Target, Tolerance, call_with
+
+#: dtypes the Triton interpreter cannot compute with (bf16 arithmetic runs on raw bit patterns,
+#: fp8 conversions round wrongly; notes/triton-internals.md §3.1): interpreted runs get exact
+#: float32 copies instead, compared with the original dtype's tolerance.
+INTERPRETER_SUBSTITUTES = {
+    torch.bfloat16: torch.float32,
+    torch.float8_e4m3fn: torch.float32,
+    torch.float8_e5m2: torch.float32,
+}
+for _name in ("float8_e4m3fnuz", "float8_e5m2fnuz"):
+    if hasattr(torch, _name):
+        INTERPRETER_SUBSTITUTES[getattr(torch, _name)] = torch.float32
+
+_targets: dict[str, Target] = {}
+
+
+def _target(ref: str) -> Target:
+    if ref not in _targets:
+        _targets[ref] = loader.load_ref(ref)
+    return _targets[ref]
+
+
+def _short_tb(e: BaseException, limit: int = 12) -> str:
+    return "".join(traceback.format_exception(type(e), e, e.__traceback__, limit=-limit))
+
+
+def _as_outputs(result: Any) -> tuple[Any, ...] | None:
+    if result is None:
+        return None
+    if isinstance(result, torch.Tensor):
+        return (result,)
+    if isinstance(result, (tuple, list)):
+        return tuple(result)
+    return (result,)
+
+
+def _storage_labels(tensors: Mapping[str, torch.Tensor]) -> dict[int, str]:
+    return {t.untyped_storage().data_ptr(): name for name, t in tensors.items()}
+
+
+def _is_precondition(target: Target, e: BaseException) -> bool:
+    return bool(target.preconditions) and isinstance(e, target.preconditions)
+
+
+def _unwrap(e: BaseException) -> BaseException:
+    """The user's exception inside Triton's InterpreterError wrapper, when there is one."""
+    seen = 0
+    while seen < 5 and e.__cause__ is not None and type(e).__name__ == "InterpreterError":
+        e = e.__cause__
+        seen += 1
+    return e
+
+
+class _Run:
+    def __init__(self, target: Target, case: Case, options: Mapping[str, Any]) -> None:
+        self.target = target
+        self.case = case
+        self.options = options
+        self.base = {name: materialize(tc) for name, tc in case.tensors.items()}
+        self.scalars = case.scalars
+        self._expected: tuple[Any, ...] | None = None
+        self._magnitude: tuple[Any, ...] | None = None
+        self._reference_error: BaseException | None = None
+        self._reference_done = False
+
+    # -- reference ---------------------------------------------------------------------------
+    def _reference_inputs(self, absolute: bool = False) -> dict[str, Any]:
+        values: dict[str, Any] = dict(self.scalars)
+        for name, t in self.base.items():
+            c = oracle.upcast_for_reference(t) if self.target.upcast else rebuild_like(t)
+            if absolute and (c.is_floating_point() or c.is_complex()):
+                c = c.abs()
+            values[name] = c
+        return values
+
+    def reference(self) -> tuple[Any, ...] | None:
+        if not self._reference_done:
+            self._reference_done = True
+            try:
+                with torch.no_grad():
+                    self._expected = _as_outputs(call_with(self.target.reference,
+                                                           self._reference_inputs()))
+            except Exception as e:
+                self._reference_error = e
+                return None
+            if self.target.reduction is not None:
+                try:
+                    with torch.no_grad():
+                        self._magnitude = _as_outputs(
+                            call_with(self.target.reference, self._reference_inputs(True))
+                        )
+                except Exception:
+                    self._magnitude = None
+        return self._expected
+
+    # -- modes -------------------------------------------------------------------------------
+    def interpret(self) -> ModeResult:
+        from fuzzkern.executors.interpreter import OOBAccess, interpreter_mode
+
+        substituted: dict[str, str] = {}
+        tensors: dict[str, torch.Tensor] = {}
+        for name, t in self.base.items():
+            sub = INTERPRETER_SUBSTITUTES.get(t.dtype)
+            c = rebuild_like(t)
+            if sub is not None:
+                substituted[name] = str(t.dtype).replace("torch.", "")
+                c = _convert_keep_layout(c, sub)
+            tensors[name] = c
+        detail: dict[str, Any] = {}
+        if substituted:
+            detail["substituted"] = substituted
+        start = time.perf_counter()
+        try:
+            with interpreter_mode(
+                check_bounds=True,
+                debug=bool(self.options.get("debug", False)),
+                configs=dict(self.case.configs),
+                labels=_storage_labels(tensors),
+            ):
+                result = call_with(self.target.launcher, {**self.scalars, **tensors})
+        except OOBAccess as e:
+            detail["oob"] = _oob_detail(e)
+            return ModeResult("interpret", "oob", error=e.describe(), detail=detail,
+                              seconds=time.perf_counter() - start)
+        except Exception as e:
+            inner = _unwrap(e)
+            if isinstance(inner, OOBAccess):
+                detail["oob"] = _oob_detail(inner)
+                return ModeResult("interpret", "oob", error=inner.describe(), detail=detail,
+                                  seconds=time.perf_counter() - start)
+            status = "error"
+            if _is_precondition(self.target, inner) or _is_precondition(self.target, e):
+                status = "precondition"
+            elif isinstance(inner, NotImplementedError) or "not supported in interpreter" in str(e):
+                status = "unsupported"
+            return ModeResult("interpret", status, error=f"{type(inner).__name__}: {inner}",
+                              detail={**detail, "traceback": _short_tb(e)},
+                              seconds=time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        outputs = self._outputs(result, tensors)
+        return self._compare("interpret", outputs, detail, seconds, substituted)
+
+    def _outputs(self, result: Any, tensors: Mapping[str, torch.Tensor]) -> tuple[Any, ...] | None:
+        if self.target.inplace_names:
+            return tuple(tensors[n] for n in self.target.inplace_names)
+        return _as_outputs(result)
+
+    def _compare(self, mode: str, outputs: tuple[Any, ...] | None, detail: dict[str, Any],
+                 seconds: float, substituted: Mapping[str, str]) -> ModeResult:
+        expected = self.reference()
+        if expected is None:
+            if self._reference_error is not None:
+                e = self._reference_error
+                return ModeResult(mode, "reference-error", error=f"{type(e).__name__}: {e}",
+                                  detail={**detail, "traceback": _short_tb(e)}, seconds=seconds)
+            outputs_desc = "nothing" if outputs is None else f"{len(outputs)} output(s)"
+            return ModeResult(mode, "mismatch", Comparison(
+                ok=False, structural=f"the reference returned nothing; the launcher returned "
+                f"{outputs_desc} (set inplace= for in-place kernels)"), detail=detail,
+                seconds=seconds)
+        if outputs is None:
+            return ModeResult(mode, "mismatch", Comparison(
+                ok=False, structural="the launcher returned nothing but the reference returned "
+                f"{len(expected)} output(s) (set inplace= for in-place kernels)"),
+                detail=detail, seconds=seconds)
+        tolerance = self.target.tolerance
+        note = ""
+        if substituted:
+            # Compare at the precision of the dtype the user asked for, not the float32 stand-in.
+            low = max(substituted.values(),
+                      key=lambda n: oracle.default_tolerance(getattr(torch, n))[0])
+            rtol, atol, _ = oracle.default_tolerance(getattr(torch, low))
+            tolerance = Tolerance(
+                rtol=tolerance.rtol if tolerance.rtol is not None else rtol,
+                atol=tolerance.atol if tolerance.atol is not None else atol,
+                equal_nan=tolerance.equal_nan,
+            )
+            note = f" ({low} run as float32 in the interpreter)"
+        reduction = self.case.dims.get(self.target.reduction, 1) if self.target.reduction else 1
+        comparison = oracle.compare(
+            outputs, expected, tolerance=tolerance, magnitude=self._magnitude,
+            reduction_length=max(1, reduction),
+        )
+        comparison.tolerance += note
+        return ModeResult(mode, "ok" if comparison.ok else "mismatch", comparison, detail=detail,
+                          seconds=seconds)
+
+
+def _convert_keep_layout(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``t`` as ``dtype`` with the same strides, offset and gaps (values converted exactly)."""
+    n = t.untyped_storage().nbytes() // t.element_size()
+    flat = t.as_strided((n,), (1,), 0).to(dtype)
+    return flat.as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+def _oob_detail(e: Any) -> dict[str, Any]:
+    out = {}
+    for k in ("op", "program_id", "lane", "address", "n_bad", "argument", "distance_bytes",
+              "distance_elements"):
+        v = getattr(e, k, None)
+        out[k] = list(v) if isinstance(v, tuple) else v
+    return out
+
+
+_MODE_STATUS_VERDICT = {
+    "crash": Verdict.CRASH,
+    "oob": Verdict.OOB,
+    "error": Verdict.ERROR,
+    "reference-error": Verdict.REFERENCE_ERROR,
+    "precondition": Verdict.PRECONDITION,
+    "unsupported": Verdict.UNSUPPORTED,
+}
+
+
+def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
+    """Combine per-mode results into one verdict and a one-line reason."""
+    statuses = {m: r.status for m, r in results.items()}
+    for status in ("crash", "oob", "error", "reference-error"):
+        for mode, s in statuses.items():
+            if s == status:
+                return _MODE_STATUS_VERDICT[status], f"{mode}: {results[mode].error}"
+    if any(s == "precondition" for s in statuses.values()):
+        mode = next(m for m, s in statuses.items() if s == "precondition")
+        return Verdict.PRECONDITION, f"launcher rejected the input: {results[mode].error}"
+    ran = {m: s for m, s in statuses.items() if s in ("ok", "mismatch")}
+    if not ran:
+        mode = next(iter(statuses))
+        return Verdict.UNSUPPORTED, f"{mode}: {results[mode].error}"
+    wrong = [m for m, s in ran.items() if s == "mismatch"]
+    if not wrong:
+        return Verdict.PASS, ""
+    if len(wrong) == len(ran):
+        return Verdict.KERNEL_BUG, f"{' and '.join(wrong)} disagree with the reference"
+    if wrong == ["compiled"]:
+        return Verdict.COMPILED_ONLY, "only the compiled kernel disagrees with the reference"
+    return (Verdict.INTERPRETER_DIVERGENCE,
+            "only the interpreter disagrees with the reference (a Triton interpreter defect)")
+
+
+def run_case(target: Target, case: Case, options: Mapping[str, Any]) -> Outcome:
+    start = time.perf_counter()
+    modes = tuple(options.get("modes") or ("interpret",))
+    run = _Run(target, case, options)
+    results: dict[str, ModeResult] = {}
+    for mode in modes:
+        if mode not in target.modes:
+            continue
+        if mode == "interpret":
+            results[mode] = run.interpret()
+        elif mode == "compiled":
+            from fuzzkern.executors.compiled import run_compiled
+
+            results[mode] = run_compiled(run)
+        else:  # pragma: no cover - validated by the CLI
+            raise ValueError(f"unknown mode {mode!r}")
+    if not results:
+        return Outcome(Verdict.UNSUPPORTED, f"target runs in none of the modes {modes}",
+                       seconds=time.perf_counter() - start)
+    verdict, reason = verdict_of(results)
+    score = max((oracle.score(r.comparison) for r in results.values() if r.comparison), default=0.0)
+    return Outcome(verdict, reason, results, score=score, seconds=time.perf_counter() - start)
+
+
+def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, Any]
+                  ) -> dict[str, Any]:
+    target = _target(ref)
+    case = Case.from_json(case_json)
+    return run_case(target, case, options).to_json()

@@ -1,0 +1,134 @@
+"""Finding targets: ``path.py``, ``path.py::name``, ``package.module`` or ``package.module:name``.
+
+Every module-level :class:`fuzzkern.Target` of a file or module is a target. Each loaded target
+carries a canonical *ref* (an absolute ``path.py::name`` or ``module:name``) that loads exactly
+it again, which is how worker processes find the same target as the parent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from types import ModuleType
+
+from fuzzkern.errors import TargetError
+from fuzzkern.target import Target
+
+BUILTIN_MODULE = "fuzzkern.targets.builtin"
+
+
+@dataclass(frozen=True)
+class LoadedTarget:
+    ref: str
+    target: Target
+
+    @property
+    def id(self) -> str:
+        return self.target.id
+
+
+_file_modules: dict[str, ModuleType] = {}
+
+
+def _import_file(path: str) -> ModuleType:
+    path = os.path.abspath(path)
+    if path in _file_modules:
+        return _file_modules[path]
+    if not os.path.isfile(path):
+        raise TargetError(f"target file {path!r} does not exist")
+    stem = os.path.splitext(os.path.basename(path))[0]
+    # A unique module name keeps two `kernels.py` in different folders apart; the file's folder
+    # goes on sys.path so it can import its siblings, as pytest's rootdir-relative imports do.
+    name = f"fuzzkern_target_{stem}_{hashlib.sha1(path.encode()).hexdigest()[:8]}"
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TargetError(f"cannot import target file {path!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        del sys.modules[name]
+        raise TargetError(f"importing {path!r} failed: {type(e).__name__}: {e}") from e
+    _file_modules[path] = module
+    return module
+
+
+def _import_module(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise TargetError(f"cannot import module {name!r}: {e}") from e
+    except Exception as e:
+        raise TargetError(f"importing module {name!r} failed: {type(e).__name__}: {e}") from e
+
+
+def _targets_in(module: ModuleType, prefix: str, default_name: str) -> list[LoadedTarget]:
+    found = []
+    for attr, value in vars(module).items():
+        if isinstance(value, Target):
+            t = value
+            if t.name is None:
+                # Name unnamed targets after the variable they are bound to: stable across runs
+                # and what the user sees in their file.
+                object.__setattr__(t, "name", f"{default_name}::{attr}")
+            found.append(LoadedTarget(f"{prefix}{attr}", t))
+    return found
+
+
+def load(spec: str) -> list[LoadedTarget]:
+    """Load the targets ``spec`` names; raises :class:`TargetError` with one clear message."""
+    spec = spec.strip()
+    if not spec:
+        raise TargetError("empty target spec; expected path.py, path.py::name or module[:name]")
+    if ".py" in spec and (spec.endswith(".py") or "::" in spec):
+        path, _, name = spec.partition("::")
+        if not path.endswith(".py"):
+            raise TargetError(f"bad target spec {spec!r}: expected path.py::name")
+        module = _import_file(path)
+        prefix = f"{os.path.abspath(path)}::"
+        default = os.path.splitext(os.path.basename(path))[0]
+    else:
+        modname, _, name = spec.partition(":")
+        module = _import_module(modname)
+        prefix = f"{modname}:"
+        default = modname
+    targets = _targets_in(module, prefix, default)
+    if name:
+        targets = [t for t in targets if t.ref == prefix + name]
+        if not targets:
+            value = getattr(module, name, None)
+            if value is None:
+                raise TargetError(f"{spec!r}: no name {name!r} in {module.__name__}")
+            raise TargetError(
+                f"{spec!r}: {name!r} is a {type(value).__name__}, not a fuzzkern.Target"
+            )
+    elif not targets:
+        raise TargetError(f"{spec!r} defines no module-level fuzzkern.Target")
+    return targets
+
+
+def load_all(specs: list[str]) -> list[LoadedTarget]:
+    out: list[LoadedTarget] = []
+    seen = set()
+    for spec in specs or [BUILTIN_MODULE]:
+        for t in load(spec):
+            if t.ref not in seen:
+                seen.add(t.ref)
+                out.append(t)
+    return out
+
+
+def load_ref(ref: str) -> Target:
+    """The one target a canonical ref names (used by workers)."""
+    targets = load(ref)
+    if len(targets) != 1:
+        raise TargetError(f"ref {ref!r} names {len(targets)} targets")
+    return targets[0].target

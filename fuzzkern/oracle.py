@@ -1,0 +1,507 @@
+"""The oracle: is a kernel's output close enough to the reference?
+
+:func:`compare` turns a kernel's outputs and the reference's results into a
+:class:`~fuzzkern.outcome.Comparison`. The rules (DESIGN.md decision 7):
+
+1. **Structure first.** The number of outputs and every shape must match exactly; a reference
+   result is never broadcast, even when it has the same number of elements. A structural problem
+   is reported as such and no values are compared.
+2. **Round the reference to the output dtype** (FlagGems style): the expected value is computed
+   at high precision (usually float64), correctly rounded (round-half-even) to the output
+   dtype's grid, and both are compared in float64. A correct kernel that rounds its result once
+   is then exactly at 0 error. A finite reference beyond the dtype's range is rounded to the
+   largest finite value (saturating), and an infinity is also accepted (see 5).
+3. **Floats:** an element passes when
+   ``|out - exp| <= atol + rtol*|exp| + eps_acc*R*|mag|``, with ``exp`` the rounded reference,
+   ``R`` the reduction length, ``mag`` the reference evaluated on ``|inputs|`` (only when
+   given) and ``eps_acc`` the accumulator's epsilon (:func:`accumulation_eps`): the classic
+   bound on a length-``R`` floating-point sum, so cancellation is never a false alarm. ``rtol``/``atol`` come from :class:`~fuzzkern.target.Tolerance` when set, else from
+   :func:`default_tolerance` of the output dtype.
+4. **NaN:** with ``Tolerance.equal_nan`` (the default) NaN positions must match: NaN vs NaN
+   passes, NaN vs a number (either way) fails. With ``equal_nan=False`` every NaN fails.
+5. **±inf** must match in sign and position. Two exceptions, both about overflow being a
+   legitimate rounding: an output ``±inf`` for a finite reference passes when the tolerance band
+   around the reference reaches the dtype's largest finite value (same sign); and in dtypes
+   without infinities (fp8 e4m3fn, the fnuz types) a reference beyond the range or ``±inf``
+   expects the saturated ``±max`` (NaN, the non-saturating conversion, is accepted too).
+6. **Integers and bool** compare exactly (within ``atol`` when the target sets one; ``rtol`` is
+   ignored). A float reference for an integer output is truncated toward zero like
+   ``Tensor.to``; a non-finite one is a mismatch. For bool outputs the reference is ``!= 0``.
+
+Error figures are taken over every pair where both the output and the rounded reference are
+finite (passing elements included, so they show near misses): the largest absolute error, the
+largest relative error ``|d|/|exp|`` (``inf`` where ``exp == 0`` and ``d != 0``), and the largest
+error in ULPs of the output dtype at ``|exp|`` (``2**(max(floor(log2|exp|), emin) - mantissa)``;
+1 for integers). ``mismatched`` counts every failing element, ``nonfinite_mismatches`` those
+where the output or the reference is NaN or ±inf.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from fuzzkern.outcome import Comparison, Mismatch
+from fuzzkern.target import Tolerance
+
+__all__ = ["compare", "default_tolerance", "score", "upcast_for_reference", "FloatFormat"]
+
+
+# -- dtype facts ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """What the oracle needs to know about a floating-point dtype."""
+
+    #: explicit mantissa (fraction) bits
+    mantissa: int
+    #: exponent of the smallest normal number (``log2(finfo.tiny)``)
+    emin: int
+    #: largest finite value
+    max: float
+    #: whether the format has ±inf (fp8 e4m3fn and the fnuz types do not)
+    has_inf: bool
+
+
+def _fmt(dtype: torch.dtype, mantissa: int, has_inf: bool) -> FloatFormat:
+    fi = torch.finfo(dtype)
+    return FloatFormat(mantissa, round(math.log2(fi.tiny)), float(fi.max), has_inf)
+
+
+_FORMATS: dict[torch.dtype, FloatFormat] = {
+    torch.float64: _fmt(torch.float64, 52, True),
+    torch.float32: _fmt(torch.float32, 23, True),
+    torch.float16: _fmt(torch.float16, 10, True),
+    torch.bfloat16: _fmt(torch.bfloat16, 7, True),
+}
+for _name, _mant, _inf in (
+    ("float8_e4m3fn", 3, False),
+    ("float8_e5m2", 2, True),
+    ("float8_e4m3fnuz", 3, False),
+    ("float8_e5m2fnuz", 2, False),
+):
+    _dt = getattr(torch, _name, None)
+    if _dt is not None:
+        _FORMATS[_dt] = _fmt(_dt, _mant, _inf)
+
+
+def float_format(dtype: torch.dtype) -> FloatFormat:
+    """The :class:`FloatFormat` of a floating-point ``dtype`` (from ``finfo`` if not tabled)."""
+    f = _FORMATS.get(dtype)
+    if f is None:
+        fi = torch.finfo(dtype)
+        f = FloatFormat(
+            max(0, round(-math.log2(fi.eps))), round(math.log2(fi.tiny)), float(fi.max), True
+        )
+        _FORMATS[dtype] = f
+    return f
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+# torch.testing's defaults (torch.testing._comparison._DTYPE_PRECISIONS), plus fp8: rtol is the
+# format's epsilon (one ulp at the bottom of a binade) and atol its smallest subnormal.
+_DEFAULTS: dict[torch.dtype, tuple[float, float]] = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+for _name, _rtol, _atol in (
+    ("float8_e4m3fn", 0.125, 2.0**-9),
+    ("float8_e5m2", 0.25, 2.0**-16),
+    ("float8_e4m3fnuz", 0.125, 2.0**-10),
+    ("float8_e5m2fnuz", 0.25, 2.0**-17),
+):
+    _dt = getattr(torch, _name, None)
+    if _dt is not None:
+        _DEFAULTS[_dt] = (_rtol, _atol)
+
+
+def default_tolerance(dtype: torch.dtype) -> tuple[float, float, str]:
+    """``(rtol, atol, source)`` for comparing outputs of ``dtype``.
+
+    torch.testing's per-dtype defaults for fp16/bf16/fp32/fp64; fp8 e4m3 ``rtol=0.125`` and
+    e5m2 ``rtol=0.25`` with ``atol`` = the smallest subnormal; integers and bool are exact.
+
+    >>> default_tolerance(torch.float16)
+    (0.001, 1e-05, 'float16 default')
+    """
+    name = _dtype_name(dtype)
+    if dtype in _DEFAULTS:
+        rtol, atol = _DEFAULTS[dtype]
+    elif dtype.is_floating_point:
+        fi = torch.finfo(dtype)
+        rtol, atol = float(fi.eps), float(fi.smallest_normal)
+    elif dtype.is_complex:
+        rtol, atol = {torch.complex64: (1.3e-6, 1e-5), torch.complex128: (1e-7, 1e-7)}.get(
+            dtype, (1e-3, 1e-5)
+        )
+    else:
+        rtol, atol = 0.0, 0.0
+    return rtol, atol, f"{name} default"
+
+
+# -- conversions ------------------------------------------------------------------------------
+
+
+def upcast_for_reference(t: torch.Tensor) -> torch.Tensor:
+    """A CPU copy of ``t`` for the reference: float dtypes (bf16, fp16, fp8 included) as
+    float64, complex as complex128, integers and bool unchanged. Same shape; never aliases."""
+    t = t.detach()
+    if t.is_floating_point():
+        return t.to(device="cpu", dtype=torch.float64, copy=True)
+    if t.is_complex():
+        return t.to(device="cpu", dtype=torch.complex128, copy=True)
+    return t.to(device="cpu", copy=True)
+
+
+def ulp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Spacing of ``dtype``'s grid at ``|x|`` (float64 ``x``): ``2**(e - mantissa)`` with
+    ``e = max(floor(log2|x|), emin)``; 1 for integer and bool dtypes."""
+    if not dtype.is_floating_point:
+        return torch.ones_like(x, dtype=torch.float64)
+    f = float_format(dtype)
+    a = x.abs()
+    e = torch.frexp(a).exponent.to(torch.int64) - 1
+    # frexp misreports float64 subnormals; anything below the smallest normal uses emin anyway.
+    e = torch.where(a < 2.0**f.emin, f.emin, e.clamp_min(f.emin))
+    return torch.ldexp(torch.ones_like(a), e - f.mantissa)
+
+
+def round_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Float64 ``x`` correctly rounded (half to even) to ``dtype``'s grid, kept as float64.
+
+    Finite values beyond the range saturate to ``±max``; ±inf stay (or saturate to ``±max`` in
+    dtypes without infinities); NaN stays NaN. Done in float64 arithmetic (exact for every
+    narrower format), so there is no double rounding through float32.
+    """
+    f = float_format(dtype)
+    if dtype == torch.float64:
+        r = x.clone()
+    else:
+        finite = torch.isfinite(x)
+        xf = torch.where(finite, x, 0.0)
+        step = ulp(xf, dtype)
+        r = torch.where(finite, torch.round(xf / step) * step, x)
+    if f.has_inf:
+        return torch.where(torch.isfinite(r), r.clamp(-f.max, f.max), r)
+    return r.clamp(-f.max, f.max)  # NaN stays NaN; ±inf saturates
+
+
+def _to_cpu_tensor(v: Any) -> torch.Tensor | None:
+    if isinstance(v, torch.Tensor):
+        return v.detach().cpu()
+    if isinstance(v, (bool, int, float)):
+        return torch.as_tensor(v)
+    return None
+
+
+def _describe_value(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        return f"a {_dtype_name(v.dtype)} tensor of shape {tuple(v.shape)}"
+    return f"{type(v).__name__} {v!r}"[:80]
+
+
+# -- tolerance text ---------------------------------------------------------------------------
+
+
+def _resolve(tolerance: Tolerance, dtype: torch.dtype) -> tuple[float, float, str]:
+    d_rtol, d_atol, d_src = default_tolerance(dtype)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        if tolerance.atol is None:
+            return 0.0, 0.0, d_src
+        return 0.0, float(tolerance.atol), "target override"
+    rtol = d_rtol if tolerance.rtol is None else float(tolerance.rtol)
+    atol = d_atol if tolerance.atol is None else float(tolerance.atol)
+    if tolerance.rtol is not None and tolerance.atol is not None:
+        src = "target override"
+    elif tolerance.rtol is not None:
+        src = f"target override; atol: {d_src}"
+    elif tolerance.atol is not None:
+        src = f"target override; rtol: {d_src}"
+    else:
+        src = d_src
+    return rtol, atol, src
+
+
+def _tolerance_text(
+    dtype: torch.dtype, rtol: float, atol: float, src: str, has_mag: bool, r: int
+) -> str:
+    if not dtype.is_floating_point:
+        text = f"exact ({src})" if atol == 0 else f"atol={atol:g} ({src})"
+        return text
+    text = f"rtol={rtol:g} atol={atol:g} ({src})"
+    if has_mag:
+        text += f" + {accumulation_eps(dtype):.3g}·R·|ref(|inputs|)| (R={r})"
+    return text
+
+
+def accumulation_eps(dtype: torch.dtype) -> float:
+    """Machine epsilon of the accumulator a correct kernel sums in: float64 for float64
+    outputs, float32 for everything else (fp16/bf16/fp8 kernels accumulate in fp32; one that
+    accumulates in its low-precision dtype is exactly the bug the bound should catch)."""
+    return 2.0**-52 if dtype == torch.float64 else 2.0**-23
+
+
+# -- comparison -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Checked:
+    mismatch: torch.Tensor  # bool, output's shape
+    nonfinite: torch.Tensor  # bool, output's shape
+    abs_err: float
+    rel_err: float
+    ulp_err: float
+    got: torch.Tensor  # for reporting (float64 or int64)
+    expected: torch.Tensor  # raw reference for reporting (float64 or int64)
+
+
+def _stats(
+    o: torch.Tensor, e: torch.Tensor, both_finite: torch.Tensor, dtype: torch.dtype
+) -> tuple[float, float, float]:
+    if not bool(both_finite.any()):
+        return 0.0, 0.0, 0.0
+    of = o[both_finite]
+    ef = e[both_finite]
+    d = (of - ef).abs()
+    ae = ef.abs()
+    rel = torch.where(ae > 0, d / ae, torch.where(d > 0, math.inf, 0.0))
+    u = d / ulp(ef, dtype)
+    return float(d.max()), float(rel.max()), float(u.max())
+
+
+def _check_float(
+    out: torch.Tensor,
+    exp: torch.Tensor,
+    mag: torch.Tensor | None,
+    rtol: float,
+    atol: float,
+    r: int,
+    equal_nan: bool,
+) -> _Checked:
+    dtype = out.dtype
+    f = float_format(dtype)
+    o = out.to(torch.float64)
+    x = exp.to(torch.float64)  # raw reference (bool/int → exact float64)
+    xr = round_to(x, dtype)
+    band = atol + rtol * xr.abs()
+    if mag is not None:
+        m = torch.nan_to_num(mag.to(torch.float64), nan=0.0, posinf=math.inf).abs()
+        band = band + (accumulation_eps(dtype) * r) * m
+    o_fin = torch.isfinite(o)
+    xr_fin = torch.isfinite(xr)
+    both = o_fin & xr_fin
+    d = (o - xr).abs()
+    passing = both & (d <= band)
+    o_nan = torch.isnan(o)
+    x_nan = torch.isnan(x)
+    if equal_nan:
+        passing |= o_nan & x_nan
+    o_inf = torch.isinf(o)
+    if f.has_inf:
+        # infinities must match exactly (xr keeps the reference's ±inf)
+        passing |= o_inf & (o == xr)
+        # overflow is rounding: ±inf for a finite reference whose band reaches ±max
+        x_fin = torch.isfinite(x)
+        reach = x.abs() + band >= f.max
+        passing |= o_inf & x_fin & (torch.sign(o) == torch.sign(x)) & reach
+    elif equal_nan:
+        # no infinities: an out-of-range reference may also become NaN (non-saturating cast)
+        out_of_range = torch.isinf(x) | (torch.isfinite(x) & (x.abs() + band > f.max))
+        passing |= o_nan & out_of_range
+    mismatch = ~passing
+    nonfinite = mismatch & ~(o_fin & torch.isfinite(x))
+    abs_err, rel_err, ulp_err = _stats(o, xr, both, dtype)
+    return _Checked(mismatch, nonfinite, abs_err, rel_err, ulp_err, o, x)
+
+
+_INT64_MAX = float(2**63 - 1024)
+
+
+def _check_int(out: torch.Tensor, exp: torch.Tensor, atol: float) -> _Checked:
+    dtype = out.dtype
+    o = out.to(torch.int64)
+    bad = torch.zeros(out.shape, dtype=torch.bool)
+    if dtype == torch.bool:
+        xr = (exp != 0).to(torch.int64)
+        raw = exp.to(torch.float64) if exp.is_floating_point() else exp.to(torch.int64)
+    elif exp.is_floating_point():
+        x = exp.to(torch.float64)
+        fin = torch.isfinite(x)
+        bad = ~fin
+        t = torch.where(fin, torch.trunc(x), 0.0).clamp(-_INT64_MAX, _INT64_MAX)
+        xr = t.to(torch.int64).to(dtype).to(torch.int64)
+        raw = x
+    else:
+        raw = exp.to(torch.int64)
+        xr = exp.to(dtype).to(torch.int64)  # wraps like the kernel's integer arithmetic
+    eq = o == xr
+    if atol > 0:
+        eq |= (o.to(torch.float64) - xr.to(torch.float64)).abs() <= atol
+    mismatch = bad | ~eq
+    nonfinite = mismatch & bad
+    of = o.to(torch.float64)
+    abs_err, rel_err, ulp_err = _stats(of, xr.to(torch.float64), ~bad, dtype)
+    return _Checked(mismatch, nonfinite, abs_err, rel_err, ulp_err, o, raw)
+
+
+def _item(t: torch.Tensor, idx: tuple[int, ...]) -> float | int:
+    v = t[idx].item()
+    return v
+
+
+def compare(
+    outputs: Sequence[Any] | torch.Tensor,
+    expected: Sequence[Any] | torch.Tensor,
+    *,
+    tolerance: Tolerance | None = None,
+    magnitude: Sequence[Any] | None = None,
+    reduction_length: int = 1,
+    max_report: int = 5,
+) -> Comparison:
+    """Compare a kernel's ``outputs`` with the reference's ``expected`` (see the module doc).
+
+    ``outputs`` and ``expected`` are tuples of tensors (a bare tensor counts as a 1-tuple);
+    ``magnitude``, when given, holds the reference evaluated on ``|inputs|``, one entry per
+    output (``None`` entries skip the term for that output); ``reduction_length`` is ``R`` in
+    ``eps_acc*R*|mag|``. Returns a :class:`~fuzzkern.outcome.Comparison` with up to
+    ``max_report`` mismatching elements in row-major order.
+    """
+    tolerance = tolerance if tolerance is not None else Tolerance()
+    if isinstance(outputs, torch.Tensor):
+        outputs = (outputs,)
+    if isinstance(expected, torch.Tensor):
+        expected = (expected,)
+    if isinstance(magnitude, torch.Tensor):
+        magnitude = (magnitude,)
+    outputs, expected = tuple(outputs), tuple(expected)
+    if len(outputs) != len(expected):
+        return Comparison(
+            ok=False,
+            structural=f"the kernel returned {len(outputs)} output(s) but the reference returned "
+            f"{len(expected)}",
+        )
+    if magnitude is not None and len(magnitude) != len(expected):
+        raise ValueError(
+            f"Expected one magnitude per reference result ({len(expected)}) but got "
+            f"{len(magnitude)}."
+        )
+    r = int(reduction_length)
+    if r < 0:
+        raise ValueError(f"Expected reduction_length >= 0 but got {reduction_length!r}.")
+
+    pairs: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]] = []
+    problems: list[str] = []
+    many = len(outputs) > 1
+    for i, (o_raw, e_raw) in enumerate(zip(outputs, expected, strict=True)):
+        label = f"output {i}" if many else "the output"
+        o = o_raw.detach().cpu() if isinstance(o_raw, torch.Tensor) else None
+        e = _to_cpu_tensor(e_raw)
+        if o is None:
+            problems.append(f"{label} is {_describe_value(o_raw)}, not a tensor")
+            continue
+        if e is None:
+            problems.append(f"reference result {i} is {_describe_value(e_raw)}, not a tensor")
+            continue
+        if o.is_complex() or e.is_complex():
+            problems.append(
+                f"{label}: complex values are not supported "
+                f"(kernel {_dtype_name(o.dtype)}, reference {_dtype_name(e.dtype)})"
+            )
+            continue
+        if o.shape != e.shape:
+            problems.append(
+                f"{label} has shape {tuple(o.shape)} but the reference has shape "
+                f"{tuple(e.shape)}"
+            )
+            continue
+        m = None
+        if magnitude is not None and magnitude[i] is not None:
+            m = _to_cpu_tensor(magnitude[i])
+            if m is None:
+                raise ValueError(f"magnitude {i} is {_describe_value(magnitude[i])}")
+            try:
+                m = m.broadcast_to(o.shape)
+            except RuntimeError as err:
+                raise ValueError(
+                    f"magnitude {i} has shape {tuple(m.shape)}, which does not fit the "
+                    f"output's {tuple(o.shape)}"
+                ) from err
+        pairs.append((o, e, m))
+    if problems:
+        return Comparison(ok=False, structural="; ".join(problems))
+
+    texts: list[str] = []
+    checked: list[_Checked] = []
+    for o, e, m in pairs:
+        rtol, atol, src = _resolve(tolerance, o.dtype)
+        if o.is_floating_point():
+            c = _check_float(o, e, m, rtol, atol, r, tolerance.equal_nan)
+        else:
+            c = _check_int(o, e, atol)
+        checked.append(c)
+        texts.append(_tolerance_text(o.dtype, rtol, atol, src, m is not None, r))
+
+    if len(set(texts)) <= 1:
+        tol_text = texts[0] if texts else ""
+    else:
+        tol_text = "; ".join(f"out{i}: {t}" for i, t in enumerate(texts))
+
+    mismatched = 0
+    nonfinite = 0
+    first: list[Mismatch] = []
+    for i, ((o, _e, _m), c) in enumerate(zip(pairs, checked, strict=True)):
+        n = int(c.mismatch.sum())
+        mismatched += n
+        nonfinite += int(c.nonfinite.sum())
+        want = max_report - len(first)
+        if n and want > 0:
+            flat = c.mismatch.contiguous().reshape(-1)
+            pos = flat.nonzero()[:want, 0]
+            if o.dim() == 0:
+                idxs: list[tuple[int, ...]] = [()] * len(pos)
+            else:
+                coords = torch.unravel_index(pos, tuple(o.shape))
+                idxs = [tuple(int(k[j]) for k in coords) for j in range(len(pos))]
+            for idx in idxs:
+                first.append(Mismatch(i, idx, _item(c.got, idx), _item(c.expected, idx)))
+
+    total = sum(o.numel() for o, _, _ in pairs)
+    return Comparison(
+        ok=mismatched == 0,
+        mismatched=mismatched,
+        total=total,
+        max_abs_error=max((c.abs_err for c in checked), default=0.0),
+        max_rel_error=max((c.rel_err for c in checked), default=0.0),
+        max_ulp_error=max((c.ulp_err for c in checked), default=0.0),
+        nonfinite_mismatches=nonfinite,
+        first=first,
+        tolerance=tol_text,
+    )
+
+
+_ULP_CAP = 64.0
+
+
+def score(comparison: Comparison) -> float:
+    """A finite number to maximize with ``hypothesis.target``: ``log2(1 + max ulp)`` (capped at
+    64), plus the mismatching fraction, plus 1 when any NaN/inf position differs; a structural
+    problem scores the most (66)."""
+    if comparison.structural:
+        return _ULP_CAP + 2.0
+    u = comparison.max_ulp_error
+    s = _ULP_CAP if not math.isfinite(u) else min(_ULP_CAP, math.log2(1.0 + max(0.0, u)))
+    if comparison.total:
+        s += comparison.mismatched / comparison.total
+    if comparison.nonfinite_mismatches:
+        s += 1.0
+    return float(s) if math.isfinite(s) else _ULP_CAP

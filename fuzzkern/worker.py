@@ -1,0 +1,185 @@
+"""Worker processes: where kernels run, so that nothing a kernel does can take the fuzzer down.
+
+DESIGN decision 4. The parent (Hypothesis) process never runs a kernel. It sends a case to a
+worker and waits for an :class:`~fuzzkern.outcome.Outcome`. A worker that dies (a signal, an
+abort) or runs past the case's timeout is killed and replaced, and the case gets a ``crash`` or
+``hang`` outcome that shrinks like any other failure.
+
+Workers are forked from a pre-imported server (``multiprocessing``'s forkserver with torch,
+triton and fuzzkern's executors preloaded), so replacing one costs milliseconds, not an
+``import torch``. The server itself never runs torch code, so forking it is safe.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+from fuzzkern.outcome import ModeResult, Outcome, Verdict
+
+_PRELOAD = ["fuzzkern._preload"]
+
+
+def _context() -> Any:
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
+
+
+def _worker_main(conn: Connection, env: dict[str, str]) -> None:
+    """Loop of one worker: receive (ref, case, options), run it, send back the outcome."""
+    os.environ.update(env)
+    try:  # a kernel that aborts should not leave a core file behind for every case
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except Exception:  # pragma: no cover
+        pass
+    # Die with the parent rather than linger as an orphan holding a GPU context.
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # pragma: no cover - not Linux
+        pass
+    from fuzzkern.executors.run import run_case_json
+
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        ref, case_json, options = msg
+        try:
+            result = run_case_json(ref, case_json, options)
+        except BaseException as e:  # the harness itself failed: still an outcome, never silence
+            result = Outcome(
+                Verdict.ERROR,
+                f"fuzzkern worker error: {type(e).__name__}: {e}",
+                {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
+            ).to_json()
+        conn.send(result)
+
+
+class Worker:
+    """One worker process and the pipe to it."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        ctx = _context()
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, dict(env or {})), daemon=True)
+        self.process.start()
+        child.close()
+        self.cases = 0
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+    def close(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.process.join(2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(2)
+        self.conn.close()
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+class WorkerPool:
+    """Runs cases in a worker, replacing it after a crash, a hang or a poisoned CUDA context.
+
+    ``restarts`` counts replacements; ``run`` never raises for what a kernel does.
+    """
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.env = dict(env or {})
+        self._worker: Worker | None = None
+        self.restarts = 0
+        self.started = 0
+
+    def _get(self) -> Worker:
+        if self._worker is None or not self._worker.alive():
+            if self._worker is not None:
+                self._worker.kill()
+                self.restarts += 1
+            self._worker = Worker(self.env)
+            self.started += 1
+        return self._worker
+
+    def replace(self) -> None:
+        if self._worker is not None:
+            self._worker.kill()
+            self._worker = None
+            self.restarts += 1
+
+    def run(self, ref: str, case_json: dict[str, Any], options: dict[str, Any],
+            timeout: float) -> Outcome:
+        worker = self._get()
+        start = time.monotonic()
+        try:
+            worker.conn.send((ref, case_json, options))
+        except OSError:
+            self.replace()
+            worker = self._get()
+            worker.conn.send((ref, case_json, options))
+        try:
+            ready = worker.conn.poll(timeout)
+        except (EOFError, OSError):
+            ready = True
+        if not ready:
+            self.replace()
+            return Outcome(
+                Verdict.HANG,
+                f"the case ran past the timeout of {timeout:g} s; the worker was killed",
+                {"worker": ModeResult("worker", "hang", detail={"timeout": timeout})},
+                seconds=time.monotonic() - start,
+            )
+        try:
+            result = worker.conn.recv()
+        except (EOFError, OSError):
+            worker.process.join(5)
+            how = _signal_name(worker.process.exitcode)
+            self.replace()
+            return Outcome(
+                Verdict.CRASH,
+                f"the worker process died while running the case ({how})",
+                {"worker": ModeResult("worker", "crash", detail={"exit": how})},
+                seconds=time.monotonic() - start,
+            )
+        worker.cases += 1
+        outcome = Outcome.from_json(result)
+        if outcome.modes.get("compiled") and outcome.modes["compiled"].detail.get("poisoned"):
+            # A device-side fault leaves the CUDA context unusable: never run another case in it.
+            self.replace()
+        return outcome
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
