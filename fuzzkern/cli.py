@@ -128,8 +128,8 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         console.rule(f"[bold red]{f.target_id}: {f.outcome.verdict}")
         console.print(reporting.failure_text(f, ref), markup=False)
     table = Table(title=f"fuzzkern summary ({elapsed:.1f} s)")
-    for col in ("target", "status", "cases", "cases/s", "pass", "precond.", "unsupported",
-                "failures"):
+    table.add_column("target", no_wrap=True)
+    for col in ("status", "cases", "cases/s", "pass", "precond.", "unsupported", "failures"):
         table.add_column(col)
     for r in results:
         row = reporting.result_row(r)

@@ -30,7 +30,7 @@ from fuzzkern.loader import LoadedTarget
 from fuzzkern.outcome import Outcome, Verdict
 from fuzzkern.worker import WorkerPool
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)?")
 
 
 def parse_budget(text: str) -> float:

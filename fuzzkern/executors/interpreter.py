@@ -45,6 +45,7 @@ import dataclasses
 import inspect
 import threading
 import types
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -297,7 +298,7 @@ def _patch_lang_tensor(tensor: Any, scope: Any) -> None:
 
 
 def _tuning_key(at: Autotuner, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-    all_args = {**dict(zip(at.arg_names, args)), **kwargs}
+    all_args = {**dict(zip(at.arg_names, args, strict=False)), **kwargs}
     named = {k: v for k, v in all_args.items() if k in at.arg_names}
     key = [named[k] for k in at.keys if k in named]
     key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
@@ -317,7 +318,7 @@ def _autotuner_run(self: Autotuner, *args: Any, **kwargs: Any) -> Any:
     if id(self) not in _STATE.autotuners:  # first touch in this block: snapshot for exit
         _STATE.autotuners[id(self)] = (self, dict(self.cache),
                                        getattr(self, "best_config", _MISSING))
-    self.nargs = dict(zip(self.arg_names, args))
+    self.nargs = dict(zip(self.arg_names, args, strict=False))
     try:
         cold = False
         if name in session.configs:
@@ -340,10 +341,8 @@ def _autotuner_run(self: Autotuner, *args: Any, **kwargs: Any) -> Any:
             seen.add(key)
         else:
             config = self.configs[0]
-        index = next((i for i, c in enumerate(self.configs) if c is config), None)
-        if index is None:
-            index = self.configs.index(config)
-        session.configs_used[name] = index
+        used = next((i for i, c in enumerate(self.configs) if c is config), None)
+        session.configs_used[name] = self.configs.index(config) if used is None else used
         self.best_config = config
         full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}
         if cold:
@@ -369,9 +368,13 @@ def _grid_call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
     except InterpreterError as e:
         # GridExecutor wraps kernel exceptions as InterpreterError(repr(e)) from e; hand the
         # caller the OOBAccess itself.
-        cause = e.__cause__
-        if isinstance(cause, OOBAccess):
-            raise cause.with_traceback(cause.__traceback__) from None
+        cause: BaseException | None = e
+        for _ in range(8):  # nested wrappers, e.g. from upstream InterpretedFunction.__call__
+            cause = cause.__cause__ if cause is not None else None
+            if isinstance(cause, OOBAccess):
+                raise cause.with_traceback(cause.__traceback__) from None
+            if not isinstance(cause, InterpreterError):
+                break
         raise
     finally:
         _STATE.allocs = outer
@@ -386,7 +389,7 @@ def _storage_of(t: Any) -> Any:
 def _collect(dev: Any, hst: Any, name: str, out: dict[int, _Allocation],
              labels: Mapping[int, str]) -> None:
     if isinstance(hst, tuple) and isinstance(dev, tuple):
-        for i, (d, h) in enumerate(zip(dev, hst)):
+        for i, (d, h) in enumerate(zip(dev, hst, strict=False)):
             _collect(d, h, f"{name}[{i}]", out, labels)
         return
     if isinstance(hst, _TensorDescriptor):  # its memory is its base tensor's
@@ -411,7 +414,7 @@ def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
         labels = _STATE.session.labels
         allocs: dict[int, _Allocation] = {}
         names = list(self.arg_names)
-        for i, (d, h) in enumerate(zip(args_dev, args_hst)):
+        for i, (d, h) in enumerate(zip(args_dev, args_hst, strict=False)):
             _collect(d, h, names[i] if i < len(names) else f"arg{i}", allocs, labels)
         for k, h in kwargs_hst.items():
             _collect(kwargs[k], h, k, allocs, labels)
@@ -420,6 +423,62 @@ def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
 
 
 _RMW_NAMES = {"FADD": "add", "UMAX": "max", "UMIN": "min"}
+
+# Pointer provenance, for naming the argument of an access that is far outside every
+# allocation (nearest-by-address would name whichever storage happens to lie highest).
+# ``create_addptr`` results remember the allocation their input pointer was in; numpy views
+# (broadcast, expand_dims, reshape) are traced back to that result through ``.base``.
+_PROVENANCE: dict[int, tuple[weakref.ref[np.ndarray], _Allocation]] = {}
+
+
+def _root(arr: np.ndarray) -> np.ndarray:
+    for _ in range(32):
+        base = arr.base
+        if not isinstance(base, np.ndarray):
+            break
+        arr = base
+    return arr
+
+
+def _provenance(arr: Any) -> _Allocation | None:
+    if not isinstance(arr, np.ndarray):
+        return None
+    root = _root(arr)
+    hit = _PROVENANCE.get(id(root))
+    if hit is not None and hit[0]() is root:
+        return hit[1]
+    allocs = _STATE.allocs
+    if allocs and arr.size:
+        first = int(arr.reshape(-1)[0])
+        for a in allocs:
+            if a.lo <= first < a.hi:
+                return a
+    return None
+
+
+def _forget(key: int) -> Callable[[Any], None]:
+    def forget(_ref: Any) -> None:
+        _PROVENANCE.pop(key, None)
+
+    return forget
+
+
+def _wrap_addptr(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_addptr(self: Any, ptr: Any, offset: Any, *rest: Any, **kw: Any) -> Any:
+        out = orig(self, ptr, offset, *rest, **kw)
+        if _STATE.allocs is not None and _STATE.mine():
+            alloc = _provenance(ptr.data)
+            data = getattr(out, "data", None)
+            if alloc is not None and isinstance(data, np.ndarray):
+                root = _root(data)
+                key = id(root)
+                try:
+                    _PROVENANCE[key] = (weakref.ref(root, _forget(key)), alloc)
+                except TypeError:
+                    pass
+        return out
+
+    return create_addptr
 
 
 def _check(op: str, ptrs: Any, mask: Any) -> None:
@@ -430,6 +489,12 @@ def _check(op: str, ptrs: Any, mask: Any) -> None:
     if addr.dtype != np.uint64:
         addr = addr.astype(np.uint64)
     size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+    if addr.size:
+        # fast path: every lane, masked or not, inside one allocation
+        amin, amax = int(addr.min()), int(addr.max())
+        for a in allocs:
+            if a.lo <= amin and amax + size <= a.hi:
+                return
     ok = None
     for a in allocs:
         last = a.hi - size
@@ -445,36 +510,43 @@ def _check(op: str, ptrs: Any, mask: Any) -> None:
         bad &= m.astype(bool, copy=False)
     if not bad.any():
         return
-    _raise_oob(op, addr, bad, size, allocs)
+    _raise_oob(op, addr, bad, size, allocs, _provenance(ptrs.data))
+
+
+def _distance(a: _Allocation, address: int, size: int) -> tuple[int, bool]:
+    """Bytes by which ``size`` bytes at ``address`` overrun ``a`` (>= 1), and whether before
+    its start: the element right after the end is 1 element (``size`` bytes) past it."""
+    if address < a.lo:
+        return a.lo - address, True
+    return max(address + size - a.hi, 1), False
 
 
 def _raise_oob(op: str, addr: np.ndarray, bad: np.ndarray, size: int,
-               allocs: list[_Allocation]) -> None:
+               allocs: list[_Allocation], origin: _Allocation | None) -> None:
     flat_bad = bad.reshape(-1)
     lane = int(np.flatnonzero(flat_bad)[0])
     address = int(addr.reshape(-1)[lane])
     best: tuple[int, bool, _Allocation] | None = None
-    for a in allocs:
-        if a.hi <= a.lo and a.lo == 0:
-            continue
-        if address < a.lo:
-            dist, before = a.lo - address, True
-        else:
-            dist, before = max(address + size - a.hi, 1), False
-        if best is None or dist < best[0]:
-            best = (dist, before, a)
-    grid_idx = _interp.interpreter_builder.grid_idx or (0, 0, 0)
-    program_id = tuple(int(v) for v in grid_idx)
-    common = dict(op=op, program_id=program_id, lane=lane, address=address,
-                  n_bad=int(flat_bad.sum()), n_lanes=int(flat_bad.size), element_size=size)
+    if origin is not None:
+        best = (*_distance(origin, address, size), origin)
+    else:
+        for a in allocs:
+            if a.hi <= a.lo and a.lo == 0:
+                continue
+            dist, before = _distance(a, address, size)
+            if best is None or dist < best[0]:
+                best = (dist, before, a)
+    gx, gy, gz = _interp.interpreter_builder.grid_idx or (0, 0, 0)
+    where = dict(op=op, program_id=(int(gx), int(gy), int(gz)), lane=lane, address=address,
+                 n_bad=int(flat_bad.sum()), n_lanes=int(flat_bad.size), element_size=size)
     if best is None:
-        raise OOBAccess(parameter=None, argument=None, distance_bytes=None,
-                        distance_elements=None, before_start=False, allocation_bytes=None,
-                        **common)
+        raise _make_oob(dict(parameter=None, argument=None, distance_bytes=None,
+                             distance_elements=None, before_start=False, allocation_bytes=None,
+                             **where))
     dist, before, a = best
-    raise OOBAccess(parameter=a.parameter, argument=a.label or a.parameter,
-                    distance_bytes=dist, distance_elements=-(-dist // size), before_start=before,
-                    allocation_bytes=a.hi - a.lo, **common)
+    raise _make_oob(dict(parameter=a.parameter, argument=a.label or a.parameter,
+                         distance_bytes=dist, distance_elements=-(-dist // size),
+                         before_start=before, allocation_bytes=a.hi - a.lo, **where))
 
 
 def _wrap_load(orig: Callable[..., Any], op: str) -> Callable[..., Any]:
@@ -539,6 +611,7 @@ def _builder_patches() -> list[tuple[str, Callable[..., Any]]]:
         "create_atomic_cas": _wrap_cas,
         "create_atomic_load": _wrap_atomic_load,  # 3.9 only
         "create_atomic_store": _wrap_atomic_store,  # 3.9 only
+        "create_addptr": _wrap_addptr,
     }
     out = []
     for name, wrap in wrappers.items():
@@ -602,8 +675,9 @@ def _uninstall() -> tuple[str, ...]:
             delattr(obj, name)
         else:
             setattr(obj, name, orig)
-    _interp.interpreter_builder.options = _STATE.saved_options
-    _STATE.saved_options = None
+    if _STATE.saved_options is not None:
+        _interp.interpreter_builder.options = _STATE.saved_options
+        _STATE.saved_options = None
     for at, cache, best in _STATE.autotuners.values():
         if at.cache != cache or len(at.cache) != len(cache):
             at.cache.clear()
@@ -625,6 +699,8 @@ def _uninstall() -> tuple[str, ...]:
         if isinstance(obj, type):  # never delete names injected into modules (notes §1.3b)
             for key in [k for k in current if k not in snap]:
                 added = current[key]
+                if key == "__annotations__" and added == {}:
+                    continue  # created lazily by any getattr (inspect.getmembers): benign
                 delattr(obj, key)
                 # Triton's own patch scope "restores" an inherited attribute (tensor.__repr__)
                 # by setting it on the class: the same object, so no real change.
@@ -670,7 +746,12 @@ def interpreter_mode(*, check_bounds: bool = True, debug: bool = False,
     try:
         if _STATE.depth == 0:
             _STATE.owner = threading.get_ident()
-            _install()
+            try:
+                _install()
+            except BaseException:
+                _uninstall()
+                _STATE.owner = None
+                raise
         _STATE.depth += 1
         _STATE.sessions.append(session)
         outer_allocs = _STATE.allocs

@@ -86,8 +86,8 @@ def _code_names(code: types.CodeType) -> set[str]:
 
 
 def _referenced_values(fn: types.FunctionType) -> list[Any]:
-    """Values ``fn`` can reach by name: globals and builtins-free module attributes named in
-    its code, and the contents of its closure cells."""
+    """Values ``fn`` can reach by name: the globals named in its code, attributes with those
+    names of modules it references, and the contents of its closure cells."""
     names = _code_names(fn.__code__)
     glb = fn.__globals__
     values: list[Any] = []
@@ -166,7 +166,9 @@ def autotuners_of(launcher: Callable[..., Any]) -> dict[str, Autotuner]:
     elif isinstance(fn, (Autotuner, Heuristics)):
         visit_value(fn, 0)
     else:
-        call = getattr(type(fn), "__call__", None)
+        # a callable object: search its class's __call__
+        call = next((vars(c)["__call__"] for c in type(fn).__mro__ if "__call__" in vars(c)),
+                    None)
         if isinstance(call, types.FunctionType):
             visit_function(call, 0)
     return found
@@ -189,8 +191,6 @@ def _format_config(config: Config) -> str:
         parts.append(f"num_ctas={config.num_ctas}")
     if getattr(config, "maxnreg", None) is not None:
         parts.append(f"maxnreg={config.maxnreg}")
-    if getattr(config, "pre_hook", None) is not None:
-        parts.append("pre_hook")
     return ", ".join(parts)
 
 

@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import torch
 
 from fuzzkern import loader, oracle
@@ -135,7 +136,9 @@ class _Run:
             detail["substituted"] = substituted
         start = time.perf_counter()
         try:
-            with interpreter_mode(
+            # numpy warns about overflow/NaN in kernels' arithmetic; values are judged by the
+            # oracle, so the warnings are noise on the terminal
+            with np.errstate(all="ignore"), interpreter_mode(
                 check_bounds=True,
                 debug=bool(self.options.get("debug", False)),
                 configs=dict(self.case.configs),

@@ -1,0 +1,1 @@
+"""Implementation of :mod:`fuzzkern.strategies`; import from the facade, not from here."""

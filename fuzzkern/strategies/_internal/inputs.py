@@ -1,0 +1,283 @@
+"""``inputs()``: every argument of a kernel launch, drawn together into a :class:`Case`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from hypothesis import strategies as st
+
+from fuzzkern.case import Case, TensorCase, _encode_scalar
+from fuzzkern.errors import CaseError, InvalidArgument, describe
+from fuzzkern.strategies._internal.base import FuzzkernStrategy
+from fuzzkern.strategies._internal.tensors import (
+    STANDALONE_DIM,
+    TensorsStrategy,
+    draw_dims,
+    smallest,
+)
+from fuzzkern.strategies._internal.validation import check_strategy, fail
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    from fuzzkern.target import Target
+
+
+def canonical_scalar(value: Any) -> Any:
+    """NaN as the one object ``math.nan`` (also inside tuples and lists).
+
+    JSON keeps no NaN payload or sign, and containers compare items by identity first, so a
+    case holding ``math.nan`` equals itself after a JSON round trip.
+    """
+    if isinstance(value, float) and math.isnan(value):
+        return math.nan
+    if isinstance(value, tuple):
+        return tuple(canonical_scalar(v) for v in value)
+    if isinstance(value, list):
+        return [canonical_scalar(v) for v in value]
+    return value
+
+
+def autotune_counts(launcher: Any) -> dict[str, int]:
+    """Autotuned kernel name -> number of configs the launcher's kernels offer ({} if none)."""
+    try:
+        from fuzzkern.executors.kernels import autotuner_config_counts
+    except ImportError as e:
+        # Only the module (or its function) not existing yet means "no autotuning support";
+        # a dependency failing to import inside it is a real error.
+        if isinstance(e, ModuleNotFoundError) and not (e.name or "").startswith("fuzzkern"):
+            raise
+        return {}
+    return dict(autotuner_config_counts(launcher))
+
+
+class InputsStrategy(FuzzkernStrategy[Case]):
+    """The inputs of a target, in declaration order. See :func:`inputs`."""
+
+    def __init__(self, named: Mapping[str, Any], shown: str) -> None:
+        super().__init__(shown)
+        self.named = dict(named)
+
+    @property
+    def tensors(self) -> dict[str, TensorsStrategy]:
+        return {k: v for k, v in self.named.items() if isinstance(v, TensorsStrategy)}
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """Every dim name the tensors use, in order of first use."""
+        self.check()
+        names: dict[str, None] = {}
+        for t in self.tensors.values():
+            names.update(dict.fromkeys(t.symbols))
+        return tuple(names)
+
+    def _check(self) -> None:
+        order = list(self.named)
+        for name, strategy in self.named.items():
+            check_strategy(
+                name,
+                strategy,
+                "Wrap a constant in st.just(...), or use fks.tensors(...) for a tensor.",
+            )
+            if not isinstance(strategy, TensorsStrategy):
+                continue
+            try:
+                strategy.check()
+            except InvalidArgument as e:
+                raise InvalidArgument(f"In input {name!r}: {e}") from e
+            source = strategy.dtype_of
+            if source is None:
+                continue
+            tensors = [k for k in order[: order.index(name)] if k in self.tensors]
+            fix = (
+                f"Earlier tensor inputs: {', '.join(tensors)}."
+                if tensors
+                else f"No tensor input comes before {name!r}; declare the source first."
+            )
+            if source not in self.named:
+                fail(f"the name of an earlier tensor input of {name!r}", "dtype_of", source, fix)
+            if source not in self.tensors:
+                fail(
+                    f"the name of a tensor input (not a scalar) for {name!r}",
+                    "dtype_of",
+                    source,
+                    fix,
+                )
+            if order.index(source) >= order.index(name):
+                fail(
+                    f"an input declared before {name!r} (inputs are drawn in order)",
+                    "dtype_of",
+                    source,
+                    fix,
+                )
+
+    def validate_against(self, target: Target) -> None:
+        """Raise ``InvalidArgument`` if these inputs do not fit ``target``: a dim name missing
+        from ``target.dims``, a dim that is not a strategy, or an in-place input that is not a
+        tensor (or may be expanded)."""
+        self.check()
+        dims = target.dims
+        if not isinstance(dims, Mapping):
+            fail(
+                "a dict of dim name -> strategy",
+                "dims",
+                dims,
+                'Pass e.g. dims={"N": fks.sizes(max_value=4096)}.',
+            )
+        for dim, strategy in dims.items():
+            if not isinstance(dim, str):
+                fail("dim names that are strs", "dim", dim, 'Pass e.g. dims={"N": fks.sizes()}.')
+            check_strategy(
+                f"dims[{dim!r}]",
+                strategy,
+                "Draw dims from fks.sizes(...), or wrap a constant in st.just(...).",
+            )
+        for name, tensor in self.tensors.items():
+            for sym in tensor.symbols:
+                if sym not in dims:
+                    known = ", ".join(map(repr, dims)) or "none"
+                    fail(
+                        f"a dim named in the target's dims (known: {known}) for input {name!r}",
+                        "dim",
+                        sym,
+                        f"Add it, e.g. dims={{{sym!r}: fks.sizes()}}.",
+                    )
+        for name in target.inplace_names:
+            if name not in self.named:
+                fail(f"the name of an input (one of {', '.join(self.named)})", "inplace", name)
+            if name not in self.tensors:
+                fail(
+                    "the name of a tensor input, since a scalar cannot be updated in place",
+                    "inplace",
+                    name,
+                )
+            if self.tensors[name].expand:
+                fail(
+                    f"expand=False for input {name!r}, which is updated in place",
+                    "expand",
+                    True,
+                    "A write through a stride-0 dim races with itself.",
+                )
+        self._check_numel_feasible(dims)
+
+    def _check_numel_feasible(self, dims: Mapping[str, Any]) -> None:
+        for name, tensor in self.tensors.items():
+            limit = tensor.limit()
+            if limit is None:
+                continue
+            least = limit.fixed * math.prod(
+                smallest(dims.get(d)) ** k for d, k in limit.counts.items()
+            )
+            if least > limit.max_numel:
+                fail(
+                    f"max_numel >= {least} for input {name!r} (its dims at their min_value)",
+                    "max_numel",
+                    limit.max_numel,
+                    "Raise it or lower those dims' min_value.",
+                )
+
+    def cases_for(self, target: Target) -> st.SearchStrategy[Case]:
+        """The strategy of :class:`~fuzzkern.case.Case` for ``target``: dims, then inputs in
+        order, then one config index per autotuned kernel (shrinks to config 0)."""
+        self.validate_against(target)
+        return CasesStrategy(
+            self,
+            dict(target.dims),
+            target.inplace_names,
+            autotune_counts(target.launcher),
+            shown=f"{self!r}.cases_for({target.id!r})",
+        )
+
+    def draw_case(
+        self,
+        data: ConjectureData,
+        dims: Mapping[str, st.SearchStrategy[int]],
+        inplace: Sequence[str] = (),
+        configs: Mapping[str, int] | None = None,
+    ) -> Case:
+        self.check()
+        limits = [lim for t in self.tensors.values() if (lim := t.limit()) is not None]
+        sizes: dict[str, int] = draw_dims(data, dims, limits)
+        drawn: dict[str, TensorCase | Any] = {}
+        for name, strategy in self.named.items():
+            if isinstance(strategy, TensorsStrategy):
+                dtype = drawn[strategy.dtype_of].dtype if strategy.dtype_of else None
+                drawn[name] = strategy.draw_in(data, sizes, dtype=dtype, inplace=name in inplace)
+            else:
+                drawn[name] = scalar(name, data.draw(strategy))
+        chosen: dict[str, int] = {}
+        for kernel, n in sorted((configs or {}).items()):
+            if n > 1:
+                chosen[kernel] = data.draw(st.integers(0, n - 1))
+            elif n == 1:
+                chosen[kernel] = 0
+        return Case(sizes, drawn, chosen)
+
+    def _draw(self, data: ConjectureData) -> Case:
+        return self.draw_case(data, dict.fromkeys(self.symbols, STANDALONE_DIM))
+
+
+def scalar(name: str, value: Any) -> Any:
+    """A drawn scalar or meta-parameter as case data; it must survive JSON."""
+    value = canonical_scalar(value)
+    try:
+        _encode_scalar(value)
+    except CaseError as e:
+        raise InvalidArgument(
+            f"Expected input {name!r} to draw a JSON-representable scalar (None, bool, int, "
+            f"float, str, or a tuple of them) but got {describe(name, value)}. Draw plain "
+            f"Python values, e.g. with .map(int) or .map(float)."
+        ) from e
+    return value
+
+
+class CasesStrategy(st.SearchStrategy[Case]):
+    """The cases of one target; built by :meth:`InputsStrategy.cases_for`."""
+
+    def __init__(
+        self,
+        inputs: InputsStrategy,
+        dims: Mapping[str, st.SearchStrategy[int]],
+        inplace: Sequence[str],
+        configs: Mapping[str, int],
+        shown: str,
+    ) -> None:
+        super().__init__()
+        self.inputs = inputs
+        self.dims = dims
+        self.inplace = tuple(inplace)
+        self.configs = dict(configs)
+        self._shown = shown
+
+    def __repr__(self) -> str:
+        return self._shown
+
+    def do_draw(self, data: ConjectureData) -> Case:
+        return self.inputs.draw_case(data, self.dims, self.inplace, self.configs)
+
+
+def inputs(**named: Any) -> InputsStrategy:
+    """All the inputs of a kernel launch, drawn together as one :class:`fuzzkern.case.Case`.
+
+    Each keyword is an argument of the launcher: :func:`tensors` for tensors, any Hypothesis
+    strategy for scalars and meta-parameters (``st.floats(-4, 4)``,
+    ``st.sampled_from([64, 128])``). Inputs are drawn in declaration order, so ``dtype_of``
+    may only name an earlier tensor. Named dims come from the target's ``dims`` and are shared
+    by every tensor of a case (drawn on its own, each dim comes from ``sizes(max_value=64)``).
+    Scalars must be JSON-representable: None, bool, int, float, str or tuples of them.
+
+    >>> from hypothesis import find, strategies as st
+    >>> from fuzzkern import strategies as fks
+    >>> spec = fks.inputs(
+    ...     a=fks.tensors(("N",)),
+    ...     b=fks.tensors(("N",), dtype_of="a"),
+    ...     BLOCK=st.sampled_from([64, 128]),
+    ... )
+    >>> case = find(spec, lambda c: c.inputs["a"].dtype == "float16")
+    >>> case.describe()
+    'a=float16[1] values=small_ints; b=float16[1] values=small_ints; BLOCK=64'
+    """
+    shown = "inputs(" + ", ".join(f"{k}={v!r}" for k, v in named.items()) + ")"
+    return InputsStrategy(named, shown)

@@ -1,0 +1,69 @@
+"""Compiled mode on a real GPU: three-way verdicts, device faults, config forcing.
+
+Marked ``gpu``: skipped without CUDA. Run on the GPU machine with ``bench/gpu_suite.sh``.
+"""
+
+import os
+
+import pytest
+
+from fuzzkern import engine, loader
+from fuzzkern.worker import WorkerPool
+
+pytestmark = pytest.mark.gpu
+
+HERE = os.path.dirname(__file__)
+PLANTED = os.path.join(HERE, "planted_compiled.py")
+MODES = ("interpret", "compiled")
+
+
+def _fuzz(spec, budget=60.0, **kw):
+    (lt,) = loader.load(spec)
+    pool = WorkerPool()
+    try:
+        opts = engine.CampaignOptions(budget=budget, modes=MODES, seed=0, **kw)
+        return engine.fuzz_target(lt, pool, opts, budget), pool
+    finally:
+        pool.close()
+
+
+def test_uninitialized_accumulator_is_compiled_only():
+    result, _ = _fuzz(f"{PLANTED}::uninit")
+    assert [f.outcome.verdict for f in result.failures] == ["compiled-only"]
+    f = result.failures[0]
+    assert f.outcome.modes["interpret"].status == "ok"
+    assert f.outcome.modes["compiled"].status == "mismatch"
+    assert f.case.dims == {"M": 1, "K": 1}
+
+
+def test_lying_alignment_hint_is_compiled_only():
+    result, _ = _fuzz(f"{PLANTED}::lying_hint")
+    verdicts = [f.outcome.verdict for f in result.failures]
+    assert verdicts and set(verdicts) <= {"compiled-only", "crash"}, verdicts
+    f = result.failures[0]
+    assert f.outcome.modes["interpret"].status == "ok"
+    x = f.case.tensors["x"]
+    assert x.strides != (1,)  # only a non-unit stride makes the hint a lie
+
+
+def test_illegal_address_does_not_stop_the_campaign():
+    result, pool = _fuzz(f"{PLANTED}::illegal", budget=45.0)
+    assert result.failures
+    assert {f.outcome.verdict for f in result.failures} <= {"crash", "oob"}
+    assert pool.restarts >= 1
+    # cases kept running after the fault: passes were recorded besides the failures
+    assert result.counts["pass"] >= 1
+
+
+@pytest.mark.parametrize("name", [lt.target.id for lt in loader.load("fuzzkern.targets.builtin")])
+def test_builtin_targets_have_no_false_alarm_in_both_modes(name):
+    (lt,) = [x for x in loader.load("fuzzkern.targets.builtin") if x.target.id == name]
+    pool = WorkerPool()
+    try:
+        opts = engine.CampaignOptions(budget=20.0, modes=MODES, seed=1)
+        result = engine.fuzz_target(lt, pool, opts, 20.0)
+    finally:
+        pool.close()
+    assert result.error is None, result.error
+    assert result.failures == [], [f.outcome.message for f in result.failures]
+    assert result.counts["pass"] >= 5
