@@ -1,0 +1,194 @@
+"""Throughput of fuzzkern on the built-in targets.
+
+For each built-in target, on one fixed set of cases (drawn by Hypothesis with a fixed seed):
+
+- ``campaign/s``: cases per second of a real campaign (Hypothesis + worker + all checks);
+- ``worker ms``: per-case time of a warm worker (IPC, materialize, reference, interpreter with
+  bounds checks, compare);
+- ``bare ms``: the same cases' launcher alone under the interpreter, in-process, without bounds
+  checks, reference or comparison (what ``TRITON_INTERPRET=1`` costs a user);
+- ``overhead``: worker / bare - 1 (goal <= 30%);
+- ``fresh-process ms`` and ``speed-up``: a runner that starts a new Python process per case
+  (import torch + triton each time) against the warm worker (goal >= 5x).
+
+Usage: ``python bench/throughput.py [--cases 30] [--fresh 3] [--modes interpret] [--out F]``.
+Prints a table and writes JSON (default bench/results/throughput-<host>.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+from hypothesis import HealthCheck, given, settings
+
+from fuzzkern import engine, loader
+from fuzzkern.worker import WorkerPool
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def draw_cases(lt, n, seed=0):
+    cases = []
+
+    @settings(max_examples=n, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(lt.target.cases())
+    def collect(case):
+        cases.append(case)
+
+    collect()
+    return cases[:n]
+
+
+_BARE = r"""
+import json, sys, time
+import numpy as np, torch
+torch.set_num_threads(1)
+from fuzzkern import loader
+from fuzzkern.case import Case, materialize
+from fuzzkern.executors.run import INTERPRETER_SUBSTITUTES, _convert_keep_layout
+from fuzzkern.executors.interpreter import interpreter_mode
+from fuzzkern.target import call_with
+ref, cases = sys.argv[1], json.load(open(sys.argv[2]))
+target = loader.load_ref(ref)
+times = []
+for rep in range(2):
+    times = []
+    for cj in cases:
+        case = Case.from_json(cj)
+        tensors = {}
+        for name, tc in case.tensors.items():
+            t = materialize(tc)
+            if t.dtype in INTERPRETER_SUBSTITUTES:
+                t = _convert_keep_layout(t, INTERPRETER_SUBSTITUTES[t.dtype])
+            tensors[name] = t
+        start = time.perf_counter()
+        try:
+            with np.errstate(all="ignore"), interpreter_mode(check_bounds=False,
+                                                             configs=dict(case.configs)):
+                call_with(target.launcher, {**case.scalars, **tensors})
+        except Exception:
+            pass
+        times.append(time.perf_counter() - start)
+print(json.dumps(times))
+"""
+
+_FRESH = r"""
+import json, sys
+from fuzzkern.executors.run import run_case_json
+print(json.dumps(run_case_json(sys.argv[1], json.load(open(sys.argv[2])), {"modes": ["interpret"]})["verdict"]))
+"""
+
+
+def measure(lt, n_cases, n_fresh, modes, tmpdir):
+    cases = draw_cases(lt, n_cases)
+    case_file = os.path.join(tmpdir, "cases.json")
+    with open(case_file, "w") as f:
+        json.dump([c.to_json() for c in cases], f)
+    pool = WorkerPool()
+    options = {"modes": list(modes)}
+    try:
+        for c in cases:  # warm-up: AST rewrites, first-launch costs
+            pool.run(lt.ref, c.to_json(), options, 120)
+        worker_times = []
+        for c in cases:
+            start = time.perf_counter()
+            pool.run(lt.ref, c.to_json(), options, 120)
+            worker_times.append(time.perf_counter() - start)
+        opts = engine.CampaignOptions(budget=600, modes=tuple(modes), seed=0,
+                                      max_examples=n_cases)
+        start = time.perf_counter()
+        result = engine.fuzz_target(lt, pool, opts, 600)
+        campaign_rate = result.cases / (time.perf_counter() - start)
+    finally:
+        pool.close()
+    out = subprocess.run([sys.executable, "-c", _BARE, lt.ref, case_file], capture_output=True,
+                         text=True, check=True)
+    bare_times = json.loads(out.stdout.strip().splitlines()[-1])
+    fresh_times = []
+    for c in cases[:n_fresh]:
+        one = os.path.join(tmpdir, "one.json")
+        with open(one, "w") as f:
+            json.dump(c.to_json(), f)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", _FRESH, lt.ref, one], capture_output=True,
+                       check=True)
+        fresh_times.append(time.perf_counter() - start)
+    worker_ms = 1000 * statistics.mean(worker_times)
+    bare_ms = 1000 * statistics.mean(bare_times)
+    fresh_ms = 1000 * statistics.mean(fresh_times) if fresh_times else float("nan")
+    fresh_subset_worker_ms = 1000 * statistics.mean(worker_times[:n_fresh]) if n_fresh else 0
+    return {
+        "target": lt.target.id,
+        "cases": len(cases),
+        "campaign_cases_per_s": round(campaign_rate, 2),
+        "worker_ms": round(worker_ms, 2),
+        "bare_ms": round(bare_ms, 2),
+        "overhead_pct": round(100 * (worker_ms / bare_ms - 1), 1),
+        "fresh_process_ms": round(fresh_ms, 1),
+        "speedup_vs_fresh_process": round(fresh_ms / fresh_subset_worker_ms, 1)
+        if fresh_subset_worker_ms else None,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=30)
+    ap.add_argument("--fresh", type=int, default=3)
+    ap.add_argument("--modes", default="interpret")
+    ap.add_argument("--targets", nargs="*", default=None)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    import tempfile
+
+    import torch
+    import triton
+
+    rows = []
+    targets = loader.load_all(args.targets or [])
+    with tempfile.TemporaryDirectory() as tmp:
+        for lt in targets:
+            rows.append(measure(lt, args.cases, args.fresh, args.modes.split(","), tmp))
+            print(json.dumps(rows[-1]), flush=True)
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="fuzzkern throughput (interpreter mode)")
+    cols = ["target", "campaign_cases_per_s", "worker_ms", "bare_ms", "overhead_pct",
+            "fresh_process_ms", "speedup_vs_fresh_process"]
+    for c in cols:
+        table.add_column(c, no_wrap=c == "target")
+    for r in rows:
+        table.add_row(*[str(r[c]) for c in cols])
+    Console(width=160).print(table)
+    meta = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()})",
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "modes": args.modes,
+        "cases_per_target": args.cases,
+    }
+    summary = {
+        "median_overhead_pct": statistics.median(r["overhead_pct"] for r in rows),
+        "min_speedup_vs_fresh_process": min(r["speedup_vs_fresh_process"] or 0 for r in rows),
+    }
+    print(json.dumps(summary))
+    out = args.out or os.path.join(HERE, "results", f"throughput-{platform.node()}.json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump({"meta": meta, "summary": summary, "rows": rows}, f, indent=2)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
