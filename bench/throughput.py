@@ -84,7 +84,8 @@ print(json.dumps(times))
 _FRESH = r"""
 import json, sys
 from fuzzkern.executors.run import run_case_json
-print(json.dumps(run_case_json(sys.argv[1], json.load(open(sys.argv[2])), {"modes": ["interpret"]})["verdict"]))
+case = json.load(open(sys.argv[2]))
+print(json.dumps(run_case_json(sys.argv[1], case, {"modes": ["interpret"]})["verdict"]))
 """
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from fuzzkern.errors import CaseError
 
@@ -55,7 +55,7 @@ INT_DISTRIBUTIONS = ("small_ints", "uniform", "negative", "extreme")
 FLOAT_SPECIALS = ("nan", "inf", "-inf", "-0.0", "subnormal", "max", "lowest", "tiny")
 INT_SPECIALS = ("max", "min", "zero", "minus_one")
 
-Scalar = Union[None, bool, int, float, str, tuple["Scalar", ...]]
+Scalar = None | bool | int | float | str | tuple[Any, ...]
 
 
 def is_float_dtype(dtype: str) -> bool:
@@ -197,7 +197,10 @@ class TensorCase:
 
     @staticmethod
     def build(
-        shape: tuple[int, ...], dtype: str, layout: Layout | None = None, values: Values | None = None
+        shape: tuple[int, ...],
+        dtype: str,
+        layout: Layout | None = None,
+        values: Values | None = None,
     ) -> TensorCase:
         layout = layout or Layout.contiguous(len(shape))
         strides, offset, size = view_of(tuple(shape), layout)
@@ -481,7 +484,7 @@ def materialize(tc: TensorCase) -> torch.Tensor:
     view = storage.as_strided(tc.shape, tc.strides, tc.storage_offset)
     # Write through a view with expanded (stride-0) dims collapsed to size 1: torch refuses to
     # copy into overlapping memory, and an expanded input repeats one value along that dim.
-    dense_shape = tuple(1 if st == 0 else s for s, st in zip(tc.shape, tc.strides))
+    dense_shape = tuple(1 if st == 0 else s for s, st in zip(tc.shape, tc.strides, strict=True))
     dst = storage.as_strided(dense_shape, tc.strides, tc.storage_offset)
     dst.copy_(generate_values(tc.values, dense_shape, dtype))
     return view

@@ -82,7 +82,9 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     """
     from fuzzkern import engine, loader, reporting
 
-    console = Console(stderr=False, highlight=False)
+    console = Console(highlight=False)
+    if not console.is_terminal:  # logs and CI: don't wrap at 80 columns
+        console = Console(highlight=False, width=140)
     try:
         seconds = engine.parse_budget(budget)
     except FuzzkernError as e:

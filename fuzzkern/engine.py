@@ -104,6 +104,11 @@ class TargetResult:
     seconds: float = 0.0
     case_seconds: float = 0.0
     error: str | None = None
+    #: compiled mode: real compilations and on-disk cache hits during this target's cases
+    compiles: int = 0
+    cache_hits: int = 0
+    #: specialization classes the cases exercised (dtype, ==1, %16, 16-byte alignment, ...)
+    specializations: Counter[str] = field(default_factory=Counter)
     #: why the target was not fuzzed at all (e.g. the budget ran out before its turn)
     skipped: str | None = None
 
@@ -124,6 +129,39 @@ class CampaignOptions:
     grace_fraction: float = 1.0
     timeout: float | None = None
     debug: bool = False
+
+
+def specialization_classes(case: Case) -> set[str]:
+    """The Triton specialization classes a case's arguments fall in (notes/triton-internals.md
+    §4): what makes the compiled mode build a new variant."""
+    out = set()
+    for name, t in case.tensors.items():
+        out.add(f"dtype:{t.dtype}")
+        itemsize = _ITEMSIZE.get(t.dtype, 4)
+        out.add("ptr:16B-aligned" if (t.storage_offset * itemsize) % 16 == 0 else "ptr:misaligned")
+        for st in t.strides:
+            out.add("stride:0" if st == 0 else "stride:1" if st == 1 else
+                    "stride:%16" if st % 16 == 0 else "stride:other")
+        for n in t.shape:
+            out.add(_int_class(n, "dim"))
+    for name, v in case.scalars.items():
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int):
+            out.add(_int_class(v, "int"))
+    return out
+
+
+_ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2,
+             "int16": 2}
+
+
+def _int_class(n: int, kind: str) -> str:
+    if n == 1:
+        return f"{kind}:==1"
+    if not -(2**31) <= n < 2**31:
+        return f"{kind}:64-bit"
+    return f"{kind}:%16" if n % 16 == 0 else f"{kind}:other"
 
 
 def default_database(path: str = ".hypothesis/examples") -> ExampleDatabase:
@@ -154,6 +192,11 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         result.cases += 1
         result.case_seconds += outcome.seconds
         result.counts[outcome.verdict] += 1
+        compiled = outcome.modes.get("compiled")
+        if compiled is not None:
+            result.compiles += int(compiled.detail.get("compiles", 0))
+            result.cache_hits += int(compiled.detail.get("cache_hits", 0))
+        result.specializations.update(specialization_classes(case))
         emit("case", result, outcome)
         if outcome.score:
             hypothesis.target(outcome.score, label="error")

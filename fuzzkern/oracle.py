@@ -15,7 +15,8 @@
    ``|out - exp| <= atol + rtol*|exp| + eps_acc*R*|mag|``, with ``exp`` the rounded reference,
    ``R`` the reduction length, ``mag`` the reference evaluated on ``|inputs|`` (only when
    given) and ``eps_acc`` the accumulator's epsilon (:func:`accumulation_eps`): the classic
-   bound on a length-``R`` floating-point sum, so cancellation is never a false alarm. ``rtol``/``atol`` come from :class:`~fuzzkern.target.Tolerance` when set, else from
+   bound on a length-``R`` floating-point sum, so cancellation is never a false alarm.
+   ``rtol``/``atol`` come from :class:`~fuzzkern.target.Tolerance` when set, else from
    :func:`default_tolerance` of the output dtype.
 4. **NaN:** with ``Tolerance.equal_nan`` (the default) NaN positions must match: NaN vs NaN
    passes, NaN vs a number (either way) fails. With ``equal_nan=False`` every NaN fails.

@@ -15,6 +15,11 @@ def _mode_lines(m: ModeResult) -> list[str]:
         lines += ["  " + ln for ln in m.comparison.summary().splitlines()]
     if m.error and m.status not in ("ok", "mismatch"):
         lines += ["  " + ln for ln in str(m.error).splitlines()[:8]]
+    unwritten = m.detail.get("unwritten")
+    if unwritten:
+        lines.append("  never written: " + ", ".join(
+            f"{n} element(s) of out{i if len(unwritten) > 1 or i else ''} still hold the poison "
+            "value fuzzkern filled torch.empty with" for i, n in unwritten.items()))
     sub = m.detail.get("substituted")
     if sub:
         lines.append("  note: " + ", ".join(f"{k} ({v})" for k, v in sub.items())
@@ -60,6 +65,10 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "interpreter_divergences": r.counts.get(Verdict.INTERPRETER_DIVERGENCE, 0),
         "failures": [f.outcome.verdict for f in r.failures],
         "seconds": round(r.seconds, 2),
+        "compiles": r.compiles,
+        "cache_hits": r.cache_hits,
+        "compiles_per_1000_cases": round(1000 * r.compiles / r.cases, 1) if r.cases else None,
+        "specializations": dict(sorted(r.specializations.items())),
         "error": r.error,
         "skipped": r.skipped,
     }

@@ -152,7 +152,8 @@ class Target:
             )
         if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
             raise InvalidArgument(
-                f"Expected a positive timeout in seconds but got {describe('timeout', self.timeout)}."
+                "Expected a positive timeout in seconds but got "
+                f"{describe('timeout', self.timeout)}."
             )
         self.inputs.validate_against(self)
 

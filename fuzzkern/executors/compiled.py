@@ -82,7 +82,8 @@ def is_device_fault(e: BaseException) -> bool:
 
 def run_compiled(run: Any) -> ModeResult:
     """Run ``run`` (an :class:`fuzzkern.executors.run._Run`) compiled on the current GPU."""
-    from fuzzkern.executors.interpreter import forced_configs
+    from fuzzkern.executors.kernels import forced_configs
+    from fuzzkern.executors.poison import poisoned_allocations
     from fuzzkern.executors.run import _as_outputs, _is_precondition, _short_tb, _unwrap
     from fuzzkern.target import call_with
 
@@ -102,7 +103,7 @@ def run_compiled(run: Any) -> ModeResult:
                           detail={**detail, "poisoned": poisoned, "stage": "copy to device"})
     start = time.perf_counter()
     try:
-        with forced_configs(dict(run.case.configs)):
+        with poisoned_allocations() as allocations, forced_configs(dict(run.case.configs)):
             result = call_with(run.target.launcher, {**run.scalars, **tensors})
         torch.cuda.synchronize(device)
         seconds = time.perf_counter() - start
@@ -126,4 +127,4 @@ def run_compiled(run: Any) -> ModeResult:
         return ModeResult("compiled", status, error=f"{type(inner).__name__}: {inner}",
                           detail={**detail, "traceback": _short_tb(e)}, seconds=seconds)
     detail.update(compiles=counter.compiles - before[0], cache_hits=counter.cache_hits - before[1])
-    return run._compare("compiled", outputs, detail, seconds, {})
+    return run._compare("compiled", outputs, detail, seconds, {}, allocations)

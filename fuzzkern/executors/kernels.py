@@ -21,10 +21,11 @@ Importing this module imports triton but never launches or compiles a kernel.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from triton.runtime.autotuner import Autotuner, Config, Heuristics
@@ -212,3 +213,61 @@ def config_description(autotuner: Autotuner, index: int) -> str:
             f"{kernel_name(autotuner)!r}, but got index={index!r} (type={type(index).__name__})."
         )
     return _format_config(configs[index])
+
+
+# ---------------------------------------------------------------------------------------------
+# Forcing configs in compiled mode
+
+
+@contextlib.contextmanager
+def forced_configs(configs: Mapping[str, int]) -> Iterator[None]:
+    """While active, an autotuned kernel named in ``configs`` runs with that config index and
+    never benchmarks, as on a tuning-cache hit (only the config's ``pre_hook`` runs), the same
+    way :func:`fuzzkern.executors.interpreter.interpreter_mode` forces it. The autotuner's cache
+    and ``best_config`` are restored on exit, so a forced choice never leaks into a later case.
+    Kernels not named run through the autotuner unchanged.
+    """
+    if not configs:
+        yield
+        return
+    original = Autotuner.run
+    touched: dict[int, tuple[Any, dict[Any, Any], Any]] = {}
+    missing = object()
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        name = kernel_name(self)
+        if name not in configs:
+            return original(self, *args, **kwargs)
+        index = configs[name]
+        if not (isinstance(index, int) and 0 <= index < len(self.configs)):
+            from fuzzkern.executors.interpreter import ForcedConfigError
+
+            raise ForcedConfigError(
+                f"Expected a config index in [0, {len(self.configs)}) for autotuned kernel "
+                f"{name!r}, but got configs[{name!r}]={index!r}."
+            )
+        if id(self) not in touched:
+            touched[id(self)] = (self, dict(self.cache), getattr(self, "best_config", missing))
+        config = self.configs[index]
+        self.nargs = dict(zip(self.arg_names, args, strict=False))
+        try:
+            self.best_config = config
+            if config.pre_hook is not None:
+                config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+            return self.fn.run(*args, **kwargs, **config.all_kwargs())
+        finally:
+            self.nargs = None
+
+    Autotuner.run = run  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Autotuner.run = original  # type: ignore[method-assign]
+        for at, cache, best in touched.values():
+            at.cache.clear()
+            at.cache.update(cache)
+            if best is missing:
+                if hasattr(at, "best_config"):
+                    del at.best_config
+            else:
+                at.best_config = best

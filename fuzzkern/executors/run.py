@@ -21,6 +21,7 @@ import torch
 
 from fuzzkern import loader, oracle
 from fuzzkern.case import Case, materialize, rebuild_like
+from fuzzkern.executors.poison import Allocations, poisoned_allocations, unwritten_counts
 from fuzzkern.outcome import Comparison, ModeResult, Outcome, Verdict
 from fuzzkern.target import Target, Tolerance, call_with
 
@@ -138,12 +139,13 @@ class _Run:
         try:
             # numpy warns about overflow/NaN in kernels' arithmetic; values are judged by the
             # oracle, so the warnings are noise on the terminal
-            with np.errstate(all="ignore"), interpreter_mode(
-                check_bounds=True,
-                debug=bool(self.options.get("debug", False)),
-                configs=dict(self.case.configs),
-                labels=_storage_labels(tensors),
-            ):
+            with np.errstate(all="ignore"), poisoned_allocations() as allocations, \
+                    interpreter_mode(
+                        check_bounds=True,
+                        debug=bool(self.options.get("debug", False)),
+                        configs=dict(self.case.configs),
+                        labels=_storage_labels(tensors),
+                    ):
                 result = call_with(self.target.launcher, {**self.scalars, **tensors})
         except OOBAccess as e:
             detail["oob"] = _oob_detail(e)
@@ -165,7 +167,7 @@ class _Run:
                               seconds=time.perf_counter() - start)
         seconds = time.perf_counter() - start
         outputs = self._outputs(result, tensors)
-        return self._compare("interpret", outputs, detail, seconds, substituted)
+        return self._compare("interpret", outputs, detail, seconds, substituted, allocations)
 
     def _outputs(self, result: Any, tensors: Mapping[str, torch.Tensor]) -> tuple[Any, ...] | None:
         if self.target.inplace_names:
@@ -173,7 +175,8 @@ class _Run:
         return _as_outputs(result)
 
     def _compare(self, mode: str, outputs: tuple[Any, ...] | None, detail: dict[str, Any],
-                 seconds: float, substituted: Mapping[str, str]) -> ModeResult:
+                 seconds: float, substituted: Mapping[str, str],
+                 allocations: Allocations | None = None) -> ModeResult:
         expected = self.reference()
         if expected is None:
             if self._reference_error is not None:
@@ -209,6 +212,10 @@ class _Run:
             reduction_length=max(1, reduction),
         )
         comparison.tolerance += note
+        if not comparison.ok and allocations is not None and outputs is not None:
+            unwritten = unwritten_counts(outputs, allocations)
+            if unwritten:
+                detail["unwritten"] = unwritten
         return ModeResult(mode, "ok" if comparison.ok else "mismatch", comparison, detail=detail,
                           seconds=seconds)
 
@@ -257,7 +264,8 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
     if not wrong:
         return Verdict.PASS, ""
     if len(wrong) == len(ran):
-        return Verdict.KERNEL_BUG, f"{' and '.join(wrong)} disagree with the reference"
+        who = " and ".join(wrong) + (" disagree" if len(wrong) > 1 else " disagrees")
+        return Verdict.KERNEL_BUG, f"{who} with the reference"
     if wrong == ["compiled"]:
         return Verdict.COMPILED_ONLY, "only the compiled kernel disagrees with the reference"
     return (Verdict.INTERPRETER_DIVERGENCE,
