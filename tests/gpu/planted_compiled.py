@@ -1,7 +1,8 @@
 """Planted bugs that only the compiled kernel shows (the interpreter runs them correctly).
 
-- ``uninit``: a split-K row sum that accumulates with atomics into ``torch.empty`` memory; the
-  GPU's caching allocator hands back stale bytes, the interpreter's fresh CPU buffers do not.
+- ``uninit``: each program reads a workspace slot another program has not written yet (no
+  synchronization between programs); the interpreter runs programs in order, so the slot is
+  always written by then. fuzzkern poisons ``torch.empty`` memory, so the GPU reads NaN.
 - ``lying_hint``: a strided copy that tells the compiler its offsets are contiguous
   (``tl.max_contiguous``) when the stride is not 1; the interpreter ignores hints.
 - ``illegal``: a copy with a wild unmasked store far past the end, to show a device fault does
@@ -18,37 +19,50 @@ from fuzzkern import strategies as fks
 
 
 @triton.jit
-def _split_k_rowsum(x_ptr, out_ptr, M, K, sxm, sxk, BLOCK_K: tl.constexpr):
-    row = tl.program_id(0)
-    kb = tl.program_id(1)
-    offs = kb * BLOCK_K + tl.arange(0, BLOCK_K)
-    x = tl.load(x_ptr + row * sxm + offs * sxk, mask=offs < K, other=0.0)
-    tl.atomic_add(out_ptr + row, tl.sum(x, axis=0))
+def _chained_blocks(x_ptr, ws_ptr, out_ptr, n, BLOCK: tl.constexpr, SPIN: tl.constexpr):
+    # out[i] = x[i] + (sum of the previous block), the previous block's sum read from a
+    # workspace its program publishes. BUG: no wait for the publisher. The interpreter runs
+    # programs in order, so the value is always there; on the GPU they run concurrently, and
+    # the lower program (made slower here, as a real producer often is) has not stored yet.
+    pid = tl.program_id(0)
+    npid = tl.num_programs(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    s = tl.sum(x, axis=0)
+    busy = 0.0
+    for _ in range(SPIN * (npid - pid)):
+        busy += tl.load(x_ptr, volatile=True)
+    tl.store(ws_ptr + pid, s + busy * 0.0)
+    prev = tl.load(ws_ptr + pid - 1, mask=pid > 0, other=0.0)
+    tl.store(out_ptr + offs, x + prev, mask=offs < n)
 
 
-def split_k_rowsum(x, BLOCK_K):
-    M, K = x.shape
-    # stale memory on purpose: the GPU allocator returns a block we just filled with 7s
-    if x.is_cuda:
-        torch.full((M + 64,), 7.0, device=x.device, dtype=torch.float32)
-    out = torch.empty(M, device=x.device, dtype=torch.float32)  # BUG: should be zeros
-    if not x.is_cuda:
-        out.zero_()  # on the CPU a fresh buffer is zero; model that deterministically
-    grid = (M, triton.cdiv(K, BLOCK_K))
-    _split_k_rowsum[grid](x, out, M, K, x.stride(0), x.stride(1), BLOCK_K=BLOCK_K)
+def chained_blocks(x, BLOCK):
+    n = x.shape[0]
+    nblocks = triton.cdiv(n, BLOCK)
+    ws = torch.empty(nblocks, device=x.device, dtype=torch.float32)  # the uninitialized read
+    out = torch.empty_like(x)
+    _chained_blocks[(nblocks,)](x, ws, out, n, BLOCK=BLOCK, SPIN=200)
     return out
+
+
+def chained_reference(x, BLOCK):
+    n = x.shape[0]
+    sums = torch.stack([x[i:i + BLOCK].sum() for i in range(0, n, BLOCK)])
+    prev = torch.cat([sums.new_zeros(1), sums[:-1]])
+    return x + prev.repeat_interleave(BLOCK)[:n]
 
 
 uninit = fuzzkern.Target(
     name="gpu.uninit",
-    launcher=split_k_rowsum,
-    reference=lambda x: x.sum(1),
+    launcher=chained_blocks,
+    reference=chained_reference,
     inputs=fks.inputs(
-        x=fks.tensors(("M", "K"), dtypes=["float32"]),
-        BLOCK_K=st.sampled_from([16, 32]),
+        x=fks.tensors(("N",), dtypes=["float32"], layout=False),
+        BLOCK=st.sampled_from([16, 32]),
     ),
-    dims={"M": fks.sizes(max_value=16), "K": fks.sizes(max_value=64)},
-    reduction="K",
+    dims={"N": fks.sizes(max_value=96)},
+    reduction="N",
 )
 
 
