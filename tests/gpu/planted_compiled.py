@@ -19,7 +19,8 @@ from fuzzkern import strategies as fks
 
 
 @triton.jit
-def _chained_blocks(x_ptr, ws_ptr, out_ptr, n, BLOCK: tl.constexpr, SPIN: tl.constexpr):
+def _chained_blocks(x_ptr, ws_ptr, spin_ptr, out_ptr, n, BLOCK: tl.constexpr,
+                    SPIN: tl.constexpr):
     # out[i] = x[i] + (sum of the previous block), the previous block's sum read from a
     # workspace its program publishes. BUG: no wait for the publisher. The interpreter runs
     # programs in order, so the value is always there; on the GPU they run concurrently, and
@@ -29,10 +30,10 @@ def _chained_blocks(x_ptr, ws_ptr, out_ptr, n, BLOCK: tl.constexpr, SPIN: tl.con
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
     s = tl.sum(x, axis=0)
-    busy = 0.0
+    busy = 0
     for _ in range(SPIN * (npid - pid)):
-        busy += tl.load(x_ptr, volatile=True)
-    tl.store(ws_ptr + pid, s + busy * 0.0)
+        busy += tl.load(spin_ptr, volatile=True)
+    tl.store(ws_ptr + pid, s + (busy * 0).to(tl.float32))
     prev = tl.load(ws_ptr + pid - 1, mask=pid > 0, other=0.0)
     tl.store(out_ptr + offs, x + prev, mask=offs < n)
 
@@ -41,8 +42,9 @@ def chained_blocks(x, BLOCK):
     n = x.shape[0]
     nblocks = triton.cdiv(n, BLOCK)
     ws = torch.empty(nblocks, device=x.device, dtype=torch.float32)  # the uninitialized read
+    spin = torch.zeros(1, device=x.device, dtype=torch.int32)
     out = torch.empty_like(x)
-    _chained_blocks[(nblocks,)](x, ws, out, n, BLOCK=BLOCK, SPIN=200)
+    _chained_blocks[(nblocks,)](x, ws, spin, out, n, BLOCK=BLOCK, SPIN=200)
     return out
 
 
