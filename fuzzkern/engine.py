@@ -135,7 +135,7 @@ def specialization_classes(case: Case) -> set[str]:
     """The Triton specialization classes a case's arguments fall in (notes/triton-internals.md
     §4): what makes the compiled mode build a new variant."""
     out = set()
-    for name, t in case.tensors.items():
+    for t in case.tensors.values():
         out.add(f"dtype:{t.dtype}")
         itemsize = _ITEMSIZE.get(t.dtype, 4)
         out.add("ptr:16B-aligned" if (t.storage_offset * itemsize) % 16 == 0 else "ptr:misaligned")
@@ -144,7 +144,7 @@ def specialization_classes(case: Case) -> set[str]:
                     "stride:%16" if st % 16 == 0 else "stride:other")
         for n in t.shape:
             out.add(_int_class(n, "dim"))
-    for name, v in case.scalars.items():
+    for v in case.scalars.values():
         if isinstance(v, bool):
             continue
         if isinstance(v, int):

@@ -5,6 +5,8 @@
   always written by then. fuzzkern poisons ``torch.empty`` memory, so the GPU reads NaN.
 - ``lying_hint``: a strided copy that tells the compiler its offsets are contiguous
   (``tl.max_contiguous``) when the stride is not 1; the interpreter ignores hints.
+- ``misaligned_hint``: a copy that claims its input pointer is 16-byte aligned
+  (``tl.multiple_of``); a view starting at an odd element makes vector loads fault.
 - ``illegal``: a copy with a wild unmasked store far past the end, to show a device fault does
   not stop the campaign.
 """
@@ -69,19 +71,20 @@ uninit = fuzzkern.Target(
 
 
 @triton.jit
-def _hinted_copy(x_ptr, out_ptr, n, stride, BLOCK: tl.constexpr):
+def _hinted_copy(x_ptr, out_ptr, stride, BLOCK: tl.constexpr):
+    # Unmasked: the launcher only takes sizes that are a multiple of BLOCK.
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
     src = tl.max_contiguous(tl.multiple_of(offs * stride, BLOCK), BLOCK)  # BUG: a lie for stride>1
-    x = tl.load(x_ptr + src, mask=mask)
-    tl.store(out_ptr + offs, x, mask=mask)
+    tl.store(out_ptr + offs, tl.load(x_ptr + src))
 
 
 def hinted_copy(x, BLOCK):
     n = x.shape[0]
+    if n % BLOCK:
+        raise ValueError(f"n={n} must be a multiple of BLOCK={BLOCK}")
     out = torch.empty(n, device=x.device, dtype=x.dtype)
-    _hinted_copy[(triton.cdiv(n, BLOCK),)](x, out, n, x.stride(0), BLOCK=BLOCK)
+    _hinted_copy[(n // BLOCK,)](x, out, x.stride(0), BLOCK=BLOCK)
     return out
 
 
@@ -90,7 +93,36 @@ lying_hint = fuzzkern.Target(
     launcher=hinted_copy,
     reference=lambda x: x,
     inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"]), BLOCK=st.sampled_from([64, 128])),
-    dims={"N": fks.sizes(min_value=64, max_value=512)},
+    dims={"N": st.sampled_from([64, 128, 192, 256, 512])},
+    preconditions=(ValueError,),
+)
+
+
+@triton.jit
+def _aligned_copy(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x_ptr = tl.multiple_of(x_ptr, 16)  # BUG: a lie when x starts at an odd element
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+def aligned_copy(x, BLOCK):
+    n = x.shape[0]
+    if n % BLOCK:
+        raise ValueError(f"n={n} must be a multiple of BLOCK={BLOCK}")
+    x = x.contiguous()
+    out = torch.empty(n, device=x.device, dtype=x.dtype)
+    _aligned_copy[(n // BLOCK,)](x, out, BLOCK=BLOCK)
+    return out
+
+
+misaligned_hint = fuzzkern.Target(
+    name="gpu.misaligned_hint",
+    launcher=aligned_copy,
+    reference=lambda x: x,
+    inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"]), BLOCK=st.sampled_from([64, 128])),
+    dims={"N": st.sampled_from([64, 128, 192, 256, 512])},
+    preconditions=(ValueError,),
 )
 
 

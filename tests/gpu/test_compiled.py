@@ -40,12 +40,22 @@ def test_read_of_memory_not_yet_written_is_compiled_only():
 
 def test_lying_alignment_hint_is_compiled_only():
     result, _ = _fuzz(f"{PLANTED}::lying_hint")
-    verdicts = [f.outcome.verdict for f in result.failures]
-    assert verdicts and set(verdicts) <= {"compiled-only", "crash"}, verdicts
+    assert [f.outcome.verdict for f in result.failures] == ["compiled-only"]
     f = result.failures[0]
     assert f.outcome.modes["interpret"].status == "ok"
     x = f.case.tensors["x"]
-    assert x.strides != (1,)  # only a non-unit stride makes the hint a lie
+    assert x.strides[0] > 1  # only a non-unit stride makes the hint a lie
+    assert f.case.dims == {"N": 64}
+
+
+def test_lying_pointer_alignment_hint_faults_only_compiled():
+    result, pool = _fuzz(f"{PLANTED}::misaligned_hint")
+    assert [f.outcome.verdict for f in result.failures] == ["crash"]
+    f = result.failures[0]
+    assert f.outcome.modes["interpret"].status == "ok"
+    assert "misaligned" in f.outcome.modes["compiled"].error
+    assert f.case.tensors["x"].storage_offset % 4 != 0  # not 16-byte aligned
+    assert pool.restarts >= 1
 
 
 def test_illegal_address_does_not_stop_the_campaign():
