@@ -1,4 +1,5 @@
-"""GPU probe: does a lying tl.max_contiguous hint change results on this GPU/Triton?"""
+"""GPU probe: do lying tl.max_contiguous / tl.multiple_of hints change the generated loads?"""
+import re
 import sys
 
 import torch
@@ -6,16 +7,19 @@ import torch
 sys.path.insert(0, "tests/gpu")
 import planted_compiled as p  # noqa: E402
 
-for n, step, off in [(128, 2, 0), (128, 2, 4), (128, 3, 0), (64, 2, 0), (100, 2, 0)]:
-    base = torch.arange(n * step + off, dtype=torch.float32, device="cuda")
-    x = base[off::step][:n]
-    for block in (64, 128):
-        out = p.hinted_copy(x, block)
-        torch.cuda.synchronize()
-        bad = (out != x).sum().item()
-        print(f"n={n} step={step} off={off} BLOCK={block}: {bad} wrong; head {out[:6].tolist()}")
-k = p._hinted_copy
-for key, kern in list(k.device_caches[0][0].items())[:3]:
-    ptx = kern.asm.get("ptx", "")
-    print(key[:120], "v4 loads:", ptx.count("ld.global.v4"), "scalar loads:",
-          ptx.count("ld.global.b32") + ptx.count("ld.global.f32"))
+base = torch.arange(1024, dtype=torch.float32, device="cuda")
+x2 = base[::2][:128]
+out = p.hinted_copy(x2, 64)
+print("contiguity lie, stride 2:", (out != x2).sum().item(), "wrong")
+x1 = base[1:129]
+try:
+    out = p.aligned_copy(x1, 64)
+    torch.cuda.synchronize()
+    print("alignment lie, offset 1:", (out != x1).sum().item(), "wrong")
+except Exception as e:
+    print("alignment lie, offset 1:", type(e).__name__, str(e)[:120])
+for k in (p._hinted_copy, p._aligned_copy):
+    for key, kern in k.device_caches[0][0].items():
+        ptx = kern.asm.get("ptx", "")
+        loads = sorted(set(re.findall(r"ld\.global[\.\w]*", ptx)))
+        print(k.fn.__name__, key.split("]")[0][-60:], loads)

@@ -11,7 +11,7 @@ does, and :func:`matmul_relu` propagates NaN like ``torch.relu`` (see :func:`_re
 Example (CPU tensors need ``TRITON_INTERPRET=1`` set before triton is imported)::
 
     x = torch.arange(5.0)
-    vector_add(x, x[::1], BLOCK=64)  # tensor([0., 2., 4., 6., 8.])
+    vector_add(x, x, BLOCK=64)  # tensor([0., 2., 4., 6., 8.])
 """
 
 from __future__ import annotations

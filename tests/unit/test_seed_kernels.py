@@ -190,6 +190,7 @@ def run(job):
 
 
 for job in json.load(sys.stdin):
+    print("START " + job["id"], flush=True)
     try:
         res = run(job)
     except Exception:
@@ -403,7 +404,7 @@ def _dims_of(target: Any, inputs: dict[str, Any]) -> dict[str, int]:
     dims: dict[str, int] = {}
     for name, strategy in target.inputs.tensors.items():
         strategy.check()
-        for sym, size in zip(strategy.shape, inputs[name]["shape"]):
+        for sym, size in zip(strategy.shape, inputs[name]["shape"], strict=True):
             if isinstance(sym, str):
                 assert dims.setdefault(sym, size) == size
     return dims
@@ -417,5 +418,9 @@ def test_planted_modules_are_all_checked():
 def test_hang_buggy_spins_and_correct_returns(results):
     _expect(results, "hang.py::correct::minimal", "pass")
     jobs = [job(str(QUALITY / "hang.py"), "buggy", "minimal", {"x": t((1,)), "BLOCK": 16})]
-    with pytest.raises(subprocess.TimeoutExpired):
+    with pytest.raises(subprocess.TimeoutExpired) as info:
         run_jobs(jobs, timeout=20)
+    # It timed out inside the launch, not while importing torch and triton.
+    stdout = info.value.stdout or b""
+    stdout = stdout.decode() if isinstance(stdout, bytes) else stdout
+    assert f"START {jobs[0]['id']}" in stdout
