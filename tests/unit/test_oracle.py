@@ -4,7 +4,6 @@ NaN/inf disagreements and structural problems reported precisely."""
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -396,13 +395,12 @@ def test_upcast_for_reference():
     assert upcast_for_reference(f8).tolist() == [0.5, 448.0]
 
 
-def test_fast_on_a_million_elements():
+def test_a_million_element_transposed_output():
+    # (speed is measured in bench/, not here)
     g = torch.Generator().manual_seed(4)
     ref = torch.randn(1000, 1000, generator=g, dtype=F64)
     out = ref.float().t().contiguous().t()
     out[::7, ::5] += 1
-    start = time.perf_counter()
     c = compare((out,), (ref,), tolerance=T, magnitude=(ref.abs(),), reduction_length=1)
-    assert time.perf_counter() - start < 2.0
     assert not c.ok and c.mismatched == 143 * 200 and len(c.first) == 5
     assert c.first[1].index == (0, 5)
