@@ -1,227 +1,69 @@
-"""The seed kernels and the planted-bug kernels, checked directly in Triton's interpreter.
+"""The seed kernels and the planted-bug kernels, checked on hand-made cases.
 
-Each case runs the target's launcher under ``TRITON_INTERPRET=1`` in a subprocess (the
-variable must be set before triton is imported) on a hand-made input, and compares the result
-with the target's torch reference (float64 inputs, rounded to the output dtype) using
-``torch.testing.assert_close``. The subprocess also
-
-- fills every ``torch.empty``/``torch.empty_like`` float allocation with NaN, so an output the
-  kernel never writes cannot pass by luck;
-- checks every active lane of every load and store against the storages of the launch's
-  tensor arguments, and reports ``oob`` before memory is touched;
-- forces one config per ``@triton.autotune`` kernel (the autotuner cannot benchmark on CPU).
+Each case is a hand-written :class:`~fuzzkern.case.Case` run through fuzzkern's own pipeline
+in the interpreter (bounds checker, poisoned ``torch.empty``, forced autotune configs, float64
+reference, oracle) — no Hypothesis involved.
 
 Built-in targets must pass on a contiguous and a strided/transposed case. Each planted bug's
 ``correct`` twin must pass and its ``buggy`` kernel must fail, with the expected verdict, on the
 module's KNOWN MINIMAL CASE: this is what makes those documented minimal cases real.
 
-All cases share one subprocess (importing triton and torch dominates); the hang kernel gets
-its own, killed after a timeout.
+The hang kernel runs in a worker process, killed after a timeout.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from fuzzkern import loader
+from fuzzkern.case import Case, Layout, TensorCase, Values
+from fuzzkern.executors.run import run_case
+from fuzzkern.worker import WorkerPool
 
 ROOT = Path(__file__).resolve().parents[2]
 QUALITY = ROOT / "tests" / "quality" / "kernels"
 BUILTIN = "fuzzkern.targets.builtin"
 
 # --------------------------------------------------------------------------------------------
-# The subprocess: reads a JSON list of jobs on stdin, prints one JSON result per job.
+# Running a job through fuzzkern's own pipeline (materialize, interpreter with its bounds
+# checker and poisoned allocations, forced autotune configs, reference, oracle), in-process.
 
-RUNNER = r'''
-import importlib, importlib.util, json, math, sys, traceback
-import numpy as np
-import torch
-import triton
-import triton.runtime.interpreter as interp
-from triton.runtime.autotuner import Autotuner
-
-from fuzzkern.case import Layout, TensorCase, Values, materialize
-from fuzzkern.target import call_with
+_VERDICT_STATUS = {"pass": "pass", "kernel-bug": "mismatch", "oob": "oob"}
 
 
-class OOB(Exception):
-    pass
-
-
-# -- bounds checker: storages of the current launch's tensor arguments -----------------------
-ALLOCS = []
-_init_args = interp.GridExecutor._init_args_hst
-
-
-def _init_args_hst(self, args_dev, kwargs):
-    args_hst, kwargs_hst = _init_args(self, args_dev, kwargs)
-    ALLOCS.clear()
-    for a in list(args_hst) + list(kwargs_hst.values()):
-        if isinstance(a, torch.Tensor):
-            s = a.untyped_storage()
-            ALLOCS.append((s.data_ptr(), s.data_ptr() + s.nbytes()))
-    return args_hst, kwargs_hst
-
-
-def _check(op, ptrs, mask):
-    size = np.dtype(interp._get_np_dtype(ptrs.get_element_ty())).itemsize
-    addr = np.broadcast_to(ptrs.data, np.shape(mask.data))[np.asarray(mask.data, dtype=bool)]
-    addr = addr.astype(np.uint64)
-    ok = np.zeros(addr.shape, dtype=bool)
-    for lo, hi in ALLOCS:
-        ok |= (addr >= lo) & (addr + size <= hi)
-    if not ok.all():
-        raise OOB(f"{op}: {int((~ok).sum())} active lane(s) outside every tensor argument")
-
-
-_load = interp.InterpreterBuilder.create_masked_load
-_store = interp.InterpreterBuilder.create_masked_store
-
-
-def create_masked_load(self, ptrs, mask, other, *args):
-    _check("load", ptrs, mask)
-    return _load(self, ptrs, mask, other, *args)
-
-
-def create_masked_store(self, ptrs, value, mask, *args):
-    _check("store", ptrs, mask)
-    return _store(self, ptrs, value, mask, *args)
-
-
-interp.GridExecutor._init_args_hst = _init_args_hst
-interp.InterpreterBuilder.create_masked_load = create_masked_load
-interp.InterpreterBuilder.create_masked_store = create_masked_store
-
-# -- NaN-poisoned fresh outputs ----------------------------------------------------------------
-_empty, _empty_like = torch.empty, torch.empty_like
-
-
-def _poison(t):
-    return t.fill_(math.nan) if t.is_floating_point() else t
-
-
-torch.empty = lambda *a, **k: _poison(_empty(*a, **k))
-torch.empty_like = lambda *a, **k: _poison(_empty_like(*a, **k))
-
-
-MODULES = {}
-
-
-def load_target(module, attr):
-    if module not in MODULES:
-        if module.endswith(".py"):
-            name = "planted_" + module.rsplit("/", 1)[-1][:-3]
-            spec = importlib.util.spec_from_file_location(name, module)
-            MODULES[module] = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(MODULES[module])
-        else:
-            MODULES[module] = importlib.import_module(module)
-    return getattr(MODULES[module], attr)
-
-
-def build(spec):
-    n = len(spec["shape"])
+def _tensor_case(spec: dict[str, Any]) -> TensorCase:
+    shape = tuple(spec["shape"])
+    nd = len(shape)
     layout = Layout(
-        tuple(spec.get("perm") or range(n)),
-        tuple(spec.get("steps") or (1,) * n),
-        tuple(spec.get("starts") or (0,) * n),
-        spec.get("offset", 0),
+        tuple(spec.get("perm", range(nd))), tuple(spec.get("steps", [1] * nd)),
+        tuple(spec.get("starts", [0] * nd)), spec.get("offset", 0),
         tuple(spec.get("expanded", ())),
     )
     values = Values(spec.get("seed", 0), spec.get("dist", "small_ints"),
                     tuple((int(i), str(k)) for i, k in spec.get("specials", ())))
-    return materialize(TensorCase.build(tuple(spec["shape"]), spec["dtype"], layout, values))
+    return TensorCase.build(shape, spec["dtype"], layout, values)
 
 
-def force_configs(launcher, configs):
-    saved = []
-    for obj in list(launcher.__globals__.values()):
-        if isinstance(obj, Autotuner):
-            index = configs.get(obj.base_fn.__name__, 0)
-            saved.append((obj, obj.configs))
-            obj.configs = [obj.configs[index]]
-    return saved
+def _ref(job: dict[str, Any]) -> str:
+    module = job["module"]
+    return f"{module}::{job['target']}" if module.endswith(".py") else f"{module}:{job['target']}"
 
 
-def as_tuple(x):
-    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+def _case(target: Any, job: dict[str, Any]) -> Case:
+    inputs = {k: _tensor_case(v) if isinstance(v, dict) else v for k, v in job["inputs"].items()}
+    return Case(_dims_of(target, job["inputs"]), inputs, job.get("configs", {}))
 
 
-def run(job):
-    target = load_target(job["module"], job["target"])
-    inputs = {}
-    for name, v in job["inputs"].items():
-        inputs[name] = build(v) if isinstance(v, dict) else v
-    upcast = {k: (v.double() if isinstance(v, torch.Tensor) and v.is_floating_point()
-                  else v.clone() if isinstance(v, torch.Tensor) else v)
-              for k, v in inputs.items()}
-    expected = as_tuple(call_with(target.reference, upcast))
-    saved = force_configs(target.launcher, job.get("configs", {}))
-    try:
-        result = call_with(target.launcher, inputs)
-    except Exception as e:
-        cause = e
-        while cause.__cause__ is not None:
-            cause = cause.__cause__
-        if isinstance(cause, OOB) or "OOB(" in str(e):
-            return {"status": "oob", "detail": str(e)[:300]}
-        return {"status": "error", "detail": traceback.format_exc()[-1500:]}
-    finally:
-        for obj, configs in saved:
-            obj.configs = configs
-    if target.inplace_names:
-        outputs = tuple(inputs[n] for n in target.inplace_names)
-    else:
-        outputs = as_tuple(result)
-    if len(outputs) != len(expected):
-        return {"status": "mismatch", "detail": f"{len(outputs)} outputs, {len(expected)} expected"}
-    try:
-        for out, exp in zip(outputs, expected):
-            torch.testing.assert_close(out, exp.to(out.dtype), equal_nan=True,
-                                       **job.get("tolerance", {}))
-    except AssertionError as e:
-        return {"status": "mismatch", "detail": str(e)[:800]}
-    return {"status": "pass", "detail": ""}
-
-
-for job in json.load(sys.stdin):
-    print("START " + job["id"], flush=True)
-    try:
-        res = run(job)
-    except Exception:
-        res = {"status": "error", "detail": traceback.format_exc()[-1500:]}
-    print("RESULT " + json.dumps({"id": job["id"], **res}), flush=True)
-'''
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["TRITON_INTERPRET"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return env
-
-
-def run_jobs(jobs: list[dict[str, Any]], timeout: float) -> dict[str, dict[str, Any]]:
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER], input=json.dumps(jobs), capture_output=True,
-        text=True, timeout=timeout, env=_env(), cwd=ROOT,
-    )
-    results = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT "):
-            r = json.loads(line[len("RESULT "):])
-            results[r.pop("id")] = r
-    missing = [j["id"] for j in jobs if j["id"] not in results]
-    if missing:
-        raise AssertionError(
-            f"runner exited with {proc.returncode} before {missing}:\n{proc.stderr[-3000:]}"
-        )
-    return results
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    target = loader.load_ref(_ref(job))
+    outcome = run_case(target, _case(target, job), {"modes": ["interpret"]})
+    detail = outcome.message + "".join(
+        f"\n[{m.mode}] {m.status}: {m.comparison.summary() if m.comparison else m.error}"
+        for m in outcome.modes.values())
+    return {"status": _VERDICT_STATUS.get(outcome.verdict, outcome.verdict), "detail": detail}
 
 
 # --------------------------------------------------------------------------------------------
@@ -352,7 +194,7 @@ def _builtin_jobs() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, dict[str, Any]]:
-    return run_jobs(_builtin_jobs() + _planted_jobs(), timeout=300)
+    return {j["id"]: run_job(j) for j in _builtin_jobs() + _planted_jobs()}
 
 
 def _expect(results: dict[str, dict[str, Any]], job_id: str, status: str) -> None:
@@ -417,10 +259,12 @@ def test_planted_modules_are_all_checked():
 
 def test_hang_buggy_spins_and_correct_returns(results):
     _expect(results, "hang.py::correct::minimal", "pass")
-    jobs = [job(str(QUALITY / "hang.py"), "buggy", "minimal", {"x": t((1,)), "BLOCK": 16})]
-    with pytest.raises(subprocess.TimeoutExpired) as info:
-        run_jobs(jobs, timeout=20)
-    # It timed out inside the launch, not while importing torch and triton.
-    stdout = info.value.stdout or b""
-    stdout = stdout.decode() if isinstance(stdout, bytes) else stdout
-    assert f"START {jobs[0]['id']}" in stdout
+    spec = job(str(QUALITY / "hang.py"), "buggy", "minimal", {"x": t((1,)), "BLOCK": 16})
+    target = loader.load_ref(_ref(spec))
+    pool = WorkerPool()
+    try:
+        outcome = pool.run(_ref(spec), _case(target, spec).to_json(), {"modes": ["interpret"]},
+                           timeout=5.0)
+    finally:
+        pool.close()
+    assert outcome.verdict == "hang"
