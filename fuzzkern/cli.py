@@ -1,4 +1,4 @@
-"""``fuzzkern`` command line: ``run``, ``list``.
+"""``fuzzkern`` command line: ``run``, ``list``, ``replay``, ``repro``.
 
 Exit codes (DESIGN contract): 0 no failure, 1 failures found, 2 usage or configuration error.
 """
@@ -63,7 +63,8 @@ def main() -> None:
                    "Default: interpret, plus compiled when CUDA is present.")
 @click.option("--seed", type=int, default=None, help="Seed Hypothesis for a repeatable run.")
 @click.option("--db", "db_path", default=".hypothesis/examples", show_default=True,
-              help="Hypothesis example database folder (a cache shared with the pytest plugin).")
+              help="Hypothesis example database (a cache shared with the pytest plugin): a "
+                   "folder, redis://host:port/n to share findings across machines, or none.")
 @click.option("--no-db", is_flag=True, help="Run without the Hypothesis example database.")
 @click.option("--timeout", type=float, default=None,
               help="Seconds one case may run before it counts as a hang (default: per target).")
@@ -72,15 +73,32 @@ def main() -> None:
 @click.option("--report", "report_path", default=None, help="Write a JSON report here.")
 @click.option("--debug-kernels", is_flag=True,
               help="Launch with debug=True: device asserts and int32 overflow checks fire.")
+@click.option("--sanitize", is_flag=True,
+              help="Run the compiled mode under compute-sanitizer memcheck, without the caching "
+                   "allocator (needs CUDA and the CUDA toolkit; slow).")
+@click.option("--repeat-compiled", type=int, default=1, show_default=True,
+              help="Run the compiled kernel N times per case and compare the runs bitwise "
+                   "(verdict nondeterministic). Needs the compiled mode.")
+@click.option("--no-check", "no_checks", multiple=True,
+              type=click.Choice(["bounds", "view", "poison", "mutation", "redzone"]),
+              help="Turn a hygiene check off (repeatable): interpreter bounds or view checks, "
+                   "poisoned torch.empty, input mutation, compiled red zones.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
+@click.option("--corpus", "corpus_dir", default="corpus", show_default=True,
+              help="Regression corpus folder: a target's entries replay before it is fuzzed, "
+                   "and each failure found is saved there.")
+@click.option("--no-corpus", is_flag=True, help="Neither replay nor save corpus entries.")
 def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int | None,
         db_path: str, no_db: bool, timeout: float | None, max_examples: int | None,
-        report_path: str | None, debug_kernels: bool, quiet: bool) -> None:
+        report_path: str | None, debug_kernels: bool, quiet: bool, corpus_dir: str,
+        no_corpus: bool, sanitize: bool = False, repeat_compiled: int = 1,
+        no_checks: tuple[str, ...] = ()) -> None:
     """Fuzz TARGETS (path.py, path.py::name, package.module[:name]) for a wall-clock budget.
 
     With no TARGETS, fuzzes the built-in seed kernels shipped with fuzzkern.
     """
     from fuzzkern import engine, loader, reporting
+    from fuzzkern.database import open_database
 
     console = Console(highlight=False)
     if not console.is_terminal:  # logs and CI: don't wrap at 80 columns
@@ -99,13 +117,37 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     if timeout is not None and timeout <= 0:
         raise click.BadParameter(f"expected a positive number of seconds, got {timeout}",
                                  param_hint="--timeout")
+    if repeat_compiled < 1:
+        raise click.BadParameter(f"expected a number of runs >= 1, got {repeat_compiled}",
+                                 param_hint="--repeat-compiled")
+    if repeat_compiled > 1 and "compiled" not in modes:
+        _fail_usage("--repeat-compiled compares repeated runs of the compiled kernel and needs "
+                    "the compiled mode (a CUDA GPU); the interpreter runs programs one after "
+                    "another and is deterministic")
+    sanitizer = None
+    if sanitize:
+        from fuzzkern.sanitizer import probe
+
+        try:
+            sanitizer = probe()
+        except FuzzkernError as e:
+            _fail_usage(str(e))
+        if "compiled" not in modes:
+            _fail_usage("--sanitize checks the compiled mode; add it with --modes "
+                        "interpret,compiled")
     try:
         loaded = loader.load_all(list(targets))
     except FuzzkernError as e:
         _fail_usage(str(e))
-    database = None if no_db else engine.default_database(db_path)
+    try:
+        database = None if no_db else open_database(db_path)
+    except FuzzkernError as e:
+        _fail_usage(f"--db: {e}")
     opts = engine.CampaignOptions(budget=seconds, modes=modes, database=database, seed=seed,
-                                  max_examples=max_examples, timeout=timeout, debug=debug_kernels)
+                                  max_examples=max_examples, timeout=timeout, debug=debug_kernels,
+                                  corpus=None if no_corpus else corpus_dir,
+                                  checks={name: False for name in no_checks},
+                                  repeat_compiled=repeat_compiled, sanitize=sanitizer)
     if not quiet:
         console.print(f"fuzzkern: {len(loaded)} target(s), budget {budget}, "
                       f"modes {','.join(modes)}")
@@ -139,6 +181,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
                       str(row["passed"]), str(row["preconditions"]), str(row["unsupported"]),
                       ", ".join(row["failures"]) or (r.error or r.skipped or "-"))
     console.print(table)
+    _print_corpus(console, results)
     errors = [r for r in results if r.error]
     for r in errors:
         console.print(f"[red]error[/red] in {r.target_id}: {r.error}", markup=True)
@@ -151,7 +194,9 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
             "failures": [
                 {"target": f.target_id, "verdict": f.outcome.verdict,
                  "message": f.outcome.message, "case": f.case.to_json(),
-                 "outcome": f.outcome.to_json(), "shrunk": f.shrunk, "flaky": f.flaky}
+                 "outcome": f.outcome.to_json(), "shrunk": f.shrunk, "flaky": f.flaky,
+                 "corpus_path": f.corpus_path, "explanations": f.explanations,
+                 "replayed": f.replayed}
                 for f in failures
             ],
         }
@@ -178,6 +223,119 @@ def list_targets(targets: tuple[str, ...]) -> None:
         t = lt.target
         dims = ", ".join(sorted(t.dims)) or "-"
         click.echo(f"{t.id}\t{lt.ref}\tdims: {dims}\tmodes: {','.join(t.modes)}")
+
+
+def _print_corpus(console: Console, results: list[Any]) -> None:
+    """What the corpus replay before fuzzing gave, and files that could not be used."""
+    replayed = sum(r.replayed for r in results)
+    still = sum(len(r.corpus_failing) for r in results)
+    passing = [p for r in results for p in r.corpus_passing]
+    if replayed:
+        console.print(f"corpus: {replayed} entr{'y' if replayed == 1 else 'ies'} replayed: "
+                      f"{still} still failing, {len(passing)} now passing")
+    for p in passing:
+        console.print(f"  now passing: {_shown(p)} (keep it as a regression test, or delete it)",
+                      markup=False)
+    for r in results:
+        for problem in r.corpus_problems:
+            console.print(f"[yellow]corpus:[/yellow] {problem}", markup=True, highlight=False)
+
+
+def _shown(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@click.option("--ref", default=None,
+              help="Replay every entry against this target (path.py::name or module:name) "
+                   "instead of the one it was saved from, e.g. a fixed copy of the kernel.")
+@click.option("--modes", "modes_text", default=None,
+              help="Comma-separated modes to replay in (default: each entry's own, less those "
+                   "this machine cannot run).")
+@click.option("--timeout", type=float, default=None,
+              help="Seconds one case may run before it counts as a hang (default: per target).")
+def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
+           timeout: float | None) -> None:
+    """Replay corpus entries: PATHS are entry .json files or folders (default: ./corpus).
+
+    Says per entry whether it still fails, now passes, or cannot be replayed (and why). Exits 1
+    when an entry still fails, 2 on a usage error, 0 otherwise.
+    """
+    from fuzzkern import corpus
+    from fuzzkern.worker import WorkerPool
+
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=160)
+    modes = _modes(modes_text) if modes_text else None
+    if timeout is not None and timeout <= 0:
+        raise click.BadParameter(f"expected a positive number of seconds, got {timeout}",
+                                 param_hint="--timeout")
+    items: list[tuple[str, Any]] = []
+    for path in paths or ("corpus",):
+        if os.path.isdir(path):
+            items += corpus.scan(path)
+        elif os.path.isfile(path):
+            if not path.endswith(".json"):
+                _fail_usage(f"{path}: expected an entry's .json file or a corpus folder")
+            try:
+                items.append((path, corpus.load(path)))
+            except FuzzkernError as e:
+                items.append((path, e))
+        elif paths:
+            _fail_usage(f"no such file or folder: {path}")
+    if not items:
+        click.echo(f"fuzzkern replay: no corpus entries in {', '.join(paths or ('corpus',))}")
+        sys.exit(EXIT_OK)
+    table = Table(title=f"fuzzkern replay ({len(items)} entries)")
+    for col in ("entry", "target", "verdict", "status", "reason"):
+        table.add_column(col, overflow="fold")
+    still = 0
+    pool = WorkerPool()
+    try:
+        for path, entry in items:
+            if isinstance(entry, Exception):
+                reason = str(entry)
+                if reason.startswith(path + ": "):
+                    reason = reason[len(path) + 2:]
+                table.add_row(_shown(path), "?", "?", "[yellow]cannot replay[/yellow]", reason)
+                continue
+            r = corpus.replay(entry, pool, ref=ref, modes=modes, timeout=timeout)
+            style = {"still-failing": "red", "now-passing": "green"}.get(r.status, "yellow")
+            still += r.status == corpus.STILL_FAILING
+            table.add_row(_shown(path), entry.target_id, entry.verdict,
+                          f"[{style}]{r.status.replace('-', ' ')}[/{style}]",
+                          r.reason.splitlines()[0] if r.reason else "")
+    finally:
+        pool.close()
+    console.print(table)
+    sys.exit(EXIT_FAILURES if still else EXIT_OK)
+
+
+@main.command()
+@click.argument("entry_path", metavar="ENTRY.json")
+@click.option("-o", "--output", default=None,
+              help="Where to write the script (default: repro_<id>.py here; - for stdout).")
+def repro(entry_path: str, output: str | None) -> None:
+    """Write a standalone script that reproduces a corpus entry's failure.
+
+    The script needs only torch, triton, safetensors and your own code; run it with python.
+    """
+    from fuzzkern import corpus
+    from fuzzkern import repro as repro_module
+
+    try:
+        entry = corpus.load(entry_path)
+    except FuzzkernError as e:
+        _fail_usage(str(e))
+    if output == "-":
+        click.echo(repro_module.script(entry), nl=False)
+        return
+    out = output or f"repro_{entry.id}.py"
+    repro_module.write(entry, out)
+    click.echo(f"wrote {out}: python {out}  (exit status 1 when the failure shows)")
 
 
 if __name__ == "__main__":  # pragma: no cover

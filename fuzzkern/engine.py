@@ -13,6 +13,7 @@ found is ever lost.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections import Counter
@@ -66,16 +67,33 @@ class _BudgetExhausted(BaseException):
 
 
 class KernelFailure(AssertionError):
-    """Raised inside the Hypothesis test for a failing outcome; one subclass per verdict, so
-    Hypothesis keeps distinct kinds of failure apart when it shrinks."""
+    """Raised inside the Hypothesis test for a failing outcome; one subclass per verdict
+    family (:data:`VERDICT_FAMILIES`), so Hypothesis keeps distinct kinds of failure apart
+    when it shrinks."""
 
     outcome: Outcome
 
 
 _failure_types: dict[str, type[KernelFailure]] = {}
 
+#: Verdicts that one bug shows as depending on the case: one failure to shrink, not several.
+#: An unmasked tail reads past the end of a contiguous view (oob) and into the gap of a strided
+#: one (oob-view); a missing program leaves elements unwritten (unwritten-output) or, when
+#: other elements come out wrong too, a kernel-bug. The shrinker keeps the simplest case, and
+#: the failure gets that case's verdict.
+VERDICT_FAMILIES = {
+    Verdict.OOB_VIEW: Verdict.OOB,
+    Verdict.OOB_WRITE: Verdict.OOB,
+    Verdict.UNWRITTEN_OUTPUT: Verdict.KERNEL_BUG,
+}
+
+
+def verdict_family(verdict: str) -> str:
+    return VERDICT_FAMILIES.get(verdict, verdict)
+
 
 def _failure_type(verdict: str) -> type[KernelFailure]:
+    verdict = verdict_family(verdict)
     if verdict not in _failure_types:
         name = "".join(p.capitalize() for p in verdict.split("-"))
         _failure_types[verdict] = type(name, (KernelFailure,), {})
@@ -92,6 +110,12 @@ class Failure:
     #: False when the budget (plus grace) ran out before shrinking finished
     shrunk: bool = True
     flaky: bool = False
+    #: the corpus entry (JSON file) this failure is saved as, or was replayed from
+    corpus_path: str | None = None
+    #: what the failure depends on, from variants of the minimal case (fuzzkern.explain)
+    explanations: list[str] = field(default_factory=list)
+    #: True when this is a corpus entry that still fails, not a case found by this run
+    replayed: bool = False
 
 
 @dataclass
@@ -111,6 +135,12 @@ class TargetResult:
     specializations: Counter[str] = field(default_factory=Counter)
     #: why the target was not fuzzed at all (e.g. the budget ran out before its turn)
     skipped: str | None = None
+    #: corpus entries replayed before fuzzing, those that still fail and those that now pass
+    replayed: int = 0
+    corpus_failing: list[str] = field(default_factory=list)
+    corpus_passing: list[str] = field(default_factory=list)
+    #: corpus files that could not be read, replayed or written, with the reason
+    corpus_problems: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -129,6 +159,32 @@ class CampaignOptions:
     grace_fraction: float = 1.0
     timeout: float | None = None
     debug: bool = False
+    #: hygiene checks to turn off or on by name (bounds, view, poison, mutation, redzone; all
+    #: on by default, see fuzzkern.executors.run.DEFAULT_CHECKS)
+    checks: dict[str, bool] = field(default_factory=dict)
+    #: run the compiled kernel this many times per case and compare the runs bitwise (>= 2:
+    #: the nondeterministic verdict)
+    repeat_compiled: int = 1
+    #: path of compute-sanitizer: workers run under its memcheck tool (fuzzkern.sanitizer;
+    #: ``fuzzkern run --sanitize`` probes it first), None: plain forkserver workers
+    sanitize: str | None = None
+    #: regression corpus folder: its entries of a target replay before the target is fuzzed,
+    #: and each failure found is saved there (None: neither)
+    corpus: str | None = None
+    #: run a few variants of each shrunk failure to say what it depends on
+    explain: bool = True
+
+
+def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
+    """What the worker gets besides the case (see fuzzkern.executors.run)."""
+    options: dict[str, Any] = {"modes": list(opts.modes), "debug": opts.debug}
+    if opts.checks:
+        options["checks"] = dict(opts.checks)
+    if opts.repeat_compiled > 1:
+        options["repeat_compiled"] = int(opts.repeat_compiled)
+    if opts.sanitize:
+        options["sanitize"] = True
+    return options
 
 
 def specialization_classes(case: Case) -> set[str]:
@@ -180,9 +236,11 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     deadline = start + share
     shrink_deadline = deadline + max(opts.grace_min, opts.grace_fraction * share)
     timeout = opts.timeout or target.timeout
-    run_options = {"modes": list(opts.modes), "debug": opts.debug}
+    run_options = run_options_of(opts)
     last_failure: dict[str, tuple[Case, Outcome]] = {}
     emit = on_event or (lambda *a: None)
+    if opts.corpus:
+        _replay_corpus(lt, pool, opts, result)
 
     def body(case: Case) -> None:
         now = time.monotonic()
@@ -201,7 +259,7 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         if outcome.score:
             hypothesis.target(outcome.score, label="error")
         if outcome.failed:
-            last_failure[outcome.verdict] = (case, outcome)
+            last_failure[verdict_family(outcome.verdict)] = (case, outcome)
             exc = _failure_type(outcome.verdict)(f"{outcome.verdict}: {outcome.message}")
             exc.outcome = outcome
             raise exc
@@ -239,11 +297,69 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         result.error = f"{type(e).__name__}: {e}"
     except Exception as e:  # misuse surfacing at draw time (InvalidArgument, CaseError, ...)
         result.error = f"{type(e).__name__}: {e}"
-    for case, outcome in last_failure.values():
-        result.failures.append(Failure(target.id, case, outcome, shrunk=shrunk, flaky=flaky))
+    found = [Failure(target.id, case, outcome, shrunk=shrunk, flaky=flaky)
+             for case, outcome in last_failure.values()]
+    _explain_and_save(lt, pool, opts, result, found, run_options, timeout)
     result.seconds = time.monotonic() - start
     emit("done", result, None)
     return result
+
+
+def _replay_corpus(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
+                   result: TargetResult) -> None:
+    """Replay the target's corpus entries: still failing ones become failures of this run;
+    unreadable files are reported by name and skipped."""
+    from fuzzkern import corpus
+
+    assert opts.corpus is not None
+    for path, entry in corpus.scan(opts.corpus, lt.id):
+        if isinstance(entry, Exception):
+            result.corpus_problems.append(f"skipped {entry}")
+            continue
+        r = corpus.replay(entry, pool, ref=lt.ref, modes=opts.modes, timeout=opts.timeout,
+                          debug=opts.debug)
+        result.replayed += 1
+        if r.status == corpus.STILL_FAILING and r.outcome is not None:
+            result.corpus_failing.append(path)
+            result.failures.append(Failure(lt.id, entry.case, r.outcome, shrunk=entry.shrunk,
+                                           corpus_path=path,
+                                           explanations=list(entry.explanations),
+                                           replayed=True))
+        elif r.status == corpus.NOW_PASSING:
+            result.corpus_passing.append(path)
+        else:
+            result.corpus_problems.append(f"cannot replay {path}: {r.reason}")
+
+
+def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
+                      result: TargetResult, found: list[Failure], run_options: dict[str, Any],
+                      timeout: float) -> None:
+    """Explain each failure this run found and save it to the corpus (when one is set)."""
+    from fuzzkern import corpus, explain
+    from fuzzkern.errors import FuzzkernError
+
+    for f in found:
+        if opts.explain:
+            try:
+                f.explanations = explain.explain(lt.ref, f.case, f.outcome, pool, run_options,
+                                                 target=lt.target, timeout=timeout)
+            except Exception as e:  # an explanation is a bonus; never lose the failure
+                f.explanations = [f"(no explanation: {type(e).__name__}: {e})"]
+        if opts.corpus:
+            try:
+                f.corpus_path = corpus.save(
+                    opts.corpus, lt.id, lt.ref, f.case, f.outcome, modes=opts.modes,
+                    explanations=f.explanations, target=lt.target, shrunk=f.shrunk,
+                    flaky=f.flaky, debug=opts.debug)
+            except (OSError, FuzzkernError) as e:
+                result.corpus_problems.append(f"could not save a {f.outcome.verdict} case of "
+                                              f"{lt.id} to {opts.corpus}: {e}")
+    # A replayed entry found again by fuzzing is one failure, reported once (the fresh one).
+    fresh = {os.path.abspath(f.corpus_path) for f in found if f.corpus_path}
+    result.failures = [f for f in result.failures
+                       if not (f.replayed and f.corpus_path
+                               and os.path.abspath(f.corpus_path) in fresh)]
+    result.failures.extend(found)
 
 
 def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions,
@@ -251,7 +367,13 @@ def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions,
                  ) -> list[TargetResult]:
     """Fuzz every target within ``opts.budget`` seconds in total."""
     own_pool = pool is None
-    pool = pool or WorkerPool()
+    if pool is None:
+        if opts.sanitize:
+            from fuzzkern.sanitizer import sanitized_pool
+
+            pool = sanitized_pool(opts.sanitize)
+        else:
+            pool = WorkerPool()
     results = []
     start = time.monotonic()
     try:

@@ -30,6 +30,11 @@ class CaseError(FuzzkernError):
     """A serialized case is malformed or of an unknown schema."""
 
 
+class CorpusError(FuzzkernError):
+    """A corpus file is malformed, truncated, foreign, of a newer schema, or its stored inputs
+    are missing or do not match their checksums. The message names the file and the reason."""
+
+
 class BudgetError(FuzzkernError):
     """A budget string such as ``90s``, ``10m`` or ``1h`` could not be parsed."""
 

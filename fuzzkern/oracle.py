@@ -368,6 +368,7 @@ def compare(
     magnitude: Sequence[Any] | None = None,
     reduction_length: int = 1,
     max_report: int = 5,
+    masks: list[torch.Tensor] | None = None,
 ) -> Comparison:
     """Compare a kernel's ``outputs`` with the reference's ``expected`` (see the module doc).
 
@@ -375,7 +376,8 @@ def compare(
     ``magnitude``, when given, holds the reference evaluated on ``|inputs|``, one entry per
     output (``None`` entries skip the term for that output); ``reduction_length`` is ``R`` in
     ``eps_acc*R*|mag|``. Returns a :class:`~fuzzkern.outcome.Comparison` with up to
-    ``max_report`` mismatching elements in row-major order.
+    ``max_report`` mismatching elements in row-major order. When ``masks`` is a list, the
+    bool mismatch mask of each output is appended to it (nothing on a structural problem).
     """
     tolerance = tolerance if tolerance is not None else Tolerance()
     if isinstance(outputs, torch.Tensor):
@@ -451,6 +453,8 @@ def compare(
             c = _check_int(o, e, atol)
         checked.append(c)
         texts.append(_tolerance_text(o.dtype, rtol, atol, src, m is not None, r))
+    if masks is not None:
+        masks.extend(c.mismatch for c in checked)
 
     if len(set(texts)) <= 1:
         tol_text = texts[0] if texts else ""

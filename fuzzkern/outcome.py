@@ -25,6 +25,20 @@ class Verdict:
     INTERPRETER_DIVERGENCE = "interpreter-divergence"
     #: an access outside every live allocation (interpreter bounds checker)
     OOB = "oob"
+    #: an access inside an argument's storage but outside the view passed to the kernel: a gap
+    #: of a strided view, or storage before/after the view (interpreter view checker)
+    OOB_VIEW = "oob-view"
+    #: after the launch, bytes outside the views changed: a red-zone guard band around a
+    #: storage (compiled) or a gap of an input's storage (any mode)
+    OOB_WRITE = "oob-write"
+    #: every mismatching element of the outputs was never written (still poisoned)
+    UNWRITTEN_OUTPUT = "unwritten-output"
+    #: an input not declared in-place changed during the launch
+    INPUT_MUTATED = "input-mutated"
+    #: the compiled kernel gave bitwise different outputs on repeated runs of the same case
+    NONDETERMINISTIC = "nondeterministic"
+    #: Triton's integer overflow check fired (debug mode: ``--debug-kernels``)
+    OVERFLOW = "overflow"
     #: the worker process died (signal, abort) while running the case
     CRASH = "crash"
     #: the case ran past the target's timeout
@@ -39,7 +53,8 @@ class Verdict:
     UNSUPPORTED = "unsupported"
 
     FAILURES = frozenset(
-        {KERNEL_BUG, COMPILED_ONLY, OOB, CRASH, HANG, ERROR, REFERENCE_ERROR}
+        {KERNEL_BUG, COMPILED_ONLY, OOB, OOB_VIEW, OOB_WRITE, UNWRITTEN_OUTPUT, INPUT_MUTATED,
+         NONDETERMINISTIC, OVERFLOW, CRASH, HANG, ERROR, REFERENCE_ERROR}
     )
 
 
@@ -96,7 +111,9 @@ class ModeResult:
     """What one execution mode did with the case."""
 
     mode: str
-    #: "ok", "mismatch", "oob", "error", "precondition", "unsupported", "crash", "hang"
+    #: "ok", "mismatch", "oob", "oob-view", "overflow", "error", "reference-error",
+    #: "precondition", "unsupported", "crash", "hang"; hygiene findings of a completed launch
+    #: are in ``detail`` ("oob_write", "mutated", "nondeterministic", "unwritten")
     status: str
     comparison: Comparison | None = None
     error: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from typing import Any
 
@@ -18,12 +19,44 @@ def _mode_lines(m: ModeResult) -> list[str]:
     unwritten = m.detail.get("unwritten")
     if unwritten:
         lines.append("  never written: " + ", ".join(
-            f"{n} element(s) of out{i if len(unwritten) > 1 or i else ''} still hold the poison "
-            "value fuzzkern filled torch.empty with" for i, n in unwritten.items()))
+            f"{n} element(s) of out{i if len(unwritten) > 1 or str(i) != '0' else ''} still "
+            "hold the poison value fuzzkern filled torch.empty with"
+            for i, n in unwritten.items())
+            + (" (and nothing else is wrong)" if m.detail.get("unwritten_only") else ""))
+    lines += _hygiene_lines(m)
     sub = m.detail.get("substituted")
     if sub:
         lines.append("  note: " + ", ".join(f"{k} ({v})" for k, v in sub.items())
                      + " ran as float32: the interpreter cannot compute in these dtypes")
+    return lines
+
+
+def _hygiene_lines(m: ModeResult) -> list[str]:
+    """What the memory-safety and hygiene checks found in one mode (fuzzkern.executors.
+    hygiene, the interpreter's checkers, compute-sanitizer)."""
+    d = m.detail
+    lines = []
+    oob = d.get("oob")
+    if oob and oob.get("region"):
+        lines.append(f"  outside the view: storage element {oob.get('storage_index')} of "
+                     f"`{oob.get('argument')}` ({oob['region']}); the kernel was given "
+                     f"{oob.get('view')}")
+    for f in d.get("oob_write") or ():
+        lines.append(f"  write outside the view: {f['text']}")
+    for f in d.get("mutated") or ():
+        lines.append(f"  mutated input: {f['text']}")
+    spread = d.get("nondeterministic")
+    if spread:
+        lines.append(f"  nondeterministic: run {spread.get('run')} of {spread.get('runs')}: "
+                     f"{spread['text']}")
+    overflow = d.get("overflow")
+    if overflow:
+        where = overflow.get("program_id")
+        lines.append(f"  integer overflow: {overflow['dtype']} {overflow['operation']}"
+                     + (f" in program ({','.join(map(str, where))})" if where else "")
+                     + "; widen the operands (x.to(tl.int64)) before the operation")
+    for e in (d.get("memcheck") or ())[:3]:
+        lines.append(f"  memcheck: {e.get('text', e.get('error'))}")
     return lines
 
 
@@ -44,11 +77,25 @@ def failure_text(failure: Failure, ref: str | None = None) -> str:
         lines += [f"  · {e}" for e in explanations]
     entry = getattr(failure, "corpus_path", None)
     if entry:
-        lines.append(f"saved: {entry}")
-        lines.append(f"replay: fuzzkern replay {shlex.quote(str(entry))}")
+        shown = _shown(str(entry))
+        if getattr(failure, "replayed", False):
+            lines.append(f"regression: corpus entry {shown} still fails")
+        else:
+            lines.append(f"saved: {shown}")
+        lines.append(f"replay: fuzzkern replay {shlex.quote(shown)}")
+        lines.append(f"reproduce without fuzzkern: fuzzkern repro {shlex.quote(shown)}")
     else:
         lines.append(f"replay: fuzzkern run {shlex.quote(ref or failure.target_id)} --budget 30s")
     return "\n".join(lines)
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the current folder when it is below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # pragma: no cover - another drive
+        return path
+    return path if rel.startswith("..") else rel
 
 
 def result_row(r: TargetResult) -> dict[str, Any]:
@@ -71,4 +118,8 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "specializations": dict(sorted(r.specializations.items())),
         "error": r.error,
         "skipped": r.skipped,
+        "corpus_replayed": r.replayed,
+        "corpus_still_failing": list(r.corpus_failing),
+        "corpus_now_passing": list(r.corpus_passing),
+        "corpus_problems": list(r.corpus_problems),
     }

@@ -17,6 +17,7 @@ import os
 import signal
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -120,20 +121,25 @@ class WorkerPool:
     """Runs cases in a worker, replacing it after a crash, a hang or a poisoned CUDA context.
 
     ``restarts`` counts replacements; ``run`` never raises for what a kernel does.
+    ``worker_factory(env)`` makes a worker (default :class:`Worker`); another kind, e.g. a
+    worker under compute-sanitizer (:class:`fuzzkern.sanitizer.SanitizedWorker`), offers the
+    same ``conn``/``process``/``alive``/``kill``/``close``.
     """
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None,
+                 worker_factory: Callable[[dict[str, str]], Any] | None = None) -> None:
         self.env = dict(env or {})
-        self._worker: Worker | None = None
+        self.worker_factory = worker_factory or Worker
+        self._worker: Any = None
         self.restarts = 0
         self.started = 0
 
-    def _get(self) -> Worker:
+    def _get(self) -> Any:
         if self._worker is None or not self._worker.alive():
             if self._worker is not None:
                 self._worker.kill()
                 self.restarts += 1
-            self._worker = Worker(self.env)
+            self._worker = self.worker_factory(self.env)
             self.started += 1
         return self._worker
 

@@ -7,17 +7,45 @@ next case. fp32 ``tl.dot`` defaults to tf32 on the GPU while the interpreter and
 compute in full fp32; the worker sets ``TRITON_F32_DEFAULT=ieee`` (unless the user set it), so a
 kernel that leaves ``input_precision`` unset is compared at fp32 precision. A kernel that asks
 for tf32 explicitly needs a looser :class:`~fuzzkern.Tolerance`.
+
+Hygiene (each check can be turned off, see :data:`fuzzkern.executors.run.DEFAULT_CHECKS`):
+
+* **red zones**: every input storage, and every ``torch.empty*`` allocation the launcher makes,
+  lies between two guard bands of :data:`~fuzzkern.executors.hygiene.DEFAULT_GUARD_BYTES`
+  poison bytes in one allocation of its own (:func:`~fuzzkern.executors.hygiene.
+  place_in_red_zone`), so they do not depend on the caching allocator. After the launch a
+  changed guard byte, or a changed gap byte of an input, is an ``oob_write`` finding; a changed
+  element of an input not declared in-place is a ``mutated`` finding. Under compute-sanitizer
+  (``options["sanitize"]``) red zones are left out: memcheck sees exact allocation bounds.
+* **debug** (``options["debug"]``): ``triton.knobs.runtime.debug`` is set for the launch, the
+  same as ``TRITON_DEBUG=1`` or ``debug=True`` on every launch: device asserts and the integer
+  overflow check. An overflow assert is a device fault whose text the CUDA runtime prints to
+  the process's stderr, not into the exception; that output is captured during the launch
+  (and passed on) to name the operation.
+* **repeats** (``options["repeat_compiled"]`` = N >= 2): the case runs N times on fresh copies
+  and the outputs are compared bitwise with the first run's (``nondeterministic``).
+
+:func:`run_on_device` holds all of it and takes any torch device, so the machinery is tested
+on the CPU with launchers written in plain torch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import sys
+import tempfile
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from fuzzkern.case import rebuild_like
+from fuzzkern.executors import hygiene
+from fuzzkern.executors.poison import Allocations
 from fuzzkern.outcome import ModeResult
 
 os.environ.setdefault("TRITON_F32_DEFAULT", "ieee")
@@ -80,22 +108,179 @@ def is_device_fault(e: BaseException) -> bool:
     return name == "AcceleratorError" or any(s in text for s in _DEVICE_FAULTS)
 
 
+@contextlib.contextmanager
+def debug_knob(on: bool) -> Iterator[None]:
+    """``triton.knobs.runtime.debug`` set for the block (what ``TRITON_DEBUG=1`` sets): every
+    launch compiles with device asserts and integer overflow checks. Part of Triton's cache
+    key, so debug and non-debug variants never mix."""
+    if not on:
+        yield
+        return
+    from triton import knobs
+
+    before = knobs.runtime.debug
+    knobs.runtime.debug = True
+    try:
+        yield
+    finally:
+        knobs.runtime.debug = before
+
+
+@contextlib.contextmanager
+def captured_output(on: bool = True, box: dict[str, str] | None = None
+                    ) -> Iterator[dict[str, str]]:
+    """Capture what the process writes to file descriptors 1 and 2 during the block (the CUDA
+    runtime prints device assert messages there, below Python), then write it through to the
+    real descriptors. Yields ``box`` (a new dict by default) whose ``"text"`` is filled on
+    exit, also when the block raised."""
+    box = {"text": ""} if box is None else box
+    box["text"] = ""
+    if not on:
+        yield box
+        return
+    saved: list[tuple[int, int, Any]] = []
+    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+        try:
+            stream.flush()
+            tmp = tempfile.TemporaryFile()
+            saved.append((fd, os.dup(fd), tmp))
+            os.dup2(tmp.fileno(), fd)
+        except (OSError, ValueError, AttributeError):  # no real descriptor (e.g. pytest capture)
+            continue
+    try:
+        yield box
+    finally:
+        chunks = []
+        for fd, orig, tmp in saved:
+            with contextlib.suppress(Exception):
+                (sys.stdout if fd == 1 else sys.stderr).flush()
+            os.dup2(orig, fd)
+            os.close(orig)
+            tmp.seek(0)
+            data = tmp.read()
+            tmp.close()
+            if data:
+                os.write(fd, data)
+                chunks.append(data.decode(errors="replace"))
+        box["text"] = "".join(chunks)
+
+
+@dataclass
+class _Inputs:
+    """A case's tensors on the device: the views the launcher gets and their red zones."""
+
+    views: dict[str, torch.Tensor]
+    zones: dict[str, hygiene.RedZone] = field(default_factory=dict)
+
+
+def copy_inputs(base: dict[str, torch.Tensor], device: Any, guard_bytes: int) -> _Inputs:
+    """Each tensor with its exact layout on ``device``, inside a red zone when ``guard_bytes``
+    is a multiple of its element size (else a plain copy of its storage)."""
+    out = _Inputs({})
+    for name, t in base.items():
+        if guard_bytes > 0 and guard_bytes % t.element_size() == 0:
+            view, zone = hygiene.place_in_red_zone(t, device, guard_bytes, name=name)
+            out.views[name] = view
+            out.zones[name] = zone
+        else:
+            out.views[name] = rebuild_like(t, device)
+    return out
+
+
+def _to_cpu(outs: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    return None if outs is None else tuple(
+        rebuild_like(o, "cpu") if isinstance(o, torch.Tensor) else o for o in outs)
+
+
 def run_compiled(run: Any) -> ModeResult:
     """Run ``run`` (an :class:`fuzzkern.executors.run._Run`) compiled on the current GPU."""
-    from fuzzkern.executors.kernels import forced_configs
-    from fuzzkern.executors.poison import poisoned_allocations
-    from fuzzkern.executors.run import _as_outputs, _is_precondition, _short_tb, _unwrap
-    from fuzzkern.target import call_with
-
     if not torch.cuda.is_available():
         return ModeResult("compiled", "unsupported", error="no CUDA device in this worker")
     counter.install()
     device = _device()
-    detail: dict[str, Any] = {"device": torch.cuda.get_device_name(device)}
+    return run_on_device(run, device, name=torch.cuda.get_device_name(device),
+                         sync=lambda: torch.cuda.synchronize(device))
+
+
+def run_on_device(run: Any, device: Any, *, name: str | None = None,
+                  sync: Callable[[], None] | None = None) -> ModeResult:
+    """The compiled-mode protocol on any torch ``device``: inputs in red zones, launch with
+    forced configs (and debug), synchronize, hygiene checks, compare, repeats."""
+    from fuzzkern.executors.kernels import forced_configs
+    from fuzzkern.executors.poison import poisoned_allocations
+    from fuzzkern.executors.run import (
+        _as_outputs,
+        _is_precondition,
+        _short_tb,
+        _unwrap,
+        checks_of,
+        overflow_of,
+    )
+    from fuzzkern.target import call_with
+
+    sync = sync or (lambda: None)
+    options = run.options
+    checks = checks_of(options)
+    debug = bool(options.get("debug", False))
+    guard = hygiene.DEFAULT_GUARD_BYTES if checks["redzone"] and not options.get("sanitize") \
+        else 0
+    repeats = max(1, int(options.get("repeat_compiled", 1) or 1))
+    detail: dict[str, Any] = {"device": name or str(device)}
+    if guard:
+        detail["guard_bytes"] = guard
     before = (counter.compiles, counter.cache_hits)
+
+    def counts() -> None:
+        detail.update(compiles=counter.compiles - before[0],
+                      cache_hits=counter.cache_hits - before[1])
+
+    captured: dict[str, str] = {"text": ""}
+
+    def launch(inputs: _Inputs) -> tuple[Any, Allocations]:
+        with captured_output(debug, captured), debug_knob(debug), \
+                poisoned_allocations(checks["poison"], guard_bytes=guard) as allocations, \
+                forced_configs(dict(run.case.configs)):
+            result = call_with(run.target.launcher, {**run.scalars, **inputs.views})
+            sync()
+        return result, allocations
+
+    def outputs_of(result: Any, inputs: _Inputs) -> tuple[Any, ...] | None:
+        if run.target.inplace_names:
+            return tuple(inputs.views[n] for n in run.target.inplace_names)
+        return _as_outputs(result)
+
+    def failed(e: BaseException, seconds: float, stage: str, text: str = "") -> ModeResult:
+        counts()
+        inner = _unwrap(e)
+        info = {**detail, "traceback": _short_tb(e)}
+        if stage != "launch":
+            info["stage"] = stage
+        if is_device_fault(e):
+            info["poisoned"] = True
+            overflow = overflow_of(text) if debug else None
+            if overflow is not None:
+                line = next((ln for ln in text.splitlines() if "overflow detected" in ln), "")
+                where = re.search(r"([^\s:]+\.py):(\d+)", line)
+                if where:
+                    overflow["location"] = f"{os.path.basename(where[1])}:{where[2]}"
+                info["overflow"] = overflow
+                return ModeResult("compiled", "overflow",
+                                  error=f"{overflow['dtype']} overflow in "
+                                  f"{overflow['operation']} (debug mode's overflow check; "
+                                  "device-side assert)", detail=info, seconds=seconds)
+            asserted = [ln.strip() for ln in text.splitlines() if "Assertion" in ln][:3]
+            if asserted:
+                info["device_output"] = asserted
+            return ModeResult("compiled", "crash", error=f"device fault: {type(e).__name__}: {e}"
+                              + "".join(f"\n{ln}" for ln in asserted),
+                              detail=info, seconds=seconds)
+        status = "precondition" if _is_precondition(run.target, inner) else "error"
+        return ModeResult("compiled", status, error=f"{type(inner).__name__}: {inner}",
+                          detail=info, seconds=seconds)
+
     try:
-        tensors = {name: rebuild_like(t, device) for name, t in run.base.items()}
-        torch.cuda.synchronize(device)
+        inputs = copy_inputs(run.base, device, guard)
+        sync()
     except Exception as e:
         poisoned = is_device_fault(e)
         return ModeResult("compiled", "crash" if poisoned else "error",
@@ -103,28 +288,63 @@ def run_compiled(run: Any) -> ModeResult:
                           detail={**detail, "poisoned": poisoned, "stage": "copy to device"})
     start = time.perf_counter()
     try:
-        with poisoned_allocations() as allocations, forced_configs(dict(run.case.configs)):
-            result = call_with(run.target.launcher, {**run.scalars, **tensors})
-        torch.cuda.synchronize(device)
+        result, allocations = launch(inputs)
         seconds = time.perf_counter() - start
-        if run.target.inplace_names:
-            outs = tuple(tensors[n] for n in run.target.inplace_names)
-        else:
-            outs = _as_outputs(result)
-        outputs = None if outs is None else tuple(
-            rebuild_like(o, "cpu") if isinstance(o, torch.Tensor) else o for o in outs
-        )
+        outs = outputs_of(result, inputs)
+        allocated = allocations.indices_of(outs)
+        _record_hygiene(run, inputs, allocations, outs, checks, detail)
+        outputs = _to_cpu(outs)
     except Exception as e:
-        seconds = time.perf_counter() - start
-        inner = _unwrap(e)
-        detail.update(compiles=counter.compiles - before[0],
-                      cache_hits=counter.cache_hits - before[1])
-        if is_device_fault(e):
-            detail["poisoned"] = True
-            return ModeResult("compiled", "crash", error=f"device fault: {type(e).__name__}: {e}",
-                              detail={**detail, "traceback": _short_tb(e)}, seconds=seconds)
-        status = "precondition" if _is_precondition(run.target, inner) else "error"
-        return ModeResult("compiled", status, error=f"{type(inner).__name__}: {inner}",
-                          detail={**detail, "traceback": _short_tb(e)}, seconds=seconds)
-    detail.update(compiles=counter.compiles - before[0], cache_hits=counter.cache_hits - before[1])
-    return run._compare("compiled", outputs, detail, seconds, {}, allocations)
+        return failed(e, time.perf_counter() - start, "launch", captured["text"])
+
+    if repeats > 1 and outputs is not None:
+        worst: dict[str, Any] | None = None
+        for i in range(1, repeats):
+            try:
+                again = copy_inputs(run.base, device, 0)
+                result, _ = launch(again)
+                other = _to_cpu(outputs_of(result, again))
+            except Exception as e:
+                return failed(e, time.perf_counter() - start, f"repeat {i + 1} of {repeats}",
+                              captured["text"])
+            diff = hygiene.spread(outputs, other or ())
+            if diff is not None and (worst is None or diff["count"] > worst["count"]):
+                worst = {**diff, "run": i + 1, "runs": repeats}
+        detail["repeats"] = repeats
+        if worst is not None:
+            detail["nondeterministic"] = worst
+    counts()
+    return run._compare("compiled", outputs, detail, seconds, {},
+                        allocations if checks["poison"] else None, allocated)
+
+
+def _record_hygiene(run: Any, inputs: _Inputs, allocations: Allocations,
+                    outs: tuple[Any, ...] | None, checks: dict[str, bool],
+                    detail: dict[str, Any]) -> None:
+    """Guards of every red zone, and gaps and elements of every input (into ``detail``)."""
+    findings: list[dict[str, Any]] = []
+    storages = {}
+    for name, t in run.base.items():
+        zone = inputs.zones.get(name)
+        after = zone.alloc.cpu() if zone is not None else None
+        if zone is not None and after is not None:
+            findings += hygiene.check_guards(zone, after)
+        if checks["mutation"]:
+            before = hygiene.storage_bytes(t)
+            if zone is not None and after is not None:
+                now = after[zone.guard:zone.guard + zone.nbytes]
+            else:
+                now = hygiene.storage_bytes(inputs.views[name]).cpu()
+            storages[name] = (t, before, now)
+    labels = {}
+    for i, o in enumerate(outs or ()):
+        z = allocations.zone_of(o)
+        if z is not None:
+            labels[id(z)] = f"output {i}" if len(outs or ()) > 1 else "the output"
+    for k, zone in enumerate(allocations.zones):
+        zone.name = labels.get(id(zone), f"torch.empty allocation {k} of the launcher")
+        findings += hygiene.check_guards(zone)
+    if findings:
+        detail.setdefault("oob_write", []).extend(findings)
+    if storages:
+        run.storage_checks(storages, detail)

@@ -19,7 +19,9 @@ What is patched, only while active (the minimal set of the notes, §1.2):
   with numpy >= 2.4), only on versions that lack it;
 * ``GridExecutor.__call__``/``_init_args_hst`` and the ``InterpreterBuilder`` memory ops: the
   bounds checker, which validates every active lane before the C++ ``memcpy`` (so a far access
-  raises :class:`OOBAccess` instead of killing the process);
+  raises :class:`OOBAccess` instead of killing the process), and the view checker, which also
+  requires the lane to address an element of a view the launch passed, not a gap of its
+  storage (:class:`OOBView`; a byte coverage mask per storage, computed once per launch);
 * ``interpreter_builder.options``: ``debug`` (device asserts, int overflow checks).
 
 Everything is serialized by :data:`INTERPRETER_LOCK`, held for the whole ``with`` block: another
@@ -43,6 +45,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import linecache
+import os
+import sys
 import threading
 import types
 import weakref
@@ -68,7 +73,10 @@ __all__ = [
     "ForcedConfigError",
     "InterpreterSession",
     "OOBAccess",
+    "OOBView",
+    "current_program_id",
     "interpreter_mode",
+    "kernel_location",
     "run_interpreted",
 ]
 
@@ -95,13 +103,16 @@ class OOBAccess(Exception):
     ``parameter`` (the kernel parameter whose allocation is nearest), ``argument`` (its label
     when the caller gave one, else ``parameter``), ``distance_bytes`` / ``distance_elements``
     (how far the access reaches past the end, or before the start when ``before_start``),
-    ``element_size`` and ``allocation_bytes`` (size of that nearest allocation).
+    ``element_size`` and ``allocation_bytes`` (size of that nearest allocation), ``location``
+    (``file.py:line: source`` of the kernel line that made the access, when found).
     """
 
     def __init__(self, *, op: str, program_id: tuple[int, int, int], lane: int, address: int,
                  n_bad: int, n_lanes: int, parameter: str | None, argument: str | None,
                  distance_bytes: int | None, distance_elements: int | None,
-                 before_start: bool, element_size: int, allocation_bytes: int | None) -> None:
+                 before_start: bool, element_size: int, allocation_bytes: int | None,
+                 location: str | None = None) -> None:
+        self.location = location
         self.op = op
         self.program_id = program_id
         self.lane = lane
@@ -118,11 +129,11 @@ class OOBAccess(Exception):
         super().__init__(self.describe())
 
     def _fields(self) -> dict[str, Any]:
-        names = inspect.signature(OOBAccess.__init__).parameters
+        names = inspect.signature(type(self).__init__).parameters
         return {k: getattr(self, k) for k in names if k != "self"}
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_make_oob, (self._fields(),))
+        return (_make_error, (type(self), self._fields()))
 
     def describe(self) -> str:
         """One line for a person, e.g. ``store to out_ptr at program (3,0,0) lane 5: 4 elements
@@ -142,6 +153,82 @@ class OOBAccess(Exception):
 
 def _make_oob(fields: dict[str, Any]) -> OOBAccess:
     return OOBAccess(**fields)
+
+
+def _make_error(cls: type[OOBAccess], fields: dict[str, Any]) -> OOBAccess:
+    return cls(**fields)
+
+
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.abspath(path)) + os.sep
+    for path in (triton.__file__, np.__file__, __file__)
+)
+
+
+def kernel_location(frames: Any = None) -> str | None:
+    """``file.py:line: source`` of the innermost frame of user code (the kernel, or a ``@jit``
+    helper it called) in a traceback or, by default, the current stack; None if there is
+    none. The interpreter runs kernels as Python, with their own file names and lines."""
+    stack: list[tuple[str, int]] = []
+    if isinstance(frames, types.TracebackType):
+        tb: types.TracebackType | None = frames
+        while tb is not None:
+            stack.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+            tb = tb.tb_next
+        stack.reverse()
+    else:
+        f = sys._getframe(1) if frames is None else frames
+        while f is not None:
+            stack.append((f.f_code.co_filename, f.f_lineno))
+            f = f.f_back
+    for filename, line in stack:  # innermost first
+        if filename.startswith("<") or os.path.abspath(filename).startswith(_LIBRARY_DIRS):
+            continue
+        source = linecache.getline(filename, line).strip()
+        return f"{os.path.basename(filename)}:{line}" + (f": {source}" if source else "")
+    return None
+
+
+class OOBView(OOBAccess):
+    """An active lane addressed memory inside a tensor argument's storage but outside the view
+    that was passed to the kernel: a gap of a strided view, or storage before or after the
+    view's elements.
+
+    Raised by the view checker of :func:`interpreter_mode` (``check_views``). Such an access
+    never faults, on a GPU either: a read sees data that is not the kernel's (fuzzkern fills
+    gaps with NaN), a write corrupts it. Only the views a launch actually passes count: a
+    launcher that passes the base tensor gives the kernel the whole storage.
+
+    Fields besides :class:`OOBAccess`'s: ``storage_index`` (the address as an index into the
+    storage, in elements of the access's size), ``region`` (``"gap"``, ``"before the view"``,
+    ``"after the view"``) and ``view`` (the shape, strides and offset of the view(s) passed).
+    """
+
+    def __init__(self, *, op: str, program_id: tuple[int, int, int], lane: int, address: int,
+                 n_bad: int, n_lanes: int, parameter: str | None, argument: str | None,
+                 storage_index: int, region: str, view: str, element_size: int,
+                 allocation_bytes: int | None, location: str | None = None) -> None:
+        self.storage_index = storage_index
+        self.region = region
+        self.view = view
+        super().__init__(op=op, program_id=program_id, lane=lane, address=address, n_bad=n_bad,
+                         n_lanes=n_lanes, parameter=parameter, argument=argument,
+                         distance_bytes=None, distance_elements=None, before_start=False,
+                         element_size=element_size, allocation_bytes=allocation_bytes,
+                         location=location)
+
+    def describe(self) -> str:
+        """One line, e.g. ``load from x_ptr at program (0,0,0) lane 1: storage element 1 of
+        `x` is not part of the view passed to the kernel (a gap of the view; shape (2,),
+        strides (2,), offset 0) (1 of 16 lanes outside the view)``."""
+        x, y, z = self.program_id
+        direction = "to" if self.op == "store" else "from" if self.op == "load" else "on"
+        lanes = f"({self.n_bad} of {self.n_lanes} lane{_s(self.n_lanes)} outside the view)"
+        what = {"gap": "a gap of the view", "before the view": "before the view's first element",
+                "after the view": "after the view's last element"}.get(self.region, self.region)
+        return (f"{self.op} {direction} {self.parameter} at program ({x},{y},{z}) lane "
+                f"{self.lane}: storage element {self.storage_index} of `{self.argument}` is not "
+                f"part of the view passed to the kernel ({what}; {self.view}) {lanes}")
 
 
 def _s(n: int | None) -> str:
@@ -166,6 +253,7 @@ class InterpreterSession:
     """
 
     check_bounds: bool = True
+    check_views: bool = True
     debug: bool = False
     configs: Mapping[str, int] = dataclasses.field(default_factory=dict)
     labels: Mapping[int, str] = dataclasses.field(default_factory=dict)
@@ -182,6 +270,11 @@ class _Allocation:
     hi: int  # one past the last byte
     parameter: str
     label: str | None
+    #: (shape, strides, storage offset, element size) of every view of this storage passed
+    views: list[tuple[tuple[int, ...], tuple[int, ...], int, int]] = dataclasses.field(
+        default_factory=list)
+    #: bytes covered by those views (None: all of them, or views are not checked)
+    coverage: np.ndarray | None = None
 
 
 class _State:
@@ -399,13 +492,46 @@ def _collect(dev: Any, hst: Any, name: str, out: dict[int, _Allocation],
         return
     st_h = _storage_of(hst)
     lo = st_h.data_ptr()
-    if lo in out:
-        return
+    if lo not in out:
+        try:
+            label = labels.get(_storage_of(dev).data_ptr())
+        except Exception:
+            label = None
+        out[lo] = _Allocation(lo, lo + st_h.nbytes(), name, label)
+    base = hst.base if isinstance(hst, TensorWrapper) else hst
     try:
-        label = labels.get(_storage_of(dev).data_ptr())
-    except Exception:
-        label = None
-    out[lo] = _Allocation(lo, lo + st_h.nbytes(), name, label)
+        spec = (tuple(base.shape), tuple(base.stride()), int(base.storage_offset()),
+                int(base.element_size()))
+    except Exception:  # not a torch tensor: its whole storage counts as given
+        spec = None
+    out[lo].views.append(spec)  # type: ignore[arg-type]
+
+
+def _coverage(a: _Allocation) -> np.ndarray | None:
+    """Bytes of ``a`` covered by its views; None when that is every byte (nothing to check)."""
+    from fuzzkern.executors.hygiene import view_coverage
+
+    nbytes = a.hi - a.lo
+    if any(v is None for v in a.views):
+        return None
+    for shape, strides, offset, itemsize in a.views:
+        n = 1
+        for s in shape:
+            n *= s
+        dense = _dense_strides(shape)
+        contiguous = all(st == c for s, st, c in zip(shape, strides, dense, strict=True) if s > 1)
+        if offset == 0 and n * itemsize == nbytes and contiguous:
+            return None
+    cov = view_coverage(a.views, nbytes).numpy()
+    return None if cov.all() else cov
+
+
+def _dense_strides(shape: tuple[int, ...]) -> list[int]:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= max(s, 1)
+    return out[::-1]
 
 
 def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
@@ -418,6 +544,9 @@ def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
             _collect(d, h, names[i] if i < len(names) else f"arg{i}", allocs, labels)
         for k, h in kwargs_hst.items():
             _collect(kwargs[k], h, k, allocs, labels)
+        if _STATE.session.check_views:
+            for a in allocs.values():
+                a.coverage = _coverage(a)
         _STATE.allocs = list(allocs.values())
     return args_hst, kwargs_hst
 
@@ -494,6 +623,8 @@ def _check(op: str, ptrs: Any, mask: Any) -> None:
         amin, amax = int(addr.min()), int(addr.max())
         for a in allocs:
             if a.lo <= amin and amax + size <= a.hi:
+                if a.coverage is not None:
+                    _check_view(op, addr, mask, size, [a])
                 return
     ok = None
     for a in allocs:
@@ -508,9 +639,61 @@ def _check(op: str, ptrs: Any, mask: Any) -> None:
         if m.shape != addr.shape:
             m = np.broadcast_to(m, addr.shape)
         bad &= m.astype(bool, copy=False)
+    if bad.any():
+        _raise_oob(op, addr, bad, size, allocs, _provenance(ptrs.data))
+    viewed = [a for a in allocs if a.coverage is not None]
+    if viewed:
+        _check_view(op, addr, mask, size, viewed)
+
+
+def _check_view(op: str, addr: np.ndarray, mask: Any, size: int,
+                allocs: list[_Allocation]) -> None:
+    """Active lanes inside one of ``allocs`` (storages with uncovered bytes) must address
+    bytes covered by the views passed to the kernel, first and last byte of the element."""
+    active = None
+    if mask is not None:
+        active = mask.data.astype(bool, copy=False)
+        if active.shape != addr.shape:
+            active = np.broadcast_to(active, addr.shape)
+    flat = addr.reshape(-1)
+    flat_active = None if active is None else active.reshape(-1)
+    bad = np.zeros(flat.shape, dtype=bool)
+    for a in allocs:
+        cov = a.coverage
+        assert cov is not None
+        sel = (flat >= np.uint64(a.lo)) & (flat <= np.uint64(a.hi - size))
+        if flat_active is not None:
+            sel &= flat_active
+        if not sel.any():
+            continue
+        offs = (flat[sel] - np.uint64(a.lo)).astype(np.int64)
+        inside = cov[offs] & cov[offs + (size - 1)]
+        if inside.all():
+            continue
+        bad[np.flatnonzero(sel)[~inside]] = True
     if not bad.any():
         return
-    _raise_oob(op, addr, bad, size, allocs, _provenance(ptrs.data))
+    lane = int(np.flatnonzero(bad)[0])
+    address = int(flat[lane])
+    a = next(x for x in allocs if x.lo <= address < x.hi)
+    cov = a.coverage
+    assert cov is not None
+    off = address - a.lo
+    covered = np.flatnonzero(cov)
+    if covered.size == 0 or off < covered[0]:
+        region = "before the view"
+    elif off > covered[-1]:
+        region = "after the view"
+    else:
+        region = "gap"
+    views = "; ".join(
+        f"shape {tuple(v[0])}, strides {tuple(v[1])}, offset {v[2]}" for v in a.views if v)
+    gx, gy, gz = _interp.interpreter_builder.grid_idx or (0, 0, 0)
+    raise OOBView(op=op, program_id=(int(gx), int(gy), int(gz)), lane=lane, address=address,
+                  n_bad=int(bad.sum()), n_lanes=int(bad.size), parameter=a.parameter,
+                  argument=a.label or a.parameter, storage_index=off // size, region=region,
+                  view=views, element_size=size, allocation_bytes=a.hi - a.lo,
+                  location=kernel_location())
 
 
 def _distance(a: _Allocation, address: int, size: int) -> tuple[int, bool]:
@@ -542,11 +725,12 @@ def _raise_oob(op: str, addr: np.ndarray, bad: np.ndarray, size: int,
     if best is None:
         raise _make_oob(dict(parameter=None, argument=None, distance_bytes=None,
                              distance_elements=None, before_start=False, allocation_bytes=None,
-                             **where))
+                             location=kernel_location(), **where))
     dist, before, a = best
     raise _make_oob(dict(parameter=a.parameter, argument=a.label or a.parameter,
                          distance_bytes=dist, distance_elements=-(-dist // size),
-                         before_start=before, allocation_bytes=a.hi - a.lo, **where))
+                         before_start=before, allocation_bytes=a.hi - a.lo,
+                         location=kernel_location(), **where))
 
 
 def _wrap_load(orig: Callable[..., Any], op: str) -> Callable[..., Any]:
@@ -711,18 +895,22 @@ def _uninstall() -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def interpreter_mode(*, check_bounds: bool = True, debug: bool = False,
+def interpreter_mode(*, check_bounds: bool = True, check_views: bool = True,
+                     debug: bool = False,
                      configs: Mapping[str, int] | None = None,
                      labels: Mapping[int, str] | None = None) -> Iterator[InterpreterSession]:
     """Run every ``@triton.jit`` launch inside the block in Triton's interpreter.
 
     ``check_bounds``: check every active lane of every load, store and atomic against the
     storages of the launch's tensor arguments and raise :class:`OOBAccess` before touching
-    memory. ``debug``: turn on ``tl.device_assert`` and integer overflow checks (a kernel
-    launched with ``debug=True`` or declared ``@triton.jit(debug=True)`` gets them as well, as
-    compiled). ``configs``: autotuned kernel name -> index into its ``configs`` to force (names
-    as :func:`~fuzzkern.executors.kernels.autotuner_config_counts` reports them); kernels not
-    named run their first pruned config, and nothing is ever benchmarked. ``labels``: storage
+    memory. ``check_views`` (with ``check_bounds``): an active lane must also address an
+    element of a view passed to the launch, not a gap of its storage or storage outside the
+    view; else :class:`OOBView`. ``debug``: turn on ``tl.device_assert`` and integer overflow
+    checks (a kernel launched with ``debug=True`` or declared ``@triton.jit(debug=True)`` gets
+    them as well, as compiled). ``configs``: autotuned kernel name -> index into its
+    ``configs`` to force (names as :func:`~fuzzkern.executors.kernels.autotuner_config_counts`
+    reports them); kernels not named run their first pruned config, and nothing is ever
+    benchmarked. ``labels``: storage
     ``data_ptr`` -> name to use in :class:`OOBAccess` messages instead of the parameter name.
 
     Yields an :class:`InterpreterSession`. Re-entrant (an inner block's settings apply inside
@@ -740,7 +928,8 @@ def interpreter_mode(*, check_bounds: bool = True, debug: bool = False,
                 f"Expected configs to map kernel names (str) to config indices (int), but got "
                 f"{name!r}: {index!r} (type={type(index).__name__})."
             )
-    session = InterpreterSession(check_bounds=bool(check_bounds), debug=bool(debug),
+    session = InterpreterSession(check_bounds=bool(check_bounds),
+                                 check_views=bool(check_bounds and check_views), debug=bool(debug),
                                  configs=forced, labels=dict(labels or {}))
     INTERPRETER_LOCK.acquire()
     try:
@@ -768,6 +957,12 @@ def interpreter_mode(*, check_bounds: bool = True, debug: bool = False,
                     _STATE.owner = None
     finally:
         INTERPRETER_LOCK.release()
+
+
+def current_program_id() -> tuple[int, int, int]:
+    """The program the interpreter ran last (the failing one, right after a kernel raised)."""
+    idx = getattr(_interp.interpreter_builder, "grid_idx", None) or (0, 0, 0)
+    return (int(idx[0]), int(idx[1]), int(idx[2]))
 
 
 def run_interpreted(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

@@ -7,10 +7,17 @@ This is the worker-side half of the pipeline; the parent only ever sees the resu
 2. run the launcher in each mode on its own copy of those tensors (layouts preserved);
 3. run the torch reference on float64 copies (only when a mode produced outputs);
 4. compare each mode's outputs with the reference and derive the verdict.
+
+Hygiene checks ride along (each can be turned off with ``options["checks"]``, see
+:data:`DEFAULT_CHECKS`): the interpreter's bounds and view checkers, poisoned ``torch.empty``
+memory (unwritten outputs), input storages compared bytewise before and after each launch
+(mutated inputs, writes into gaps), red zones around compiled-mode storages, and optionally a
+repeated compiled run (``options["repeat_compiled"]``) for nondeterminism.
 """
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from collections.abc import Mapping
@@ -21,7 +28,13 @@ import torch
 
 from fuzzkern import loader, oracle
 from fuzzkern.case import Case, materialize, rebuild_like
-from fuzzkern.executors.poison import Allocations, poisoned_allocations, unwritten_counts
+from fuzzkern.executors import hygiene
+from fuzzkern.executors.poison import (
+    Allocations,
+    is_poison,
+    poisoned_allocations,
+    unwritten_counts,
+)
 from fuzzkern.outcome import Comparison, ModeResult, Outcome, Verdict
 from fuzzkern.target import Target, Tolerance, call_with
 
@@ -36,6 +49,34 @@ INTERPRETER_SUBSTITUTES = {
 for _name in ("float8_e4m3fnuz", "float8_e5m2fnuz"):
     if hasattr(torch, _name):
         INTERPRETER_SUBSTITUTES[getattr(torch, _name)] = torch.float32
+
+#: Hygiene checks, all on by default; ``options["checks"]`` overrides any of them:
+#: ``bounds`` (interpreter: every access inside an argument's storage), ``view`` (interpreter:
+#: inside the view passed, not a gap), ``poison`` (``torch.empty`` memory poisoned, unwritten
+#: outputs told apart), ``mutation`` (inputs compared bytewise before/after each launch; gaps of
+#: every input too), ``redzone`` (compiled: guard bands around every storage).
+DEFAULT_CHECKS = {"bounds": True, "view": True, "poison": True, "mutation": True,
+                  "redzone": True}
+
+
+def checks_of(options: Mapping[str, Any]) -> dict[str, bool]:
+    """:data:`DEFAULT_CHECKS` updated with ``options["checks"]`` (unknown names are errors)."""
+    given = dict(options.get("checks") or {})
+    unknown = sorted(set(given) - set(DEFAULT_CHECKS))
+    if unknown:
+        raise ValueError(f"Expected check names among {sorted(DEFAULT_CHECKS)} but got "
+                         f"{unknown}.")
+    return {k: bool(given.get(k, v)) for k, v in DEFAULT_CHECKS.items()}
+
+
+_OVERFLOW = re.compile(r"(u?int\d+) overflow detected for operation (\w+)")
+
+
+def overflow_of(text: str) -> dict[str, str] | None:
+    """The dtype and operation of Triton's integer overflow assertion in ``text``, if any."""
+    m = _OVERFLOW.search(text)
+    return {"dtype": m.group(1), "operation": m.group(2)} if m else None
+
 
 _targets: dict[str, Target] = {}
 
@@ -82,7 +123,13 @@ class _Run:
         self.target = target
         self.case = case
         self.options = options
-        self.base = {name: materialize(tc) for name, tc in case.tensors.items()}
+        storages = options.get("storages")
+        if storages:  # a corpus replay: the exact stored bytes, not the value recipe
+            from fuzzkern.corpus import tensors_from_storages
+
+            self.base = tensors_from_storages(storages, case)
+        else:
+            self.base = {name: materialize(tc) for name, tc in case.tensors.items()}
         self.scalars = case.scalars
         self._expected: tuple[Any, ...] | None = None
         self._magnitude: tuple[Any, ...] | None = None
@@ -121,7 +168,13 @@ class _Run:
 
     # -- modes -------------------------------------------------------------------------------
     def interpret(self) -> ModeResult:
-        from fuzzkern.executors.interpreter import OOBAccess, interpreter_mode
+        from fuzzkern.executors.interpreter import (
+            OOBAccess,
+            OOBView,
+            current_program_id,
+            interpreter_mode,
+            kernel_location,
+        )
 
         substituted: dict[str, str] = {}
         tensors: dict[str, torch.Tensor] = {}
@@ -135,27 +188,44 @@ class _Run:
         detail: dict[str, Any] = {}
         if substituted:
             detail["substituted"] = substituted
+        checks = checks_of(self.options)
+        before = ({name: hygiene.storage_bytes(t).clone() for name, t in tensors.items()}
+                  if checks["mutation"] else None)
         start = time.perf_counter()
         try:
             # numpy warns about overflow/NaN in kernels' arithmetic; values are judged by the
             # oracle, so the warnings are noise on the terminal
-            with np.errstate(all="ignore"), poisoned_allocations() as allocations, \
+            with np.errstate(all="ignore"), \
+                    poisoned_allocations(checks["poison"]) as allocations, \
                     interpreter_mode(
-                        check_bounds=True,
+                        check_bounds=checks["bounds"],
+                        check_views=checks["view"],
                         debug=bool(self.options.get("debug", False)),
                         configs=dict(self.case.configs),
                         labels=_storage_labels(tensors),
                     ):
                 result = call_with(self.target.launcher, {**self.scalars, **tensors})
-        except OOBAccess as e:
-            detail["oob"] = _oob_detail(e)
-            return ModeResult("interpret", "oob", error=e.describe(), detail=detail,
-                              seconds=time.perf_counter() - start)
         except Exception as e:
             inner = _unwrap(e)
             if isinstance(inner, OOBAccess):
                 detail["oob"] = _oob_detail(inner)
-                return ModeResult("interpret", "oob", error=inner.describe(), detail=detail,
+                at = f"\n  at {inner.location}" if getattr(inner, "location", None) else ""
+                return ModeResult("interpret", "oob-view" if isinstance(inner, OOBView) else "oob",
+                                  error=inner.describe() + at, detail=detail,
+                                  seconds=time.perf_counter() - start)
+            found = overflow_of(str(inner)) if isinstance(inner, AssertionError) else None
+            if found is not None:
+                x, y, z = current_program_id()
+                overflow: dict[str, Any] = {**found, "program_id": [x, y, z]}
+                location = kernel_location(inner.__traceback__)
+                if location:
+                    overflow["location"] = location
+                detail["overflow"] = overflow
+                return ModeResult("interpret", "overflow",
+                                  error=f"{overflow['dtype']} overflow in {overflow['operation']} "
+                                  f"at program ({x},{y},{z}) (debug mode's overflow check)"
+                                  + (f"\n  at {location}" if location else ""),
+                                  detail={**detail, "traceback": _short_tb(e)},
                                   seconds=time.perf_counter() - start)
             status = "error"
             if _is_precondition(self.target, inner) or _is_precondition(self.target, e):
@@ -166,8 +236,26 @@ class _Run:
                               detail={**detail, "traceback": _short_tb(e)},
                               seconds=time.perf_counter() - start)
         seconds = time.perf_counter() - start
+        if before is not None:
+            self.storage_checks({n: (t, before[n], hygiene.storage_bytes(t))
+                                 for n, t in tensors.items()}, detail)
         outputs = self._outputs(result, tensors)
         return self._compare("interpret", outputs, detail, seconds, substituted, allocations)
+
+    def storage_checks(self, storages: Mapping[str, tuple[torch.Tensor, torch.Tensor,
+                                                          torch.Tensor]],
+                       detail: dict[str, Any]) -> None:
+        """Record changed gaps (``detail["oob_write"]``) and mutated inputs
+        (``detail["mutated"]``): ``storages`` maps each input to (view, bytes before, bytes
+        after), the bytes on the CPU."""
+        inplace = set(self.target.inplace_names)
+        for name, (view, before, after) in storages.items():
+            gaps, mutated = hygiene.storage_changes(name, view, before, after,
+                                                    inplace=name in inplace)
+            if gaps:
+                detail.setdefault("oob_write", []).extend(gaps)
+            if mutated is not None:
+                detail.setdefault("mutated", []).append(mutated)
 
     def _outputs(self, result: Any, tensors: Mapping[str, torch.Tensor]) -> tuple[Any, ...] | None:
         if self.target.inplace_names:
@@ -176,7 +264,8 @@ class _Run:
 
     def _compare(self, mode: str, outputs: tuple[Any, ...] | None, detail: dict[str, Any],
                  seconds: float, substituted: Mapping[str, str],
-                 allocations: Allocations | None = None) -> ModeResult:
+                 allocations: Allocations | None = None,
+                 allocated: set[int] | None = None) -> ModeResult:
         expected = self.reference()
         if expected is None:
             if self._reference_error is not None:
@@ -207,17 +296,39 @@ class _Run:
             )
             note = f" ({low} run as float32 in the interpreter)"
         reduction = self.case.dims.get(self.target.reduction, 1) if self.target.reduction else 1
+        masks: list[torch.Tensor] = []
         comparison = oracle.compare(
             outputs, expected, tolerance=tolerance, magnitude=self._magnitude,
-            reduction_length=max(1, reduction),
+            reduction_length=max(1, reduction), masks=masks,
         )
         comparison.tolerance += note
         if not comparison.ok and allocations is not None and outputs is not None:
-            unwritten = unwritten_counts(outputs, allocations)
+            if allocated is None:
+                allocated = allocations.indices_of(outputs)
+            unwritten = unwritten_counts(outputs, allocations, allocated)
             if unwritten:
                 detail["unwritten"] = unwritten
+                detail["unwritten_only"] = (comparison.structural is None
+                                            and _only_unwritten(outputs, masks, allocated))
         return ModeResult(mode, "ok" if comparison.ok else "mismatch", comparison, detail=detail,
                           seconds=seconds)
+
+
+def _only_unwritten(outputs: tuple[Any, ...], masks: list[torch.Tensor],
+                    allocated: set[int]) -> bool:
+    """Whether every mismatching element is a poisoned element of an output the launcher
+    allocated: the kernel never wrote it (rather than wrote a wrong value)."""
+    if len(masks) != len(outputs):
+        return False
+    any_bad = False
+    for i, (o, bad) in enumerate(zip(outputs, masks, strict=True)):
+        if not bool(bad.any()):
+            continue
+        any_bad = True
+        poison = is_poison(o) if i in allocated and isinstance(o, torch.Tensor) else None
+        if poison is None or bool((bad & ~poison.reshape(bad.shape)).any()):
+            return False
+    return any_bad
 
 
 def _convert_keep_layout(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -230,8 +341,10 @@ def _convert_keep_layout(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def _oob_detail(e: Any) -> dict[str, Any]:
     out = {}
     for k in ("op", "program_id", "lane", "address", "n_bad", "argument", "distance_bytes",
-              "distance_elements"):
+              "distance_elements", "storage_index", "region", "view", "location"):
         v = getattr(e, k, None)
+        if v is None and k in ("storage_index", "region", "view", "location"):
+            continue
         out[k] = list(v) if isinstance(v, tuple) else v
     return out
 
@@ -239,6 +352,8 @@ def _oob_detail(e: Any) -> dict[str, Any]:
 _MODE_STATUS_VERDICT = {
     "crash": Verdict.CRASH,
     "oob": Verdict.OOB,
+    "oob-view": Verdict.OOB_VIEW,
+    "overflow": Verdict.OVERFLOW,
     "error": Verdict.ERROR,
     "reference-error": Verdict.REFERENCE_ERROR,
     "precondition": Verdict.PRECONDITION,
@@ -246,33 +361,81 @@ _MODE_STATUS_VERDICT = {
 }
 
 
+def _more(items: list[Any]) -> str:
+    return f" (and {len(items) - 1} more)" if len(items) > 1 else ""
+
+
 def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
-    """Combine per-mode results into one verdict and a one-line reason."""
+    """Combine per-mode results into one verdict and a one-line reason.
+
+    Most specific first: a located memory error (``oob``, ``oob-view``) or an integer overflow
+    explains a crash or wrong values that come with it; then a device fault (``crash``; but
+    ``compiled-only`` when the interpreter ran the case clean: alignment faults and the like,
+    DESIGN decision 6), writes found outside the views after the launch (``oob-write``),
+    exceptions, a declared
+    precondition; then, for launches that completed, a mutated input, nondeterminism, and
+    finally the values: ``unwritten-output`` when every mismatching element was never written,
+    else ``kernel-bug``, ``compiled-only`` or ``interpreter-divergence``.
+    """
     statuses = {m: r.status for m, r in results.items()}
+    for status in ("oob", "oob-view", "overflow"):
+        for mode, s in statuses.items():
+            if s == status:
+                return _MODE_STATUS_VERDICT[status], f"{mode}: {results[mode].error}"
     if statuses.get("compiled") == "crash" and statuses.get("interpret") == "ok":
         # A device fault (misaligned or illegal address) the interpreter did not reproduce:
         # alignment and the like are compiled-only by DESIGN decision 6.
         return (Verdict.COMPILED_ONLY,
                 f"only the compiled kernel fails: {results['compiled'].error}")
-    for status in ("crash", "oob", "error", "reference-error"):
+    for mode, s in statuses.items():
+        if s == "crash":
+            return Verdict.CRASH, f"{mode}: {results[mode].error}"
+    ran = {m: s for m, s in statuses.items() if s in ("ok", "mismatch")}
+    for mode in ran:
+        writes = results[mode].detail.get("oob_write")
+        if writes:
+            return Verdict.OOB_WRITE, f"{mode}: {writes[0]['text']}{_more(writes)}"
+    for status in ("error", "reference-error"):
         for mode, s in statuses.items():
             if s == status:
                 return _MODE_STATUS_VERDICT[status], f"{mode}: {results[mode].error}"
     if any(s == "precondition" for s in statuses.values()):
         mode = next(m for m, s in statuses.items() if s == "precondition")
         return Verdict.PRECONDITION, f"launcher rejected the input: {results[mode].error}"
-    ran = {m: s for m, s in statuses.items() if s in ("ok", "mismatch")}
+    for mode in ran:
+        mutated = results[mode].detail.get("mutated")
+        if mutated:
+            return Verdict.INPUT_MUTATED, f"{mode}: {mutated[0]['text']}{_more(mutated)}"
+    for mode in ran:
+        spread = results[mode].detail.get("nondeterministic")
+        if spread:
+            return Verdict.NONDETERMINISTIC, f"{mode}: {spread['text']}"
     if not ran:
         mode = next(iter(statuses))
         return Verdict.UNSUPPORTED, f"{mode}: {results[mode].error}"
     wrong = [m for m, s in ran.items() if s == "mismatch"]
     if not wrong:
         return Verdict.PASS, ""
+    if all(results[m].detail.get("unwritten_only") for m in wrong):
+        counts = results[wrong[0]].detail["unwritten"]
+        what = ", ".join(f"{n} element{'' if n == 1 else 's'} of output {i}"
+                         for i, n in counts.items())
+        total = sum(int(n) for n in counts.values())
+        who = " and ".join(wrong)
+        return (Verdict.UNWRITTEN_OUTPUT,
+                f"{who}: every mismatching element was never written by the kernel ({what} "
+                f"still {'holds' if total == 1 else 'hold'} the poison torch.empty was filled "
+                "with)")
+    unwritten = max(sum(int(n) for n in (results[m].detail.get("unwritten") or {}).values())
+                    for m in wrong)
+    note = (f" ({unwritten} of the mismatching elements were never written)"
+            if unwritten else "")
     if len(wrong) == len(ran):
         who = " and ".join(wrong) + (" disagree" if len(wrong) > 1 else " disagrees")
-        return Verdict.KERNEL_BUG, f"{who} with the reference"
+        return Verdict.KERNEL_BUG, f"{who} with the reference{note}"
     if wrong == ["compiled"]:
-        return Verdict.COMPILED_ONLY, "only the compiled kernel disagrees with the reference"
+        return (Verdict.COMPILED_ONLY,
+                f"only the compiled kernel disagrees with the reference{note}")
     return (Verdict.INTERPRETER_DIVERGENCE,
             "only the interpreter disagrees with the reference (a Triton interpreter defect)")
 

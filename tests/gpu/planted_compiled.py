@@ -10,6 +10,8 @@
   loads fault with a misaligned address.
 - ``illegal``: a copy with a wild unmasked store far past the end, to show a device fault does
   not stop the campaign.
+- ``atomic_sum``: a float sum through ``tl.atomic_add`` from many programs: correct within
+  tolerance, but not bitwise reproducible (``--repeat-compiled``: ``nondeterministic``).
 """
 
 import torch
@@ -156,4 +158,33 @@ illegal = fuzzkern.Target(
     inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"], layout=False),
                       BLOCK=st.just(64)),
     dims={"N": fks.sizes(max_value=64)},
+)
+
+
+@triton.jit
+def _atomic_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Each program adds its block's sum into one float with atomic_add: the order in which the
+    # programs' adds land differs from run to run, and float addition is not associative.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.atomic_add(out_ptr, tl.sum(x, axis=0))
+
+
+def atomic_sum_launcher(x, BLOCK):
+    x = x.contiguous()
+    out = torch.zeros(1, device=x.device, dtype=torch.float32)
+    _atomic_sum[(triton.cdiv(x.shape[0], BLOCK),)](x, out, x.shape[0], BLOCK=BLOCK)
+    return out
+
+
+atomic_sum = fuzzkern.Target(
+    name="gpu.atomic_sum",
+    launcher=atomic_sum_launcher,
+    reference=lambda x: x.sum().reshape(1),
+    inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"], layout=False),
+                      BLOCK=st.sampled_from([32, 64])),
+    # many programs, so that many atomic adds race; sums of small integers are exact in any
+    # order, so only non-integer values can differ
+    dims={"N": st.sampled_from([1 << 16, 1 << 17])},
+    reduction="N",
 )

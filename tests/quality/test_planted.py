@@ -58,6 +58,8 @@ LAYOUT = {
     "inplace_copy": lambda c: _stepped(c, "x") and _contiguous(c, "y"),
     "empty_like_flat": lambda c: _transposed(c, "x"),
     "expanded_fastpath": lambda c: _contiguous(c, "x") and _expanded_last(c, "bias"),
+    "scratch_input": _all_contiguous,
+    "int32_index": _all_contiguous,
 }
 
 MODULES = sorted(LAYOUT)
@@ -69,6 +71,8 @@ DTYPE = {"persistent_tiles": "float16", "reduction_padding": "float16", "unmaske
 def _fuzz(module, name, budget, **kw):
     path = os.path.join(HERE, "kernels", f"{module}.py")
     (lt,) = loader.load(f"{path}::{name}")
+    spec = importlib.import_module(f"tests.quality.kernels.{module}")
+    kw.setdefault("debug", getattr(spec, "DEBUG", False))
     pool = WorkerPool()
     try:
         opts = engine.CampaignOptions(budget=budget, seed=0, database=None, **kw)
@@ -95,6 +99,10 @@ def test_planted_bug_is_found_and_shrunk(module):
     for t in case.tensors.values():
         assert (t.values.seed, t.values.distribution, t.values.specials) == (
             0, "small_ints", ()), case.describe()
+    for name in ("BLOCK", "stride"):  # the smallest meta-parameters that still fail
+        if name in case.scalars:
+            expected = getattr(spec, f"MINIMAL_{name.upper()}", 16 if name == "BLOCK" else None)
+            assert case.scalars[name] == expected, case.describe()
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -117,3 +125,53 @@ def test_oob_report_names_the_location():
     assert "past the end" in mode.error
     # the run went on after the oob: the shrinker ran more cases that passed or failed
     assert result.cases > 1
+
+
+def test_view_report_names_the_gap():
+    result = _fuzz("ignored_stride", "buggy", budget=30.0)
+    (failure,) = result.failures
+    mode = failure.outcome.modes["interpret"]
+    oob = mode.detail["oob"]
+    assert (oob["op"], oob["argument"], oob["region"]) == ("load", "x", "gap")
+    assert oob["storage_index"] == 1  # x[1] lives at storage element 2; element 1 is a gap
+    assert oob["program_id"] == [0, 0, 0] and oob["lane"] == 1
+    assert "is not part of the view passed to the kernel" in mode.error
+    assert oob["location"].startswith("ignored_stride.py:") and "tl.load(x_ptr" in oob["location"]
+
+
+def test_view_checks_off_gives_the_value_verdict():
+    result = _fuzz("ignored_stride", "buggy", budget=30.0,
+                   checks={"view": False})
+    assert [f.outcome.verdict for f in result.failures] == ["kernel-bug"]
+
+
+def test_unwritten_report_counts_the_never_written_elements():
+    result = _fuzz("floor_grid", "buggy", budget=30.0)
+    (failure,) = result.failures
+    mode = failure.outcome.modes["interpret"]
+    assert mode.detail["unwritten_only"] is True
+    assert mode.detail["unwritten"] == {0: 1}
+    assert "never written" in failure.outcome.message
+
+
+def test_mutated_input_report_names_the_argument_and_elements():
+    result = _fuzz("scratch_input", "buggy", budget=30.0)
+    (failure,) = result.failures
+    (mutated,) = failure.outcome.modes["interpret"].detail["mutated"]
+    assert mutated["argument"] == "x" and mutated["count"] == 1
+    assert mutated["first"] == [{"index": [0], "before": 4.0, "after": 8.0}]
+    assert "inplace='x'" in failure.outcome.message
+    # the output itself was right: only the hygiene check could see this bug
+    assert failure.outcome.modes["interpret"].status == "ok"
+
+
+def test_overflow_report_names_the_operation():
+    result = _fuzz("int32_index", "buggy", budget=30.0)
+    (failure,) = result.failures
+    mode = failure.outcome.modes["interpret"]
+    overflow = mode.detail["overflow"]
+    assert (overflow["dtype"], overflow["operation"], overflow["program_id"]) == (
+        "int32", "mul", [0, 0, 0])
+    assert overflow["location"].startswith("int32_index.py:")  # the kernel's line
+    assert "(offs * stride)" in overflow["location"]
+    assert "int32 overflow in mul" in failure.outcome.message

@@ -59,7 +59,8 @@ def _case(target: Any, job: dict[str, Any]) -> Case:
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     target = loader.load_ref(_ref(job))
-    outcome = run_case(target, _case(target, job), {"modes": ["interpret"]})
+    outcome = run_case(target, _case(target, job),
+                       {"modes": ["interpret"], "debug": job.get("debug", False)})
     detail = outcome.message + "".join(
         f"\n[{m.mode}] {m.status}: {m.comparison.summary() if m.comparison else m.error}"
         for m in outcome.modes.values())
@@ -137,7 +138,9 @@ BUILTIN_CASES: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
 # --------------------------------------------------------------------------------------------
 # Planted bugs: module -> (known minimal case inputs, extra, status the buggy kernel gets)
 
-VERDICT_STATUS = {"kernel-bug": "mismatch", "oob": "oob"}
+VERDICT_STATUS = {"kernel-bug": "mismatch", "oob": "oob", "oob-view": "oob-view",
+                  "unwritten-output": "unwritten-output", "input-mutated": "input-mutated",
+                  "overflow": "overflow"}
 
 PLANTED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "missing_mask": ({"x": t((1,)), "y": t((1,)), "BLOCK": 16}, {}),
@@ -153,6 +156,8 @@ PLANTED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "expanded_fastpath": ({"x": t((1, 2)), "bias": t((1, 2), expanded=[1]), "BLOCK_N": 16}, {}),
     "autotune_config": ({"x": t((1,)), "y": t((1,))}, {"configs": {"add_kernel": 2}}),
     "oob_store": ({"x": t((1,)), "BLOCK": 16}, {}),
+    "scratch_input": ({"x": t((1,)), "BLOCK": 16}, {}),
+    "int32_index": ({"x": t((1,)), "BLOCK": 16, "stride": 143165577}, {"debug": True}),
 }
 
 # Larger, irregular cases the correct twins must also pass.
@@ -172,6 +177,8 @@ PLANTED_MORE: dict[str, dict[str, Any]] = {
     "expanded_fastpath": {"x": T((5, 20)), "bias": t((5, 20), expanded=[1]), "BLOCK_N": 16},
     "autotune_config": {"x": t((61,)), "y": t((61,), steps=[2])},
     "oob_store": {"x": t((33,), steps=[2]), "BLOCK": 32},
+    "scratch_input": {"x": t((33,), "float16", steps=[2], offset=1), "BLOCK": 16},
+    "int32_index": {"x": t((45,), steps=[3]), "BLOCK": 32, "stride": 2**31 - 1},
 }
 
 
@@ -181,8 +188,7 @@ def _planted_jobs() -> list[dict[str, Any]]:
         path = str(QUALITY / f"{name}.py")
         jobs.append(job(path, "buggy", "minimal", inputs, **extra))
         jobs.append(job(path, "correct", "minimal", inputs, **extra))
-        more_extra = {"configs": {"add_kernel_fixed": 2}} if name == "autotune_config" else {}
-        jobs.append(job(path, "correct", "more", PLANTED_MORE[name], **more_extra))
+        jobs.append(job(path, "correct", "more", PLANTED_MORE[name], **extra))
     path = str(QUALITY / "hang.py")
     jobs.append(job(path, "correct", "minimal", {"x": t((1,)), "BLOCK": 16}))
     return jobs

@@ -10,7 +10,10 @@ launcher signature and the same input strategies, differing only by the bug:
 and, for the quality tests to assert on:
 
 - ``EXPECTED_VERDICT``: the verdict the shrunk ``buggy`` case gets (``"kernel-bug"``,
-  ``"oob"`` or ``"hang"``);
+  ``"oob"``, ``"oob-view"``, ``"unwritten-output"``, ``"input-mutated"``, ``"overflow"`` or
+  ``"hang"``);
+- optionally ``DEBUG = True``: the campaign runs with ``debug`` (``--debug-kernels``), and
+  ``MINIMAL_<SCALAR>`` values the shrunk case's scalars must reach;
 - ``MINIMAL_DIMS``: the dims of the known minimal case;
 - ``MINIMAL_CASE``: that case in words (layouts, dtype, meta-parameters, values).
 
@@ -21,8 +24,8 @@ case costs milliseconds in Triton's interpreter.
 module                 bug class (notes/peers.md section 6)                        verdict
 =====================  ==========================================================  ==========
 missing_mask           no tail mask on the last block (#2)                         oob
-ignored_stride         input stride ignored, contiguity assumed (#3)               kernel-bug
-floor_grid             grid = N // BLOCK instead of cdiv: the tail is never run    kernel-bug
+ignored_stride         input stride ignored, contiguity assumed (#3)               oob-view
+floor_grid             grid = N // BLOCK instead of cdiv: the tail is never run    unwritten-output
 unmasked_k             matmul K loop without the K-tail mask (#2)                  oob
 reduction_padding      padding lanes counted in a variance (#1)                    kernel-bug
 persistent_tiles       persistent matmul, wrong tile decomposition                 kernel-bug
@@ -32,5 +35,7 @@ expanded_fastpath      stride-0 (expanded) input takes a unit-stride fast path (
 autotune_config        one autotune config drops the mask (#10)                    oob
 oob_store              store mask off by one (``<=``)                              oob
 hang                   spin-wait on a flag nobody sets                             hang
+scratch_input          the kernel keeps an intermediate in its input               input-mutated
+int32_index            ``i * stride`` in int32 overflows (with ``DEBUG``)          overflow
 =====================  ==========================================================  ==========
 """

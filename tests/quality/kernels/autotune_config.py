@@ -56,19 +56,27 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, stride_x, stride_y,
     _add_body(x_ptr, y_ptr, out_ptr, n, stride_x, stride_y, BLOCK, EVEN)
 
 
-# The fixed twin: the same configs, with EVEN=False in every one.
-@triton.autotune(
-    configs=[
-        triton.Config({"BLOCK": 16, "EVEN": False}, num_warps=1),
-        triton.Config({"BLOCK": 32, "EVEN": False}, num_warps=1),
-        triton.Config({"BLOCK": 64, "EVEN": False}, num_warps=2),
-    ],
-    key=["n"],
-)
-@triton.jit
-def add_kernel_fixed(x_ptr, y_ptr, out_ptr, n, stride_x, stride_y,
-                     BLOCK: tl.constexpr, EVEN: tl.constexpr):
-    _add_body(x_ptr, y_ptr, out_ptr, n, stride_x, stride_y, BLOCK, EVEN)
+def _fixed_kernel():
+    # The fixed twin: the same configs, with EVEN=False in every one. It keeps the kernel's
+    # name, as a fix made in place would, so a corpus entry that forces `add_kernel`'s config 2
+    # replays against it.
+    @triton.autotune(
+        configs=[
+            triton.Config({"BLOCK": 16, "EVEN": False}, num_warps=1),
+            triton.Config({"BLOCK": 32, "EVEN": False}, num_warps=1),
+            triton.Config({"BLOCK": 64, "EVEN": False}, num_warps=2),
+        ],
+        key=["n"],
+    )
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, stride_x, stride_y,
+                   BLOCK: tl.constexpr, EVEN: tl.constexpr):
+        _add_body(x_ptr, y_ptr, out_ptr, n, stride_x, stride_y, BLOCK, EVEN)
+
+    return add_kernel
+
+
+add_kernel_fixed = _fixed_kernel()
 
 
 def _launch(kernel, x, y):

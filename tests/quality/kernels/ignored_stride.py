@@ -2,15 +2,16 @@
 (notes/peers.md section 6, class #3; e.g. FlagGems sum/mean, Torch-FL #171).
 
 The buggy kernel indexes ``x`` with ``offs`` instead of ``offs * stride_x``. On a stepped
-view it reads the storage gaps (NaN-filled by fuzzkern) and the wrong elements; the reads
-stay inside x's storage, so nothing is out of bounds: the numbers are just wrong.
+view it reads the storage gaps (NaN-filled by fuzzkern) and the wrong elements. The reads stay
+inside x's storage, so a storage-granular bounds check (and a GPU) sees nothing; fuzzkern's
+view checker sees a read of an element that is not part of the view passed to the kernel.
 
 KNOWN MINIMAL CASE: dims ``{"N": 2}``; x a stepped view (step 2, stride 2), y contiguous;
-float32; BLOCK=16. Element 1 reads x's storage gap (NaN) instead of x[1]. With N=1 only
-element 0 is read, which is right for every stride, so N=2 is the smallest failing size;
-a storage offset alone does not trigger it (the base pointer carries the offset).
+float32; BLOCK=16. Element 1 reads x's storage gap (storage element 1) instead of x[1]. With
+N=1 only element 0 is read, which is right for every stride, so N=2 is the smallest failing
+size; a storage offset alone does not trigger it (the base pointer carries the offset).
 
-EXPECTED VERDICT: ``kernel-bug``.
+EXPECTED VERDICT: ``oob-view`` (with the view checker off: ``kernel-bug``, the gap's NaN).
 """
 
 import torch
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 import fuzzkern
 from fuzzkern import strategies as fks
 
-EXPECTED_VERDICT = "kernel-bug"
+EXPECTED_VERDICT = "oob-view"
 MINIMAL_DIMS = {"N": 2}
 MINIMAL_CASE = "N=2; x stepped (stride 2), y contiguous; float32; BLOCK=16"
 

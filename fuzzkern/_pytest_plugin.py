@@ -1,0 +1,515 @@
+"""fuzzkern's pytest plugin: targets and their regression cases as test items.
+
+Registered through the ``pytest11`` entry point, so installing fuzzkern is enough. What it does:
+
+- Every module-level :class:`fuzzkern.Target` of a collected test file becomes the item
+  ``test_ops.py::add[fuzz]``, which fuzzes the target through the engine (forked workers,
+  shrinking, the oracle) and fails with the diagnosis when it finds a failing case. Every entry
+  of the target in the corpus becomes an item of its own, ``test_ops.py::add[corpus:1a2b3c4d]``,
+  which replays that case: still failing fails, now passing passes, and an entry that cannot
+  be replayed any more *fails* with the reason — a stale regression case is surfaced, never
+  silently skipped. :func:`fuzzkern.fuzz_test` gives explicit test functions the same items.
+- Options ``--fuzzkern-*`` with ini keys ``fuzzkern_*``, profiles (:mod:`fuzzkern.profiles`),
+  the ``fuzzkern`` and ``gpu`` markers, a report header, a ``fuzzkern`` report section on each
+  item, and a terminal summary of the regression cases written to the corpus.
+- Under pytest-xdist, every worker runs its own worker pool, pinned to one GPU
+  (:mod:`fuzzkern.devices`); the corpus and the example database are safe to share.
+
+This module imports neither torch nor triton (a test checks it): they load in the worker
+processes when a fuzzkern item runs. It keeps its own imports to what ``import fuzzkern``
+already loads, and imports the engine inside the hooks that need it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fuzzkern import testing
+from fuzzkern.errors import FuzzkernError
+from fuzzkern.target import Target
+
+#: user_properties key under which an item reports a corpus file it wrote (survives xdist)
+NEW_CORPUS_PROPERTY = "fuzzkern_new_corpus"
+SECTION = "fuzzkern"
+
+# option name -> (ini key, metavar, help). Help text follows pytest's and xdist's rules: starts
+# with a capital letter, and a single phrase has no final period.
+_OPTIONS = {
+    "--fuzzkern-profile": ("fuzzkern_profile", "NAME",
+                           "Profile: dev, ci or nightly (default: ci when $CI is set, else dev)"),
+    "--fuzzkern-budget": ("fuzzkern_budget", "DURATION",
+                          "Wall-clock budget per fuzz item: 10s, 2m, 1h (default: the profile's)"),
+    "--fuzzkern-max-examples": ("fuzzkern_max_examples", "N",
+                                "Cases per fuzz item at most (default: the profile's)"),
+    "--fuzzkern-modes": ("fuzzkern_modes", "MODES",
+                         "Comma-separated modes: interpret, compiled (default: interpret, "
+                         "plus compiled when CUDA is present)"),
+    "--fuzzkern-seed": ("fuzzkern_seed", "SEED", "Fixed Hypothesis seed for repeatable fuzz items"),
+    "--fuzzkern-corpus": ("fuzzkern_corpus", "DIR",
+                          "Regression corpus folder (default: <rootdir>/corpus)"),
+    "--fuzzkern-db": ("fuzzkern_db", "SPEC",
+                      "Example database: a folder, redis://host:port/n or none "
+                      "(default: <rootdir>/.hypothesis/examples)"),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fuzzkern", "fuzzkern: differential fuzzing of Triton kernels")
+    for opt, (ini, metavar, help_text) in _OPTIONS.items():
+        group.addoption(opt, dest=ini, default=None, metavar=metavar, help=help_text)
+        parser.addini(ini, help_text, default=None)
+
+
+# -- session state ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Settings:
+    """The session's settings: each value from the command line, else the ini file."""
+
+    profile: Any
+    profile_source: str
+    budget: float | None = None
+    budget_from_cli: bool = False
+    max_examples: int | None = None
+    max_examples_from_cli: bool = False
+    modes: tuple[str, ...] | None = None
+    modes_from_cli: bool = False
+    seed: int | None = None
+    seed_from_cli: bool = False
+    corpus: str = "corpus"
+    #: the database spec given (command line or ini), or None for the profile's default
+    db: str | None = None
+    default_db: str = ".hypothesis/examples"
+
+
+@dataclass
+class _State:
+    settings: _Settings
+    new_corpus: list[str] = field(default_factory=list)
+    _pool: Any = None
+    _database: Any = None
+    _database_error: Exception | None = None
+    _database_open: bool = False
+    _modes: tuple[str, ...] | None = None
+
+    def pool(self) -> Any:
+        if self._pool is None:
+            from fuzzkern.devices import worker_env
+            from fuzzkern.worker import WorkerPool
+
+            self._pool = WorkerPool(env=worker_env())
+        return self._pool
+
+    def database(self) -> Any:
+        """The example database, opened once per process (a Redis one is pinged; an
+        unreachable one fails every item with the same message, without waiting again)."""
+        if self._database_error is not None:
+            raise self._database_error
+        if not self._database_open:
+            from fuzzkern.database import open_database
+
+            s = self.settings
+            try:
+                if s.db is not None:
+                    # An explicit database under a profile that writes none is read, not written.
+                    self._database = open_database(
+                        s.db, read_only=s.profile.database != "read-write")
+                elif s.profile.database == "read-write":
+                    self._database = open_database(s.default_db)
+            except FuzzkernError as e:
+                self._database_error = e
+                raise
+            self._database_open = True
+        return self._database
+
+    def default_modes(self) -> tuple[str, ...]:
+        if self._modes is None:
+            self._modes = testing.default_modes()
+        return self._modes
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+def _source(ini: str, from_cli: bool) -> str:
+    return ("--" + ini.replace("_", "-")) if from_cli else f"the {ini} ini key"
+
+
+def _value(config: pytest.Config, ini: str) -> tuple[str | None, bool]:
+    """An option's value and whether it came from the command line (else the ini file)."""
+    cli = config.getoption(ini)
+    if cli is not None:
+        return str(cli), True
+    value = config.getini(ini)
+    return (str(value).strip() or None if value is not None else None), False
+
+
+def _path(config: pytest.Config, value: str, from_cli: bool) -> str:
+    """A path from the command line is relative to where pytest was started; one from the ini
+    file, to the ini file's folder."""
+    if from_cli:
+        base = config.invocation_params.dir
+    else:
+        base = config.inipath.parent if config.inipath else config.rootpath
+    return str(Path(base, os.path.expanduser(value)))
+
+
+def _option(config: pytest.Config, ini: str, parse: Any) -> tuple[Any, bool]:
+    """``parse(value, from_cli)`` of an option, or None; errors name where the value came
+    from."""
+    value, from_cli = _value(config, ini)
+    if value is None:
+        return None, False
+    try:
+        return parse(value, from_cli), from_cli
+    except FuzzkernError as e:
+        raise FuzzkernError(f"{_source(ini, from_cli)}: {e}") from None
+
+
+def _int(value: str) -> Any:
+    """An int when ``value`` spells one, else the text (for the error message)."""
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
+def _database_spec(config: pytest.Config) -> Any:
+    from fuzzkern.database import check_spec, is_redis
+
+    def parse(value: str, from_cli: bool) -> str:
+        check_spec(value)
+        if value.strip().lower() == "none" or is_redis(value):
+            return value.strip()
+        return _path(config, value, from_cli)
+
+    return parse
+
+
+def _settings(config: pytest.Config) -> _Settings:
+    from fuzzkern import profiles
+
+    profile, source = profiles.select(config.getoption("fuzzkern_profile"),
+                                      config.getini("fuzzkern_profile") or None)
+    s = _Settings(profile, source, corpus=str(config.rootpath / "corpus"),
+                  default_db=str(config.rootpath / ".hypothesis" / "examples"))
+    s.budget, s.budget_from_cli = _option(
+        config, "fuzzkern_budget", lambda v, _: testing.check_budget(v))
+    s.max_examples, s.max_examples_from_cli = _option(
+        config, "fuzzkern_max_examples",
+        lambda v, _: testing.check_positive_int("max_examples", _int(v)))
+    s.modes, s.modes_from_cli = _option(
+        config, "fuzzkern_modes", lambda v, _: testing.check_modes(v))
+    s.seed, s.seed_from_cli = _option(
+        config, "fuzzkern_seed", lambda v, _: testing.check_seed(_int(v)))
+    corpus, _ = _option(config, "fuzzkern_corpus", lambda v, cli: _path(config, v, cli))
+    s.corpus = corpus or s.corpus
+    s.db, _ = _option(config, "fuzzkern_db", _database_spec(config))
+    return s
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "fuzzkern: a fuzzkern fuzz or corpus item (added to them automatically)")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU")
+    try:
+        settings = _settings(config)
+    except FuzzkernError as e:
+        raise pytest.UsageError(f"fuzzkern: {e}") from None
+    state = _State(settings)
+    config.stash[_STATE] = state
+    config.pluginmanager.register(_Reporter(state), "fuzzkern-reporter")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        state.close()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = config.stash.get(_STATE, None)
+    if state is None:
+        return []
+    s = state.settings
+    p = s.profile
+    budget = s.budget or p.budget
+    limit = s.max_examples or p.max_examples
+    versions = []
+    for pkg in ("torch", "triton"):
+        try:
+            versions.append(f"{pkg} {metadata.version(pkg)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{pkg} not installed")
+    try:
+        from fuzzkern.devices import machine_devices
+
+        devices = machine_devices()
+        gpus = f"GPUs: {len(devices)} ({','.join(devices)})" if devices else "GPUs: none"
+    except FuzzkernError as e:
+        gpus = f"GPUs: ? ({e})"
+    from fuzzkern.database import describe_spec
+    from fuzzkern.profiles import effective
+
+    seeded = s.seed is not None or effective(p)[1] is not None
+    if seeded:
+        db = "off (a seeded run does not use one)"
+    elif s.db is not None:
+        db = describe_spec(s.db) + (" (read-only)" if p.database != "read-write" else "")
+    else:
+        default = _shown(s.default_db)
+        db = default if p.database == "read-write" else "off"
+    return [
+        f"fuzzkern {_version()}: profile {p.name} ({s.profile_source}): budget {budget:g} s"
+        + (f", at most {limit} cases" if limit else "") + " per target; "
+        + "; ".join(versions) + f"; {gpus}",
+        f"fuzzkern: database {db}; corpus {_shown(s.corpus)}"
+        + ("" if p.write_corpus else " (read-only)"),
+    ]
+
+
+def _version() -> str:
+    from fuzzkern import __version__
+
+    return __version__
+
+
+def _shown(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+# -- collection ------------------------------------------------------------------------------
+
+
+class FuzzkernFailed(Exception):
+    """A fuzzkern item failed; the message is the one-line headline, the report section holds
+    the diagnosis."""
+
+
+class FuzzkernItem(pytest.Item):
+    """``target[fuzz]``: fuzz a target; ``target[corpus:ID]``: replay one corpus entry."""
+
+    def __init__(self, *, loaded: Any, kind: str, fuzz_settings: Any = None,
+                 entry: Any = None, entry_path: str | None = None,
+                 problem: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.loaded = loaded
+        self.kind = kind
+        self.fuzz_settings = fuzz_settings or testing.FuzzSettings()
+        self.entry = entry
+        self.entry_path = entry_path
+        self.problem = problem
+        self.fuzzkern_details = ""
+        self.add_marker("fuzzkern")
+
+    def runtest(self) -> None:
+        state = self.config.stash[_STATE]
+        if self.problem:
+            raise FuzzkernFailed(self.problem)
+        target: Target = self.loaded.target
+        modes, chosen = self._modes(state)
+        runnable = tuple(m for m in modes if m in target.modes)
+        if not runnable:
+            pytest.skip(f"{target.id} runs only in {','.join(target.modes)}; this session "
+                        f"uses {','.join(modes)}" + ("" if chosen else " (no CUDA GPU)"))
+        try:
+            if self.kind == "fuzz":
+                opts = self._campaign_options(state, runnable)
+                result = testing.run_fuzz(self.loaded, state.pool(), opts)
+            else:
+                result = testing.run_replay(self.entry_path or "", self.entry,
+                                            self.loaded.ref, state.pool(), runnable)
+        except FuzzkernError as e:  # configuration: an unreachable database, bad $FUZZKERN_GPUS
+            raise FuzzkernFailed(f"fuzzkern: {e}") from None
+        self.fuzzkern_details = result.details
+        for path in result.new_corpus:
+            self.user_properties.append((NEW_CORPUS_PROPERTY, path))
+        if result.status == "failed":
+            raise FuzzkernFailed(result.headline)
+        if result.status == "skipped":
+            pytest.skip(result.headline)
+
+    def _modes(self, state: _State) -> tuple[tuple[str, ...], bool]:
+        """The session's modes for this item, and whether someone chose them (rather than
+        the default: what this machine can run)."""
+        s = state.settings
+        if s.modes_from_cli and s.modes:
+            return s.modes, True
+        chosen = self.fuzz_settings.modes or s.modes
+        return (chosen, True) if chosen else (state.default_modes(), False)
+
+    def _campaign_options(self, state: _State, modes: tuple[str, ...]) -> Any:
+        """Command line, then the fuzz_test's own settings, then the ini file, then the
+        profile (with its Hypothesis profile's max_examples and derandomize)."""
+        from fuzzkern import profiles
+        from fuzzkern.engine import CampaignOptions
+
+        s, own, p = state.settings, self.fuzz_settings, state.settings.profile
+        max_examples, seed = profiles.effective(p)
+
+        def pick(cli_value: Any, from_cli: bool, own_value: Any, default: Any) -> Any:
+            if from_cli and cli_value is not None:
+                return cli_value
+            if own_value is not None:
+                return own_value
+            return cli_value if cli_value is not None else default
+
+        kw: dict[str, Any] = {
+            "budget": pick(s.budget, s.budget_from_cli, own.budget, p.budget),
+            "max_examples": pick(s.max_examples, s.max_examples_from_cli, own.max_examples,
+                                 max_examples),
+            "seed": pick(s.seed, s.seed_from_cli, own.seed, seed),
+            "modes": modes,
+        }
+        # Hypothesis ignores the database of a seeded run (hypothesis.seed sets database=None):
+        # don't open one, so a derandomized CI job does not even need the Redis server.
+        kw["database"] = None if kw["seed"] is not None else state.database()
+        if testing.supports_corpus_option():
+            kw["corpus"] = s.corpus if p.write_corpus else None
+        return CampaignOptions(**kw)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> Any:
+        if isinstance(excinfo.value, FuzzkernFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, self.name
+
+
+_TARGETS = pytest.StashKey[list[Any]]()
+
+
+def _module_targets(collector: pytest.Module) -> list[Any]:
+    """The module's targets, named and referenced as ``fuzzkern run path.py`` would."""
+    if _TARGETS not in collector.stash:
+        collector.stash[_TARGETS] = testing.module_targets(collector.obj)
+    return collector.stash[_TARGETS]
+
+
+def _corpus_items(collector: pytest.Module, name: str, loaded: Any,
+                  own: Any = None) -> list[FuzzkernItem]:
+    """One item per corpus entry of the target (unreadable files included: they fail),
+    named by the entry's content hash."""
+    from fuzzkern import corpus
+
+    folder = collector.config.stash[_STATE].settings.corpus
+    entries = corpus.scan(folder, loaded.id)
+    ids = _short_ids([p for p, _ in entries])
+    return [
+        FuzzkernItem.from_parent(collector, name=f"{name}[corpus:{ids[path]}]", loaded=loaded,
+                                 kind="corpus", fuzz_settings=own, entry=entry,
+                                 entry_path=str(path))
+        for path, entry in entries
+    ]
+
+
+def _short_ids(paths: list[Any]) -> dict[Any, str]:
+    """File stem (a content hash) cut to 8 characters, longer where two would clash: stable
+    as long as the files are."""
+    stems = {p: Path(p).stem for p in paths}
+    out = {}
+    for p, stem in stems.items():
+        n = 8
+        while n < len(stem) and any(o != p and s[:n] == stem[:n] for o, s in stems.items()):
+            n += 4
+        out[p] = stem[:n]
+    return out
+
+
+def _items(collector: pytest.Module, name: str, loaded: Any, own: Any = None,
+           problem: str | None = None) -> list[FuzzkernItem]:
+    corpus = [] if loaded is None else _corpus_items(collector, name, loaded, own)
+    fuzz = FuzzkernItem.from_parent(collector, name=f"{name}[fuzz]", loaded=loaded,
+                                    kind="fuzz", fuzz_settings=own, problem=problem)
+    # Regression cases first: they are quick, and a known bug should fail before fuzzing.
+    return [*corpus, fuzz]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: Any, name: str, obj: object) -> Any:
+    if not isinstance(collector, pytest.Module):
+        return None
+    if isinstance(obj, Target):
+        # A target that a fuzz_test of the same file wraps is collected through that test.
+        if any(testing.is_fuzz_test(v) and v.fuzzkern_target is obj
+               for v in vars(collector.obj).values()):
+            return []
+        loaded = next((lt for lt in _module_targets(collector)
+                       if lt.ref.endswith(f"::{name}")), None)
+        return _items(collector, name, loaded) if loaded else None
+    if testing.is_fuzz_test(obj) and collector.istestfunction(obj, name):
+        target = obj.fuzzkern_target  # type: ignore[attr-defined]
+        loaded = next((lt for lt in _module_targets(collector) if lt.target is target), None)
+        problem = None if loaded else (
+            f"fuzz_test({target.id}) in {collector.name}: its target is not bound to a "
+            "module-level name of this file, so worker processes cannot import it. Write "
+            "`add = fuzzkern.Target(...)` and `test_add = fuzzkern.fuzz_test(add)`.")
+        items = _items(collector, name, loaded, obj.fuzzkern_settings,  # type: ignore[attr-defined]
+                       problem)
+        for item in items:
+            for mark in getattr(obj, "pytestmark", []):
+                item.add_marker(mark)
+        return items
+    return None
+
+
+# -- reporting -------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if call.when == "call" and isinstance(item, FuzzkernItem) and item.fuzzkern_details:
+        report.sections.append((SECTION, item.fuzzkern_details))
+    return report
+
+
+class _Reporter:
+    """The session's reporting hooks, bound to its state (registered in pytest_configure)."""
+
+    def __init__(self, state: _State) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # In the xdist controller this sees the workers' reports too: user_properties travel.
+        if report.when == "call":
+            self.state.new_corpus.extend(
+                str(v) for k, v in report.user_properties if k == NEW_CORPUS_PROPERTY)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.state.new_corpus:
+            return
+        paths = sorted(set(self.state.new_corpus))
+        folders = sorted({_shown(os.path.dirname(p)) + "/" for p in paths})
+        root = _shown(self.state.settings.corpus) + "/"
+        terminalreporter.section("fuzzkern")
+        terminalreporter.write_line(
+            f"{len(paths)} new regression case{'s' if len(paths) != 1 else ''} written to "
+            f"{', '.join(folders)}; review and `git add {root}`")
+        for p in paths:
+            terminalreporter.write_line(f"  {_shown(p)}")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = session.config.stash.get(_STATE, None)
+    if state is not None:
+        state.close()

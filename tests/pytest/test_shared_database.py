@@ -1,0 +1,121 @@
+"""Sharing findings through a Redis example database, against a real redis-server on loopback:
+two ``fuzzkern run`` processes (two machines, in effect), and the pytest plugin's
+``--fuzzkern-db``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fuzzkern.database import REDIS_KEY_PREFIX, open_database
+
+HERE = os.path.dirname(__file__)
+# The buggy kernel ignores x's stride: only a non-contiguous x shows it, so the simplest case
+# (contiguous) passes and a run of one case finds nothing on its own.
+IGNORED_STRIDE = os.path.join(HERE, "..", "quality", "kernels", "ignored_stride.py") + "::buggy"
+
+
+def _fuzzkern_run(cwd, *args):
+    """``fuzzkern run`` in a process of its own, in ``cwd`` (so no two runs share a corpus:
+    what they share must come through the database)."""
+    os.makedirs(cwd, exist_ok=True)
+    report = os.path.join(cwd, "report.json")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzzkern", "run", os.path.abspath(IGNORED_STRIDE), "-q",
+         "--modes", "interpret", "--report", report, *args],
+        cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    with open(report) as fh:
+        return proc.returncode, json.load(fh)
+
+
+def _no_corpus():
+    help_text = subprocess.run([sys.executable, "-m", "fuzzkern", "run", "--help"],
+                               capture_output=True, text=True).stdout
+    return ["--no-corpus"] if "--no-corpus" in help_text else []
+
+
+def test_a_failure_found_on_one_machine_replays_first_on_another(redis_url, tmp_path):
+    no_corpus = _no_corpus()
+    # Machine A fuzzes until it finds the bug and shrinks it; the failing case goes to Redis.
+    rc, first = _fuzzkern_run(tmp_path / "a", "--db", redis_url, "--budget", "120s", *no_corpus)
+    assert rc == 1, first
+    (failure,) = first["failures"]
+    assert failure["case"]["dims"] == {"N": 2}
+
+    # Control: one case on its own (the simplest, contiguous one) does not find it.
+    rc, control = _fuzzkern_run(tmp_path / "c", "--no-db", "--max-examples", "1",
+                                "--budget", "60s", *no_corpus)
+    assert rc == 0 and control["failures"] == [], control
+
+    # Machine B, allowed the same single case, replays A's failure from Redis first.
+    rc, second = _fuzzkern_run(tmp_path / "b", "--db", redis_url, "--max-examples", "1",
+                               "--budget", "60s", *no_corpus)
+    assert rc == 1, second
+    (found,) = second["failures"]
+    assert found["case"] == failure["case"]
+    assert second["targets"][0]["cases"] <= 3
+
+
+def test_an_unreachable_redis_is_a_usage_error(tmp_path):
+    pytest.importorskip("redis")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fuzzkern", "run", os.path.abspath(IGNORED_STRIDE),
+         "--db", "redis://127.0.0.1:1/0", "--budget", "5s"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "cannot reach the Redis database at 'redis://127.0.0.1:1/0'" in proc.stderr
+
+
+TARGET = '''
+import torch
+import triton
+import triton.language as tl
+
+import fuzzkern
+from fuzzkern import strategies as fks
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + offs))  # no mask
+
+
+def add_bad(x, y):
+    x, y = x.contiguous(), y.contiguous()
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 16),)](x, y, out, x.numel(), BLOCK=16)
+    return out
+
+
+bad = fuzzkern.Target(launcher=add_bad, reference=lambda x, y: x + y,
+                      inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"]),
+                                        y=fks.tensors(("N",), dtype_of="x")),
+                      dims={"N": fks.sizes(max_value=40)})
+'''
+
+
+def _keys(url):
+    db = open_database(url)
+    return db.redis.keys(REDIS_KEY_PREFIX + b"*")
+
+
+def test_pytest_sessions_share_the_redis_database(pytester, redis_url):
+    pytester.makepyfile(test_ops=TARGET)
+    result = pytester.runpytest("--fuzzkern-db", redis_url, "--fuzzkern-max-examples", "5")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"fuzzkern: database {redis_url}; corpus corpus"])
+    assert _keys(redis_url), "the failing case was not saved to Redis"
+
+
+def test_the_ci_profile_writes_nothing_to_a_shared_database(pytester, redis_url):
+    pytester.makepyfile(test_ops=TARGET)
+    result = pytester.runpytest("--fuzzkern-db", redis_url, "--fuzzkern-profile", "ci",
+                                "--fuzzkern-max-examples", "5")
+    result.assert_outcomes(failed=1)
+    assert _keys(redis_url) == []

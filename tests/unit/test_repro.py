@@ -1,0 +1,107 @@
+"""Standalone reproducers run without fuzzkern: in a fresh interpreter where ``import fuzzkern``
+fails, the script rebuilds the inputs, runs the user's kernel in the Triton interpreter and
+shows the failure; its exit status says whether it did."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from fuzzkern import corpus, loader, repro
+from fuzzkern.case import Case, Layout, TensorCase, Values
+from fuzzkern.outcome import Outcome
+from fuzzkern.worker import WorkerPool
+
+HERE = os.path.dirname(__file__)
+PLAIN = os.path.join(HERE, "targets", "plain_targets.py")
+
+# Run a script with fuzzkern unimportable: it and the user's kernel module must not need it.
+WITHOUT_FUZZKERN = (
+    "import runpy, sys; sys.modules['fuzzkern'] = None; "
+    "sys.argv = [sys.argv[1]] + sys.argv[2:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+def _run(script, *args, cwd):
+    return subprocess.run([sys.executable, "-c", WITHOUT_FUZZKERN, script, *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def entry(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("repro")
+    (lt,) = loader.load(f"{PLAIN}::scale_target")
+    # x strided (every other element), with a NaN and a -0.0: the kernel ignores the stride
+    x = TensorCase.build((5,), "float32", Layout((0,), (2,), (0,), 1, ()),
+                         Values(0, "small_ints", ((1, "nan"), (3, "-0.0"))))
+    case = Case({"N": 5}, {"x": x})
+    pool = WorkerPool()
+    try:
+        outcome = pool.run(lt.ref, case.to_json(), {"modes": ["interpret"]}, 60.0)
+    finally:
+        pool.close()
+    assert outcome.failed, outcome.message
+    path = corpus.save(str(folder / "corpus"), lt.id, lt.ref, case, outcome,
+                       modes=("interpret",), target=lt.target)
+    return corpus.load(path)
+
+
+def test_reproducer_shows_the_failure_without_fuzzkern(entry, tmp_path):
+    script = repro.write(entry, str(tmp_path / "repro.py"))
+    text = open(script).read()
+    assert not re.search(r"^\s*(import|from)\s+fuzzkern\b", text, re.MULTILINE)
+    assert "plain_kernel" in text  # the launcher is imported from the user's own module
+    proc = _run(script, cwd=tmp_path)
+    shown = proc.stdout + proc.stderr
+    assert proc.returncode == 1, shown
+    assert "input x: float32[5] strides=(2,) offset=1" in proc.stdout
+    assert "MISMATCH in out" in proc.stdout
+    assert "the failure reproduces" in proc.stdout
+
+
+def test_reproducer_passes_once_the_kernel_is_fixed(entry, tmp_path):
+    # the user fixes the kernel in a copy of their module; the script points at it
+    fixed_dir = tmp_path / "fixed"
+    fixed_dir.mkdir()
+    src = open(os.path.join(HERE, "targets", "plain_kernel.py")).read()
+    src = src.replace("tl.load(x_ptr + offs, mask=mask)  # BUG: ignores x's stride",
+                      "tl.load(x_ptr + offs * stride_x, mask=mask)")
+    src = src.replace("def _scale_kernel(x_ptr, out_ptr, n, BLOCK",
+                      "def _scale_kernel(x_ptr, out_ptr, n, stride_x, BLOCK")
+    src = src.replace("(x, out, n, BLOCK=BLOCK)", "(x, out, n, x.stride(0), BLOCK=BLOCK)")
+    (fixed_dir / "plain_kernel.py").write_text(src)
+    text = repro.script(entry, str(tmp_path / "repro.py"))
+    text = text.replace(os.path.join(HERE, "targets", "plain_kernel.py"),
+                        str(fixed_dir / "plain_kernel.py"))
+    (tmp_path / "repro.py").write_text(text)
+    proc = _run(str(tmp_path / "repro.py"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no failure" in proc.stdout
+
+
+def test_reproducer_refuses_inputs_that_do_not_match(entry, tmp_path):
+    script = repro.write(entry, str(tmp_path / "repro.py"))
+    other = tmp_path / "other.safetensors"
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"x": torch.zeros(entry.case.tensors["x"].storage_size)}, str(other))
+    proc = _run(script, "--inputs", str(other), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "checksum" in proc.stdout
+
+
+def test_reproducer_script_of_a_hang_stops_at_the_timeout(tmp_path):
+    case = Case({"N": 1}, {"x": TensorCase.build((1,), "float32"), "MODE": 1})
+    ref = os.path.join(HERE, "targets", "misbehaving.py") + "::sleeps"
+    (lt,) = loader.load(ref)
+    outcome = Outcome("hang", "the case ran past the timeout of 2 s; the worker was killed")
+    path = corpus.save(str(tmp_path / "corpus"), lt.id, lt.ref, case, outcome,
+                       modes=("interpret",), target=lt.target)
+    script = repro.write(corpus.load(path), str(tmp_path / "repro.py"))
+    proc = subprocess.run([sys.executable, script, "--timeout", "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "HANG: the launch ran past the timeout of 1 s" in proc.stdout
