@@ -151,6 +151,11 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     if not quiet:
         console.print(f"fuzzkern: {len(loaded)} target(s), budget {budget}, "
                       f"modes {','.join(modes)}")
+    if seed is not None and database is not None:
+        # hypothesis.seed() runs without the example database: say so rather than surprise
+        console.print(f"note: --seed {seed} runs without the example database ({db_path}): "
+                      "Hypothesis neither replays nor records examples in a seeded run; the "
+                      "corpus still replays and records failures")
 
     def on_event(kind: str, result: Any, outcome: Any) -> None:
         if kind == "done" and not quiet:

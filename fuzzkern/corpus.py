@@ -600,6 +600,10 @@ def _ref_relative(ref: str, root: str) -> str | None:
     return f"{rel}::{name}" if rel else None
 
 
+#: worker options stored with an entry because replaying it needs them
+_REPLAY_OPTIONS = ("repeat_compiled", "checks")
+
+
 def save(
     corpus_dir: str | os.PathLike[str],
     target_id: str,
@@ -614,8 +618,12 @@ def save(
     shrunk: bool = True,
     flaky: bool = False,
     debug: bool = False,
+    run_options: Mapping[str, Any] | None = None,
 ) -> str:
     """Save a failure as an entry of ``corpus_dir``; returns the path of its JSON file.
+
+    ``run_options`` are the worker options the failure was found with; those a replay needs to
+    reproduce it (``repeat_compiled`` for nondeterminism, ``checks``) are stored.
 
     ``storages`` are the inputs' storages as 1-D tensors (by default: materialized from the
     case). An entry with the same id that loads and checks out is kept as it is (the same
@@ -657,7 +665,10 @@ def save(
         modes=tuple(modes), explanations=list(explanations), inputs=inputs,
         environment=environment(outcome),
         target=target_info(target, case, root) if target is not None else {},
-        shrunk=shrunk, flaky=flaky, options={"debug": bool(debug)},
+        shrunk=shrunk, flaky=flaky, options={
+            "debug": bool(debug),
+            **{k: v for k, v in (run_options or {}).items() if k in _REPLAY_OPTIONS},
+        },
     )
     os.makedirs(folder, exist_ok=True)
     blob = safetensors.torch.save(
@@ -841,7 +852,8 @@ def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
         return cannot(f"it failed only in {', '.join(entry.failing_modes)} mode, which is not "
                       f"run here{why}")
     options = {"modes": run_modes, "storages": entry.storages_path,
-               "debug": bool(debug or entry.options.get("debug", False))}
+               "debug": bool(debug or entry.options.get("debug", False)),
+               **{k: v for k, v in entry.options.items() if k in _REPLAY_OPTIONS}}
     outcome = pool.run(lt.ref, entry.case.to_json(), options,
                        timeout if timeout is not None else lt.target.timeout)
     if "harness" in outcome.modes:

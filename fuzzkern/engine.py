@@ -350,7 +350,7 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
                 f.corpus_path = corpus.save(
                     opts.corpus, lt.id, lt.ref, f.case, f.outcome, modes=opts.modes,
                     explanations=f.explanations, target=lt.target, shrunk=f.shrunk,
-                    flaky=f.flaky, debug=opts.debug)
+                    flaky=f.flaky, debug=opts.debug, run_options=run_options)
             except (OSError, FuzzkernError) as e:
                 result.corpus_problems.append(f"could not save a {f.outcome.verdict} case of "
                                               f"{lt.id} to {opts.corpus}: {e}")
