@@ -114,7 +114,10 @@ def hypothesis_settings(profile: Profile) -> Any:
     try:
         return settings.get_profile(key)
     except InvalidArgument:
-        settings.register_profile(key, **profile.hypothesis_kwargs())
+        # Parent on Hypothesis's built-in defaults, not the active profile: under $CI
+        # Hypothesis loads its own derandomized "ci" profile, which would leak into every one.
+        settings.register_profile(key, parent=settings.get_profile("default"),
+                                  **profile.hypothesis_kwargs())
         return settings.get_profile(key)
 
 
