@@ -733,8 +733,19 @@ def _raise_oob(op: str, addr: np.ndarray, bad: np.ndarray, size: int,
                          location=kernel_location(), **where))
 
 
+def _bool_mask(mask: Any) -> Any:
+    """Triton 3.9's interpreter can build an int32 mask (``block_mask & (scalar < M)``) and
+    then rejects it ("mask has unsupported dtype"); compiled Triton keeps such masks i1. Cast
+    to bool, as compiled code does, so a correct kernel is not reported."""
+    data = getattr(mask, "data", None)
+    if isinstance(data, np.ndarray) and data.dtype != np.bool_ and data.dtype.kind in "iu":
+        return _interp.TensorHandle(data.astype(np.bool_), tl.int1)
+    return mask
+
+
 def _wrap_load(orig: Callable[..., Any], op: str) -> Callable[..., Any]:
     def create_masked_load(self: Any, ptrs: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
+        mask = _bool_mask(mask)
         _check(op, ptrs, mask)
         return orig(self, ptrs, mask, *rest, **kw)
 
@@ -744,6 +755,7 @@ def _wrap_load(orig: Callable[..., Any], op: str) -> Callable[..., Any]:
 def _wrap_store(orig: Callable[..., Any], op: str) -> Callable[..., Any]:
     def create_masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any,
                             **kw: Any) -> Any:
+        mask = _bool_mask(mask)
         _check(op, ptrs, mask)
         return orig(self, ptrs, value, mask, *rest, **kw)
 

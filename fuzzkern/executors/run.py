@@ -382,6 +382,11 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
         for mode, s in statuses.items():
             if s == status:
                 return _MODE_STATUS_VERDICT[status], f"{mode}: {results[mode].error}"
+    if statuses.get("interpret") == "error" and statuses.get("compiled") == "ok":
+        # The compiled kernel ran and matched; the interpreter could not run it (e.g. a
+        # construct it mishandles): a Triton interpreter defect, not the kernel's.
+        return (Verdict.INTERPRETER_DIVERGENCE,
+                f"only the interpreter fails: {results['interpret'].error}")
     if statuses.get("compiled") == "crash" and statuses.get("interpret") == "ok":
         # A device fault (misaligned or illegal address) the interpreter did not reproduce:
         # alignment and the like are compiled-only by DESIGN decision 6.

@@ -626,3 +626,13 @@ def test_sanitized_worker_module_runs():
     proc = subprocess.run([sys.executable, "-m", "fuzzkern._sanitized_worker"], input="null\n",
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout == ""
+
+
+def test_an_error_only_the_interpreter_raises_is_an_interpreter_divergence():
+    ok = ModeResult("compiled", "ok", Comparison(ok=True))
+    interp_error = ModeResult("interpret", "error", error="ValueError: mask has unsupported dtype")
+    verdict, reason = verdict_of({"interpret": interp_error, "compiled": ok})
+    assert verdict == Verdict.INTERPRETER_DIVERGENCE
+    assert "only the interpreter fails" in reason and "mask" in reason
+    # with no compiled run to compare, an interpreter error stays an error
+    assert verdict_of({"interpret": interp_error})[0] == Verdict.ERROR

@@ -498,3 +498,20 @@ def test_kernel_debug_flags_are_honoured_as_when_compiled():
     with pytest.raises(InterpreterError, match="non-negative"):
         with interpreter_mode(debug=False):
             K.assert_kernel[(1,)](x, BLOCK=2, debug=True)
+
+
+@triton.jit
+def _int_mask_kernel(x_ptr, out_ptr, M, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = (cols < N) & (row < M)  # Triton 3.9's interpreter makes this an int32 mask
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0)
+    tl.store(out_ptr + row * N + cols, x * 2, mask=mask)
+
+
+def test_integer_masks_work_as_in_compiled_triton():
+    x = torch.arange(12.0).reshape(3, 4)
+    out = torch.zeros_like(x)
+    with interpreter_mode():
+        _int_mask_kernel[(3,)](x, out, 3, 4, BLOCK=8)
+    assert torch.equal(out, 2 * x)
