@@ -372,7 +372,8 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
     explains a crash or wrong values that come with it; then a device fault (``crash``; but
     ``compiled-only`` when the interpreter ran the case clean: alignment faults and the like,
     DESIGN decision 6), writes found outside the views after the launch (``oob-write``),
-    exceptions, a declared
+    exceptions (``interpreter-divergence`` when only the interpreter raised and the compiled
+    kernel ran clean), a declared
     precondition; then, for launches that completed, a mutated input, nondeterminism, and
     finally the values: ``unwritten-output`` when every mismatching element was never written,
     else ``kernel-bug``, ``compiled-only`` or ``interpreter-divergence``.
@@ -382,11 +383,6 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
         for mode, s in statuses.items():
             if s == status:
                 return _MODE_STATUS_VERDICT[status], f"{mode}: {results[mode].error}"
-    if statuses.get("interpret") == "error" and statuses.get("compiled") == "ok":
-        # The compiled kernel ran and matched; the interpreter could not run it (e.g. a
-        # construct it mishandles): a Triton interpreter defect, not the kernel's.
-        return (Verdict.INTERPRETER_DIVERGENCE,
-                f"only the interpreter fails: {results['interpret'].error}")
     if statuses.get("compiled") == "crash" and statuses.get("interpret") == "ok":
         # A device fault (misaligned or illegal address) the interpreter did not reproduce:
         # alignment and the like are compiled-only by DESIGN decision 6.
@@ -400,6 +396,14 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
         writes = results[mode].detail.get("oob_write")
         if writes:
             return Verdict.OOB_WRITE, f"{mode}: {writes[0]['text']}{_more(writes)}"
+    compiled = results.get("compiled")
+    if (statuses.get("interpret") == "error" and compiled is not None
+            and compiled.status == "ok" and not compiled.detail.get("mutated")
+            and not compiled.detail.get("nondeterministic")):
+        # The compiled kernel ran clean and matched; the interpreter could not run it (e.g. a
+        # construct it mishandles): a Triton interpreter defect, not the kernel's.
+        return (Verdict.INTERPRETER_DIVERGENCE,
+                f"only the interpreter fails: {results['interpret'].error}")
     for status in ("error", "reference-error"):
         for mode, s in statuses.items():
             if s == status:
