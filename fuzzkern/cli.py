@@ -32,7 +32,8 @@ def _modes(text: str) -> tuple[str, ...]:
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
         raise click.BadParameter(
-            f"expected a comma-separated list of {', '.join(MODES)}, got {text!r}"
+            f"expected a comma-separated list of {', '.join(MODES)}, got {text!r}",
+            param_hint="--modes",
         )
     return modes
 
@@ -48,7 +49,28 @@ def _default_modes() -> tuple[str, ...]:
     return ("interpret",)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """Usage errors as one line (``fuzzkern: error: ...``) and exit status 2, not click's
+    usage block: what a script's log or a CI step shows should say what was wrong at once."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except click.UsageError as e:
+            command = e.ctx.command_path if e.ctx is not None else "fuzzkern"
+            click.echo(f"fuzzkern: error: {e.format_message()} (see {command} --help)", err=True)
+            sys.exit(EXIT_USAGE)
+        except click.Abort:
+            click.echo("fuzzkern: aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="fuzzkern")
 def main() -> None:
     """Differential testing and fuzzing for Triton kernels."""
@@ -71,6 +93,13 @@ def main() -> None:
 @click.option("--max-examples", type=int, default=None,
               help="Stop each target after this many cases, even with budget left.")
 @click.option("--report", "report_path", default=None, help="Write a JSON report here.")
+@click.option("--html", "html_path", default=None,
+              help="Write an HTML report here: per target, coverage heatmaps (dtype x layout x "
+                   "size) and error distributions.")
+@click.option("-j", "--jobs", "jobs_text", default="auto", show_default=True,
+              help="Fuzz targets in N processes at once. auto: one per GPU with the compiled "
+                   "mode, else one per CPU core; 1 for budgets under a minute (starting a "
+                   "process costs seconds).")
 @click.option("--debug-kernels", is_flag=True,
               help="Launch with debug=True: device asserts and int32 overflow checks fire.")
 @click.option("--sanitize", is_flag=True,
@@ -92,12 +121,15 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         db_path: str, no_db: bool, timeout: float | None, max_examples: int | None,
         report_path: str | None, debug_kernels: bool, quiet: bool, corpus_dir: str,
         no_corpus: bool, sanitize: bool = False, repeat_compiled: int = 1,
-        no_checks: tuple[str, ...] = ()) -> None:
-    """Fuzz TARGETS (path.py, path.py::name, package.module[:name]) for a wall-clock budget.
+        no_checks: tuple[str, ...] = (), html_path: str | None = None,
+        jobs_text: str = "auto") -> None:
+    """Fuzz TARGETS (path.py, path.py::name, package.module[:name], or a folder: every .py
+    file under it that defines targets) for a wall-clock budget spread across them.
 
-    With no TARGETS, fuzzes the built-in seed kernels shipped with fuzzkern.
+    With no TARGETS, fuzzes the built-in seed kernels shipped with fuzzkern. Exits 0 when
+    nothing failed, 1 when failures were found, 2 on a usage error or when no case ran at all.
     """
-    from fuzzkern import engine, loader, reporting
+    from fuzzkern import engine, loader, reporting, schedule
     from fuzzkern.database import open_database
 
     console = Console(highlight=False)
@@ -135,10 +167,21 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         if "compiled" not in modes:
             _fail_usage("--sanitize checks the compiled mode; add it with --modes "
                         "interpret,compiled")
+    jobs = _jobs(jobs_text)
     try:
-        loaded = loader.load_all(list(targets))
+        loaded = loader.expand(list(targets))
     except FuzzkernError as e:
         _fail_usage(str(e))
+    if jobs is None:
+        from fuzzkern.devices import machine_devices
+
+        jobs = 1 if seconds < 60 else schedule.default_jobs(modes, machine_devices())
+    jobs = max(1, min(jobs, len(loaded)))
+    devices = None
+    if jobs > 1 and "compiled" in modes:
+        from fuzzkern.devices import machine_devices
+
+        devices = machine_devices() or None
     try:
         database = None if no_db else open_database(db_path)
     except FuzzkernError as e:
@@ -150,25 +193,20 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
                                   repeat_compiled=repeat_compiled, sanitize=sanitizer)
     if not quiet:
         console.print(f"fuzzkern: {len(loaded)} target(s), budget {budget}, "
-                      f"modes {','.join(modes)}")
+                      f"modes {','.join(modes)}, {jobs} process(es)")
     if seed is not None and database is not None:
         # hypothesis.seed() runs without the example database: say so rather than surprise
         console.print(f"note: --seed {seed} runs without the example database ({db_path}): "
                       "Hypothesis neither replays nor records examples in a seeded run; the "
                       "corpus still replays and records failures")
 
-    def on_event(kind: str, result: Any, outcome: Any) -> None:
-        if kind == "done" and not quiet:
-            row = reporting.result_row(result)
-            console.print(
-                f"  {row['status']:>5}  {result.target_id}: {row['cases']} cases "
-                f"in {row['seconds']:.1f} s ({row['cases_per_s']:.1f}/s)"
-                + (f" — {', '.join(row['failures'])}" if row["failures"] else "")
-                + (f" — {result.error}" if result.error else "")
-            )
-
     start = time.monotonic()
-    results = engine.run_campaign(loaded, opts, on_event=on_event)
+    display = _Display(console, [lt.id for lt in loaded], seconds,
+                       live=console.is_terminal and not quiet, quiet=quiet)
+    with display:
+        results = engine.run_campaign(loaded, opts, on_event=display.on_event, jobs=jobs,
+                                      database_spec=None if no_db else db_path,
+                                      devices=devices)
     elapsed = time.monotonic() - start
 
     failures = [f for r in results for f in r.failures]
@@ -178,12 +216,14 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         console.print(reporting.failure_text(f, ref), markup=False)
     table = Table(title=f"fuzzkern summary ({elapsed:.1f} s)")
     table.add_column("target", no_wrap=True)
-    for col in ("status", "cases", "cases/s", "pass", "precond.", "unsupported", "failures"):
+    for col in ("status", "cases", "cases/s", "pass", "precond.", "unsupported", "coverage",
+                "compiles", "failures"):
         table.add_column(col)
     for r in results:
         row = reporting.result_row(r)
-        table.add_row(r.target_id, row["status"], str(row["cases"]), f"{row['cases_per_s']:.1f}",
-                      str(row["passed"]), str(row["preconditions"]), str(row["unsupported"]),
+        table.add_row(r.target_id, _styled(row["status"]), str(row["cases"]),
+                      f"{row['cases_per_s']:.1f}", str(row["passed"]), str(row["preconditions"]),
+                      str(row["unsupported"]), str(len(r.specializations)), str(r.compiles),
                       ", ".join(row["failures"]) or (r.error or r.skipped or "-"))
     console.print(table)
     _print_corpus(console, results)
@@ -209,7 +249,27 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         with open(tmp, "w") as fh:
             json.dump(report, fh, indent=2, default=str)
         os.replace(tmp, report_path)
+    if html_path:
+        from fuzzkern import htmlreport
+
+        texts: dict[str, list[str]] = {}
+        for f in failures:
+            ref = next((r.ref for r in results if r.target_id == f.target_id), f.target_id)
+            texts.setdefault(f.target_id, []).append(reporting.failure_text(f, ref))
+        page = htmlreport.render(results, budget=seconds, elapsed=elapsed, modes=modes,
+                                 failures_text=texts)
+        tmp = f"{html_path}.tmp{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(page)
+        os.replace(tmp, html_path)
+        if not quiet:
+            console.print(f"HTML report: {_shown(html_path)}")
     if errors and not failures:
+        sys.exit(EXIT_USAGE)
+    if not failures and sum(r.cases for r in results) == 0:
+        # A run that tested nothing must not look green.
+        click.echo(f"fuzzkern: error: no case ran within --budget {budget} (the budget ran out "
+                   "before the first case finished); raise --budget", err=True)
         sys.exit(EXIT_USAGE)
     sys.exit(EXIT_FAILURES if failures else EXIT_OK)
 
@@ -221,13 +281,104 @@ def list_targets(targets: tuple[str, ...]) -> None:
     from fuzzkern import loader
 
     try:
-        loaded = loader.load_all(list(targets))
+        loaded = loader.expand(list(targets))
     except FuzzkernError as e:
         _fail_usage(str(e))
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=200)
+    table = Table(title=f"{len(loaded)} target(s)", title_justify="left")
+    for col in ("target", "ref", "dims", "modes"):
+        table.add_column(col, overflow="fold")
     for lt in loaded:
         t = lt.target
-        dims = ", ".join(sorted(t.dims)) or "-"
-        click.echo(f"{t.id}\t{lt.ref}\tdims: {dims}\tmodes: {','.join(t.modes)}")
+        table.add_row(t.id, lt.ref, ", ".join(sorted(t.dims)) or "-", ",".join(t.modes))
+    console.print(table)
+
+
+def _jobs(text: str) -> int | None:
+    """``-j``: a positive number, or None for auto."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise click.BadParameter(f"expected a positive number of processes or auto, got "
+                                 f"{text!r}", param_hint="-j/--jobs")
+    return n
+
+
+def _styled(status: str) -> str:
+    style = {"FAIL": "bold red", "ERROR": "bold yellow", "ok": "green", "skipped": "dim"}
+    return f"[{style.get(status, '')}]{status}[/]" if status in style else status
+
+
+class _Display:
+    """What a run shows while it runs: a live table per target on a terminal (rich.live),
+    plain lines as targets finish otherwise (logs, CI)."""
+
+    def __init__(self, console: Console, target_ids: list[str], budget: float, *, live: bool,
+                 quiet: bool) -> None:
+        from fuzzkern.schedule import Progress
+
+        self.console = console
+        self.rows = {t: Progress(t) for t in target_ids}
+        self.budget = budget
+        self.start = time.monotonic()
+        self.quiet = quiet
+        self.live: Any = None
+        if live:
+            from rich.live import Live
+
+            self.live = Live(get_renderable=self.table, console=console,
+                             refresh_per_second=4, transient=False)
+
+    def __enter__(self) -> _Display:
+        if self.live is not None:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def table(self) -> Table:
+        elapsed = time.monotonic() - self.start
+        t = Table(title=f"fuzzkern: {elapsed:.0f} s of {self.budget:g} s", title_justify="left")
+        t.add_column("target", no_wrap=True)
+        for col in ("state", "cases", "cases/s", "failures", "compiles", "coverage"):
+            t.add_column(col, justify="right")
+        for p in self.rows.values():
+            state = p.status if p.state == "done" and p.status else p.state
+            t.add_row(p.target_id, _styled(state), str(p.cases), f"{p.cases_per_s:.1f}",
+                      f"[bold red]{p.failures}[/]" if p.failures else "0", str(p.compiles),
+                      str(p.coverage))
+        return t
+
+    def on_event(self, kind: str, obj: Any, outcome: Any) -> None:
+        from fuzzkern import reporting
+        from fuzzkern.schedule import Progress
+
+        if isinstance(obj, Progress):
+            self.rows[obj.target_id] = obj
+            return
+        if kind != "done":
+            return
+        row = reporting.result_row(obj)
+        p = self.rows.get(obj.target_id)
+        if p is not None:
+            p.state, p.status = "done", row["status"]
+            p.cases = obj.cases
+            p.failures = len(obj.failures)
+        if self.live is None and not self.quiet:
+            self.console.print(
+                f"  {row['status']:>5}  {obj.target_id}: {row['cases']} cases "
+                f"in {row['seconds']:.1f} s ({row['cases_per_s']:.1f}/s), "
+                f"coverage {len(obj.specializations)}"
+                + (f" — {', '.join(row['failures'])}" if row["failures"] else "")
+                + (f" — {obj.error}" if obj.error else ""), markup=False)
 
 
 def _print_corpus(console: Console, results: list[Any]) -> None:

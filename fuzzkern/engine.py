@@ -1,10 +1,11 @@
 """The fuzzing engine: Hypothesis drives generation and shrinking, workers run the cases.
 
-One campaign fuzzes a list of targets within a wall-clock budget (DESIGN decision 10). Each
-target gets an equal share of what is left when its turn comes, so time a target does not use
-(it failed early, or was too quick to need it) goes to the targets after it. Hypothesis has no
-time budget of its own: the test body checks the clock and stops the run by raising an exception
-Hypothesis does not catch (a ``BaseException``), so a budget never turns into a fake failure.
+One campaign fuzzes a list of targets within a wall-clock budget (DESIGN decision 10), in
+rounds of slices that favour targets still finding new behaviour, serially or in parallel
+processes (:mod:`fuzzkern.schedule`). :func:`fuzz_target` fuzzes one target for one slice.
+Hypothesis has no time budget of its own: the test body checks the clock and stops the run by
+raising an exception Hypothesis does not catch (a ``BaseException``), so a budget never turns
+into a fake failure.
 
 A failing case is shrunk by Hypothesis. Shrinking may run past the target's share, up to a
 grace period; if even that runs out, the smallest failing case seen so far is kept, so nothing
@@ -14,6 +15,7 @@ found is ever lost.
 from __future__ import annotations
 
 import os
+import random
 import re
 import time
 from collections import Counter
@@ -118,6 +120,47 @@ class Failure:
     replayed: bool = False
 
 
+#: most per-case records a TargetResult keeps (a uniform sample of all cases beyond that)
+RECORD_LIMIT = 4000
+
+#: size classes of a case (numel of its largest tensor), for the report's heatmaps
+SIZE_CLASSES = ("1", "2-16", "17-128", "129-1024", ">1024")
+
+#: layout kinds of a case (fuzzkern.case.Layout.kinds, or contiguous)
+LAYOUT_KINDS = ("contiguous", "permuted", "strided", "offset", "expanded")
+
+
+def size_class(numel: int) -> str:
+    """The report's size class of ``numel`` elements.
+
+    >>> size_class(1), size_class(16), size_class(2000)
+    ('1', '2-16', '>1024')
+    """
+    if numel <= 1:
+        return "1"
+    for bound, name in ((16, "2-16"), (128, "17-128"), (1024, "129-1024")):
+        if numel <= bound:
+            return name
+    return ">1024"
+
+
+def case_record(case: Case, outcome: Outcome) -> tuple[str, str, str, str, float]:
+    """(dtype, layout kinds joined by ``+``, size class, verdict, error score) of one case: what
+    the HTML report's heatmaps and error plots are drawn from. The dtype is the first tensor's;
+    the layout kinds are those of every tensor; the size is the largest tensor's numel."""
+    tensors = list(case.tensors.values())
+    dtype = tensors[0].dtype if tensors else "-"
+    kinds: set[str] = set()
+    for t in tensors:
+        if t.layout is not None:
+            kinds.update(t.layout.kinds())
+        elif not t.is_contiguous:  # pragma: no cover - cases from strategies carry a layout
+            kinds.add("strided")
+    layout = "+".join(k for k in LAYOUT_KINDS if k in kinds) or "contiguous"
+    numel = max((t.numel for t in tensors), default=1)
+    return (dtype, layout, size_class(numel), outcome.verdict, float(outcome.score or 0.0))
+
+
 @dataclass
 class TargetResult:
     target_id: str
@@ -141,6 +184,24 @@ class TargetResult:
     corpus_passing: list[str] = field(default_factory=list)
     #: corpus files that could not be read, replayed or written, with the reason
     corpus_problems: list[str] = field(default_factory=list)
+    #: (dtype, layout kinds, size class, verdict, error score) per case (:func:`case_record`):
+    #: every case up to RECORD_LIMIT, then a uniform sample of them (reservoir sampling)
+    records: list[tuple[str, str, str, str, float]] = field(default_factory=list)
+    #: the largest error score seen (how far the worst case was from passing)
+    max_score: float = 0.0
+    #: slices this target was fuzzed in (fuzzkern.schedule) and whether the last one ended
+    #: because its time ran out (False: Hypothesis stopped by itself, e.g. it ran out of cases)
+    slices: int = 0
+    ran_out: bool = False
+
+    def add_record(self, record: tuple[str, str, str, str, float]) -> None:
+        """Keep ``record`` (the ``cases``-th, already counted) in a bounded uniform sample."""
+        if len(self.records) < RECORD_LIMIT:
+            self.records.append(record)
+            return
+        j = random.Random(self.cases).randrange(self.cases)
+        if j < RECORD_LIMIT:
+            self.records[j] = record
 
     @property
     def failed(self) -> bool:
@@ -228,10 +289,13 @@ Event = Callable[[str, TargetResult, Any], None]
 
 
 def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share: float,
-                on_event: Event | None = None) -> TargetResult:
-    """Fuzz one target for ``share`` seconds (plus shrink grace); never raises for a kernel."""
+                on_event: Event | None = None, *, replay_corpus: bool = True) -> TargetResult:
+    """Fuzz one target for ``share`` seconds (plus shrink grace); never raises for a kernel.
+
+    ``replay_corpus=False`` skips replaying the corpus first (later slices of a campaign).
+    """
     target = lt.target
-    result = TargetResult(target.id, lt.ref)
+    result = TargetResult(target.id, lt.ref, slices=1)
     start = time.monotonic()
     deadline = start + share
     shrink_deadline = deadline + max(opts.grace_min, opts.grace_fraction * share)
@@ -239,7 +303,7 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     run_options = run_options_of(opts)
     last_failure: dict[str, tuple[Case, Outcome]] = {}
     emit = on_event or (lambda *a: None)
-    if opts.corpus:
+    if opts.corpus and replay_corpus:
         _replay_corpus(lt, pool, opts, result)
 
     def body(case: Case) -> None:
@@ -255,6 +319,8 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
             result.compiles += int(compiled.detail.get("compiles", 0))
             result.cache_hits += int(compiled.detail.get("cache_hits", 0))
         result.specializations.update(specialization_classes(case))
+        result.add_record(case_record(case, outcome))
+        result.max_score = max(result.max_score, float(outcome.score or 0.0))
         emit("case", result, outcome)
         if outcome.score:
             hypothesis.target(outcome.score, label="error")
@@ -287,6 +353,7 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         test()
     except _BudgetExhausted:
         shrunk = not last_failure
+        result.ran_out = True
     except hypothesis.errors.FlakyFailure:
         flaky = True
     except hypothesis.errors.Flaky:
@@ -363,31 +430,20 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
 
 
 def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions,
-                 on_event: Event | None = None, pool: WorkerPool | None = None
+                 on_event: Callable[[str, Any, Any], None] | None = None,
+                 pool: WorkerPool | None = None, *, jobs: int = 1,
+                 database_spec: str | None = None, devices: list[str] | None = None
                  ) -> list[TargetResult]:
-    """Fuzz every target within ``opts.budget`` seconds in total."""
-    own_pool = pool is None
-    if pool is None:
-        if opts.sanitize:
-            from fuzzkern.sanitizer import sanitized_pool
+    """Fuzz every target within ``opts.budget`` seconds in total, in rounds of slices that
+    favour targets still finding new behaviour; ``jobs`` > 1 fuzzes targets in that many
+    processes at once (``database_spec``: how they open the example database; ``devices``:
+    GPUs to pin them to, round robin). Events: ``"progress"`` with a
+    :class:`fuzzkern.schedule.Progress`, ``"done"`` with a target's :class:`TargetResult`. See
+    :mod:`fuzzkern.schedule`."""
+    from fuzzkern import schedule
 
-            pool = sanitized_pool(opts.sanitize)
-        else:
-            pool = WorkerPool()
-    results = []
-    start = time.monotonic()
-    try:
-        for i, lt in enumerate(targets):
-            left = opts.budget - (time.monotonic() - start)
-            share = max(left, 0.0) / (len(targets) - i)
-            if share <= 0:
-                results.append(TargetResult(lt.id, lt.ref, skipped="budget spent before its turn"))
-                continue
-            results.append(fuzz_target(lt, pool, opts, share, on_event))
-    finally:
-        if own_pool:
-            pool.close()
-    return results
+    return schedule.run(targets, opts, on_event=on_event, pool=pool, jobs=jobs,
+                        database_spec=database_spec, devices=devices)
 
 
 def verdict_is_failure(verdict: str) -> bool:

@@ -132,3 +132,57 @@ def load_ref(ref: str) -> Target:
     if len(targets) != 1:
         raise TargetError(f"ref {ref!r} names {len(targets)} targets")
     return targets[0].target
+
+
+#: folders a folder target never looks into (besides hidden ones)
+_SKIP_DIRS = ("__pycache__", "node_modules", "site-packages")
+
+
+def target_files(folder: str) -> list[str]:
+    """The ``.py`` files under ``folder`` that may define targets, sorted: every file whose text
+    mentions ``Target`` (files that cannot are never imported), skipping hidden folders,
+    ``__pycache__``, ``.venv*``/``venv*`` and ``node_modules``."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
+                         and not d.startswith("venv"))
+        for f in sorted(files):
+            if not f.endswith(".py") or f.startswith("."):
+                continue
+            path = os.path.join(root, f)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    if "Target" not in fh.read():
+                        continue
+            except OSError:
+                continue
+            found.append(path)
+    return found
+
+
+def expand(specs: list[str]) -> list[LoadedTarget]:
+    """:func:`load_all`, plus folders: every module-level Target of the ``.py`` files under a
+    folder (:func:`target_files`; files that define none are skipped). A folder with no target
+    at all is an error, as is a file under it that fails to import."""
+    out: list[LoadedTarget] = []
+    seen: set[str] = set()
+    for spec in specs or [BUILTIN_MODULE]:
+        if os.path.isdir(spec.strip()):
+            loaded = []
+            for path in target_files(spec.strip()):
+                try:
+                    loaded += load(path)
+                except TargetError as e:
+                    if "defines no module-level" in str(e):
+                        continue
+                    raise
+            if not loaded:
+                raise TargetError(f"folder {spec!r} has no .py file defining a module-level "
+                                  "fuzzkern.Target")
+        else:
+            loaded = load(spec)
+        for t in loaded:
+            if t.ref not in seen:
+                seen.add(t.ref)
+                out.append(t)
+    return out

@@ -100,7 +100,8 @@ def _shown(path: str) -> str:
 
 def result_row(r: TargetResult) -> dict[str, Any]:
     rate = r.cases / r.seconds if r.seconds else 0.0
-    status = "FAIL" if r.failures else ("ERROR" if r.error else ("skipped" if r.skipped else "ok"))
+    status = "FAIL" if r.failures else ("ERROR" if r.error else ("skipped" if r.skipped else
+              ("ok" if r.cases else "no cases")))
     return {
         "target": r.target_id,
         "status": status,

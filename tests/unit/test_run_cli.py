@@ -1,0 +1,199 @@
+"""`fuzzkern run`: target discovery, the budget schedule, exit codes 0/1/2, reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+
+from fuzzkern import htmlreport, loader, schedule
+from fuzzkern.engine import RECORD_LIMIT, TargetResult, case_record, size_class
+from fuzzkern.errors import TargetError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MISBEHAVING = os.path.join(HERE, "targets", "misbehaving.py")
+FUZZKERN = [sys.executable, "-m", "fuzzkern"]
+
+
+def _run(args, cwd, timeout=240):
+    return subprocess.run(FUZZKERN + list(args), cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# -- exit codes --------------------------------------------------------------------------------
+
+
+def test_clean_run_exits_0_and_writes_both_reports(tmp_path):
+    res = _run(["run", "fuzzkern.targets.builtin:vector_add", "--budget", "6s", "--no-db",
+                "--corpus", "corpus", "--report", "r.json", "--html", "r.html"], tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    (row,) = report["targets"]
+    assert row["status"] == "ok" and row["cases"] > 0
+    page = (tmp_path / "r.html").read_text()
+    assert page.count('class="heatmap"') >= 1 and 'class="errors"' in page
+    # not a terminal: plain lines, no live-display escape codes
+    assert "\x1b[" not in res.stdout and "builtin.vector_add:" in res.stdout
+
+
+def test_failures_exit_1(tmp_path):
+    res = _run(["run", f"{MISBEHAVING}::raises", "--budget", "20s", "--no-db", "--corpus",
+                "corpus", "--seed", "0"], tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "error" in res.stdout and list((tmp_path / "corpus").rglob("*.json"))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "10x"], "Invalid value for --budget"),
+    (["--budget", "5s", "-j", "zero"], "-j/--jobs"),
+    (["--budget", "5s", "--modes", "gpu"], "--modes"),
+    (["nowhere.py", "--budget", "5s"], "does not exist"),
+    (["empty_dir", "--budget", "5s"], "no .py file defining"),
+    (["--bogus"], "No such option"),
+])
+def test_usage_errors_exit_2_with_one_line(tmp_path, args, message):
+    (tmp_path / "empty_dir").mkdir()
+    res = _run(["run", *args], tmp_path, timeout=60)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fuzzkern: error:") and message in lines[0]
+    assert "Traceback" not in res.stderr
+
+
+def test_a_run_that_tested_nothing_exits_2(tmp_path):
+    res = _run(["run", "fuzzkern.targets.builtin:vector_add", "--budget", "1ms", "--no-db",
+                "--no-corpus", "--report", "r.json"], tmp_path)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "no case ran within --budget 1ms" in res.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["targets"][0]["status"] == "no cases"
+
+
+# -- discovery ---------------------------------------------------------------------------------
+
+_TARGET_FILE = """
+import fuzzkern
+from fuzzkern import strategies as fks
+
+def launch(x):
+    return x * 2
+
+{name} = fuzzkern.Target(launcher=launch, reference=lambda x: x * 2,
+                         inputs=fks.inputs(x=fks.tensors(("N",))), dims={{"N": fks.sizes()}})
+"""
+
+
+def test_folder_targets_skip_hidden_cache_and_venv_folders(tmp_path):
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "add_ops.py").write_text(_TARGET_FILE.format(name="add"))
+    (tmp_path / "ops" / "helpers.py").write_text("X = 1\n")  # no Target: never imported
+    (tmp_path / "ops" / "mentions.py").write_text("# a Target is mentioned\nY = 2\n")
+    for skipped in (".hidden", "__pycache__", ".venv", "venv311"):
+        (tmp_path / skipped).mkdir()
+        (tmp_path / skipped / "t.py").write_text(_TARGET_FILE.format(name="nope"))
+    files = loader.target_files(str(tmp_path))
+    assert [os.path.relpath(f, tmp_path) for f in files] == ["ops/add_ops.py", "ops/mentions.py"]
+    (lt,) = loader.expand([str(tmp_path)])
+    assert lt.ref.endswith("add_ops.py::add")
+    (tmp_path / "ops" / "broken.py").write_text("import fuzzkern\nTarget = 1/0\n")
+    with pytest.raises(TargetError, match="broken.py"):
+        loader.expand([str(tmp_path)])
+
+
+# -- schedule ----------------------------------------------------------------------------------
+
+
+def _result(specs=(), verdicts=(), score=0.0, cases=1):
+    r = TargetResult("t", "ref", cases=cases, slices=1, ran_out=True, max_score=score)
+    r.specializations.update(specs)
+    r.counts.update(verdicts)
+    return r
+
+
+def test_novelty_counts_what_a_slice_found_that_was_new():
+    before = _result(["dtype:float32"], ["pass"], score=1.0)
+    assert schedule.novelty(before, _result(["dtype:float32"], ["pass"], 0.5)) == 0
+    assert schedule.novelty(before, _result(["dtype:float16", "stride:0"], ["pass"])) == 2
+    assert schedule.novelty(before, _result([], ["oob"])) == 2
+    assert schedule.novelty(before, _result([], [], score=3.0)) == 1
+
+
+def test_plan_weights_shares_and_caps_them_at_the_round():
+    a, b, c = (schedule._Slot(SimpleNamespace(ref=n, id=n), TargetResult(n, n))  # type: ignore
+               for n in "abc")
+    a.weight, b.weight, c.weight = 3.0, 1.0, 0.0
+    c.active = False
+    shares = {s.lt.ref: share for s, share in schedule._plan([a, b, c], 8.0, width=1)}
+    assert shares == {"a": 6.0, "b": 2.0}
+    shares = {s.lt.ref: share for s, share in schedule._plan([a, b, c], 8.0, width=4)}
+    assert shares == {"a": 8.0, "b": 4.0}  # two lanes: no share longer than the round
+
+
+def test_merge_adds_up_and_keeps_records_bounded():
+    total = TargetResult("t", "ref")
+    for _ in range(3):
+        piece = _result(["dtype:float32"], ["pass"], cases=RECORD_LIMIT)
+        piece.records = [("float32", "contiguous", "1", "pass", 0.0)] * RECORD_LIMIT
+        schedule.merge(total, piece)
+    assert total.cases == 3 * RECORD_LIMIT and total.slices == 3
+    assert len(total.records) == RECORD_LIMIT
+    assert total.counts["pass"] == 3
+
+
+def test_default_jobs():
+    assert schedule.default_jobs(("interpret", "compiled"), ["0", "1", "2"]) == 3
+    assert schedule.default_jobs(("interpret",), []) == (os.cpu_count() or 1)
+
+
+def test_parallel_campaign_runs_slices_in_processes(tmp_path):
+    """-j 2: two targets fuzzed at once, in rounds; progress arrives from the processes."""
+    from fuzzkern import engine
+
+    lts = loader.load_all(["fuzzkern.targets.builtin:vector_add",
+                           "fuzzkern.targets.builtin:axpy"])
+    events = []
+    opts = engine.CampaignOptions(budget=30.0, corpus=None)
+    results = engine.run_campaign(lts, opts, jobs=2,
+                                  on_event=lambda k, o, _: events.append((k, o)))
+    assert [r.target_id for r in results] == ["builtin.vector_add", "builtin.axpy"]
+    assert all(r.cases > 0 and r.slices >= 2 and not r.error for r in results)
+    assert any(k == "progress" and o.cases > 0 for k, o in events)
+    assert sorted(o.target_id for k, o in events if k == "done") == sorted(
+        r.target_id for r in results)
+
+
+# -- records and the HTML report --------------------------------------------------------------
+
+
+def test_size_classes():
+    assert [size_class(n) for n in (0, 1, 2, 16, 17, 128, 129, 1024, 1025)] == [
+        "1", "1", "2-16", "2-16", "17-128", "17-128", "129-1024", "129-1024", ">1024"]
+
+
+def test_case_record_names_dtype_layout_and_size():
+    from fuzzkern.case import Case, Layout, TensorCase
+    from fuzzkern.outcome import Outcome
+
+    x = TensorCase.build((4, 8), "float16", layout=Layout((1, 0), (1, 2), (0, 0), 1))
+    y = TensorCase.build((300,), "float32")
+    case = Case({}, {"x": x, "y": y})
+    assert case_record(case, Outcome("kernel-bug", "", {}, score=5.0)) == (
+        "float16", "permuted+strided+offset", "129-1024", "kernel-bug", 5.0)
+
+
+def test_html_report_draws_heatmaps_and_error_plots():
+    r = TargetResult("ops.add", "ref", cases=3, slices=1)
+    r.counts = Counter({"pass": 2, "kernel-bug": 1})
+    r.records = [("float16", "contiguous", "1", "pass", 0.0),
+                 ("float16", "strided+offset", ">1024", "kernel-bug", 12.0),
+                 ("float32", "expanded", "2-16", "pass", 0.5)]
+    page = htmlreport.render([r], budget=60, elapsed=61.0, modes=("interpret",),
+                             failures_text={"ops.add": ["ops.add: kernel-bug <x>"]})
+    assert page.count('class="heatmap"') == 2  # one per dtype
+    assert 'data-failures="1"' in page and 'class="errors"' in page
+    assert 'data-verdict="kernel-bug"' in page
+    assert "&lt;x&gt;" in page  # escaped
