@@ -450,14 +450,15 @@ def generate_values(values: Values, shape: tuple[int, ...], dtype: torch.dtype) 
             lo, hi = 0, 2
         else:
             ii = torch.iinfo(dtype)
-            lo, hi = {
+            bounds = {
                 "small_ints": (max(-4, ii.min), 5),
                 "uniform": (ii.min, ii.max),
                 "negative": (ii.min, 0) if ii.min < 0 else (0, 3),
                 "extreme": (ii.min, ii.max),
-            }.get(dist, (None, None))  # type: ignore[assignment]
-            if lo is None:
+            }
+            if dist not in bounds:
                 raise CaseError(f"unknown integer distribution {dist!r}")
+            lo, hi = bounds[dist]
         if dist == "extreme" and dtype != torch.bool:
             ii = torch.iinfo(dtype)
             pick = torch.randint(0, 4, (n,), generator=g)
