@@ -287,11 +287,9 @@ def _version() -> str:
 
 
 def _shown(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
+    from fuzzkern.reporting import shown_path  # imports neither torch nor triton
+
+    return shown_path(path)
 
 
 # -- collection ------------------------------------------------------------------------------

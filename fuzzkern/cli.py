@@ -398,8 +398,9 @@ def _print_corpus(console: Console, results: list[Any]) -> None:
 
 
 def _shown(path: str) -> str:
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
+    from fuzzkern.reporting import shown_path
+
+    return shown_path(path)
 
 
 @main.command()

@@ -25,7 +25,7 @@ from typing import Any
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.database import ExampleDatabase
 
 from fuzzkern.case import Case
 from fuzzkern.errors import BudgetError
@@ -281,10 +281,6 @@ def _int_class(n: int, kind: str) -> str:
     return f"{kind}:%16" if n % 16 == 0 else f"{kind}:other"
 
 
-def default_database(path: str = ".hypothesis/examples") -> ExampleDatabase:
-    return DirectoryBasedExampleDatabase(path)
-
-
 Event = Callable[[str, TargetResult, Any], None]
 
 
@@ -446,5 +442,3 @@ def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions,
                         database_spec=database_spec, devices=devices)
 
 
-def verdict_is_failure(verdict: str) -> bool:
-    return verdict in Verdict.FAILURES

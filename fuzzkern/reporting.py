@@ -77,7 +77,7 @@ def failure_text(failure: Failure, ref: str | None = None) -> str:
         lines += [f"  · {e}" for e in explanations]
     entry = getattr(failure, "corpus_path", None)
     if entry:
-        shown = _shown(str(entry))
+        shown = shown_path(str(entry))
         if getattr(failure, "replayed", False):
             lines.append(f"regression: corpus entry {shown} still fails")
         else:
@@ -89,7 +89,7 @@ def failure_text(failure: Failure, ref: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _shown(path: str) -> str:
+def shown_path(path: str) -> str:
     """``path`` relative to the current folder when it is below it."""
     try:
         rel = os.path.relpath(path)

@@ -277,11 +277,9 @@ def run_replay(path: str, entry: Any, ref: str, pool: Any,
 
 
 def _relative(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
+    from fuzzkern.reporting import shown_path
+
+    return shown_path(path)
 
 
 def _run_without_plugin(test: Callable[[], None]) -> None:
