@@ -216,15 +216,22 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         console.print(reporting.failure_text(f, ref), markup=False)
     table = Table(title=f"fuzzkern summary ({elapsed:.1f} s)")
     table.add_column("target", no_wrap=True)
-    for col in ("status", "cases", "cases/s", "pass", "precond.", "unsupported", "coverage",
-                "compiles", "failures"):
+    cols = ["status", "cases", "cases/s", "pass", "precond.", "unsupported", "coverage",
+            "compiles", "failures"]
+    show_gpus = any(r.devices for r in results)
+    if show_gpus:
+        cols.insert(-1, "GPU")
+    for col in cols:
         table.add_column(col)
     for r in results:
         row = reporting.result_row(r)
-        table.add_row(r.target_id, _styled(row["status"]), str(row["cases"]),
-                      f"{row['cases_per_s']:.1f}", str(row["passed"]), str(row["preconditions"]),
-                      str(row["unsupported"]), str(len(r.specializations)), str(r.compiles),
-                      ", ".join(row["failures"]) or (r.error or r.skipped or "-"))
+        cells = [r.target_id, _styled(row["status"]), str(row["cases"]),
+                 f"{row['cases_per_s']:.1f}", str(row["passed"]), str(row["preconditions"]),
+                 str(row["unsupported"]), str(len(r.specializations)), str(r.compiles)]
+        if show_gpus:
+            cells.append(reporting.gpu_summary(r.devices))
+        cells.append(", ".join(row["failures"]) or (r.error or r.skipped or "-"))
+        table.add_row(*cells)
     console.print(table)
     _print_corpus(console, results)
     errors = [r for r in results if r.error]

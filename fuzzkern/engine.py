@@ -193,6 +193,8 @@ class TargetResult:
     #: because its time ran out (False: Hypothesis stopped by itself, e.g. it ran out of cases)
     slices: int = 0
     ran_out: bool = False
+    #: compiled mode: the GPUs this target's cases ran on (:func:`device_label`) -> cases
+    devices: Counter[str] = field(default_factory=Counter)
 
     def add_record(self, record: tuple[str, str, str, str, float]) -> None:
         """Keep ``record`` (the ``cases``-th, already counted) in a bounded uniform sample."""
@@ -314,6 +316,8 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         if compiled is not None:
             result.compiles += int(compiled.detail.get("compiles", 0))
             result.cache_hits += int(compiled.detail.get("cache_hits", 0))
+            if compiled.detail.get("device"):
+                result.devices[str(compiled.detail["device"])] += 1
         result.specializations.update(specialization_classes(case))
         result.add_record(case_record(case, outcome))
         result.max_score = max(result.max_score, float(outcome.score or 0.0))

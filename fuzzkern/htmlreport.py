@@ -176,6 +176,13 @@ def errors_svg(records: Iterable[tuple[str, str, str, str, float]]) -> str:
     return "".join(out)
 
 
+def _gpus(r: TargetResult) -> str:
+    if not r.devices:
+        return ""
+    return "; compiled on " + _e("; ".join(f"{d}: {n} cases" for d, n in
+                                           sorted(r.devices.items())))
+
+
 def render(results: list[TargetResult], *, budget: float, elapsed: float,
            modes: tuple[str, ...], failures_text: dict[str, list[str]] | None = None) -> str:
     """The whole page. ``failures_text``: per target id, the diagnosis of each failure."""
@@ -209,7 +216,7 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
                      f"<p class='meta'>{r.cases} cases in {r.seconds:.1f} s over {r.slices} "
                      f"slice(s); {len(r.specializations)} specialization classes"
                      + (f"; the plots show a sample of {len(r.records)}" if
-                        len(r.records) < r.cases else "") + "</p>")
+                        len(r.records) < r.cases else "") + _gpus(r) + "</p>")
         dtypes = sorted({rec[0] for rec in r.records})
         parts.append("<div class='plots'>")
         if dtypes:

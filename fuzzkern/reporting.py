@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from fuzzkern.engine import Failure, TargetResult
@@ -98,6 +100,22 @@ def shown_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def gpu_summary(devices: Mapping[str, int]) -> str:
+    """A short cell for the GPUs a target ran on: the pinned ``CUDA_VISIBLE_DEVICES`` entries
+    (or the labels, unpinned) with case counts, e.g. ``"0: 812, 1: 790"``.
+
+    >>> gpu_summary({"NVIDIA H200 (CUDA_VISIBLE_DEVICES=1, pci 0000:19:00.0)": 7})
+    '1: 7'
+    >>> gpu_summary({"NVIDIA H200": 3})
+    'NVIDIA H200: 3'
+    """
+    parts = []
+    for label, n in sorted(devices.items()):
+        m = re.search(r"CUDA_VISIBLE_DEVICES=([^,)]+)", label)
+        parts.append(f"{m.group(1) if m else label}: {n}")
+    return ", ".join(parts) or "-"
+
+
 def result_row(r: TargetResult) -> dict[str, Any]:
     rate = r.cases / r.seconds if r.seconds else 0.0
     status = "FAIL" if r.failures else ("ERROR" if r.error else ("skipped" if r.skipped else
@@ -117,6 +135,7 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "cache_hits": r.cache_hits,
         "compiles_per_1000_cases": round(1000 * r.compiles / r.cases, 1) if r.cases else None,
         "specializations": dict(sorted(r.specializations.items())),
+        "devices": dict(sorted(r.devices.items())),
         "error": r.error,
         "skipped": r.skipped,
         "corpus_replayed": r.replayed,

@@ -102,6 +102,7 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.error = into.error or piece.error
     into.compiles += piece.compiles
     into.cache_hits += piece.cache_hits
+    into.devices.update(piece.devices)
     into.specializations.update(piece.specializations)
     into.replayed += piece.replayed
     into.corpus_failing += piece.corpus_failing

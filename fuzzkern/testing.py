@@ -188,8 +188,13 @@ def _stats(result: Any, opts: Any) -> str:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())) or "none"
     seed = "random" if opts.seed is None else f"{opts.seed}, no database"
     limit = f", max {opts.max_examples} cases" if opts.max_examples else ""
-    return (f"{result.cases} cases in {result.seconds:.1f} s (budget {opts.budget:g} s{limit}, "
+    text = (f"{result.cases} cases in {result.seconds:.1f} s (budget {opts.budget:g} s{limit}, "
             f"modes {','.join(opts.modes)}, seed {seed}); verdicts: {counts}")
+    devices = getattr(result, "devices", None)
+    if devices:
+        text += "\ncompiled on: " + "; ".join(f"{d} ({n} cases)" for d, n in sorted(
+            devices.items()))
+    return text
 
 
 def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:

@@ -32,6 +32,7 @@ on the CPU with launchers written in plain torch.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import sys
@@ -100,6 +101,28 @@ counter = CompileCounter()
 
 def _device() -> torch.device:
     return torch.device("cuda", torch.cuda.current_device())
+
+
+@functools.cache
+def device_label(index: int) -> str:
+    """Which physical GPU ``cuda:index`` of this process is, for reports: its name, the
+    ``CUDA_VISIBLE_DEVICES`` entry it was pinned by, and its PCI bus id (or UUID), e.g.
+    ``"NVIDIA H200 (CUDA_VISIBLE_DEVICES=1, pci 0000:19:00.0)"``."""
+    props = torch.cuda.get_device_properties(index)
+    where = []
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        where.append(f"CUDA_VISIBLE_DEVICES={cvd}")
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is not None:
+        where.append("pci {:04x}:{:02x}:{:02x}.0".format(
+            int(getattr(props, "pci_domain_id", 0) or 0), int(bus),
+            int(getattr(props, "pci_device_id", 0) or 0)))
+    else:
+        uuid = getattr(props, "uuid", None)
+        if uuid is not None:
+            where.append(f"uuid {uuid}")
+    return f"{props.name} ({', '.join(where)})" if where else str(props.name)
 
 
 def is_device_fault(e: BaseException) -> bool:
@@ -198,7 +221,7 @@ def run_compiled(run: Any) -> ModeResult:
         return ModeResult("compiled", "unsupported", error="no CUDA device in this worker")
     counter.install()
     device = _device()
-    return run_on_device(run, device, name=torch.cuda.get_device_name(device),
+    return run_on_device(run, device, name=device_label(device.index or 0),
                          sync=lambda: torch.cuda.synchronize(device))
 
 

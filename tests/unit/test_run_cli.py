@@ -144,6 +144,21 @@ def test_merge_adds_up_and_keeps_records_bounded():
     assert total.counts["pass"] == 3
 
 
+def test_devices_merge_and_show_per_gpu_counts():
+    from fuzzkern.reporting import gpu_summary, result_row
+
+    a = "NVIDIA H200 (CUDA_VISIBLE_DEVICES=0, pci 0000:19:00.0)"
+    b = "NVIDIA H200 (CUDA_VISIBLE_DEVICES=1, pci 0000:3b:00.0)"
+    total = TargetResult("t", "ref")
+    schedule.merge(total, TargetResult("t", "ref", cases=5, devices=Counter({a: 5})))
+    schedule.merge(total, TargetResult("t", "ref", cases=4, devices=Counter({a: 1, b: 3})))
+    assert total.devices == {a: 6, b: 3}
+    assert result_row(total)["devices"] == {a: 6, b: 3}
+    assert gpu_summary(total.devices) == "0: 6, 1: 3"
+    assert gpu_summary({"NVIDIA H200": 2}) == "NVIDIA H200: 2"  # not pinned: the label
+    assert gpu_summary({}) == "-"
+
+
 def test_default_jobs():
     assert schedule.default_jobs(("interpret", "compiled"), ["0", "1", "2"]) == 3
     assert schedule.default_jobs(("interpret",), []) == (os.cpu_count() or 1)
