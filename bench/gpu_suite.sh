@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The GPU suite and GPU benchmarks in one go, for the GPU machine (device tool):
-#   bash bench/gpu_suite.sh tests     # pytest -m gpu (compiled mode, verdicts, device faults)
-#   bash bench/gpu_suite.sh campaign  # every built-in target, both modes, 60 s each + throughput
-#   bash bench/gpu_suite.sh all
+# The GPU suite and GPU benchmarks, for the GPU machine (device tool). One part per call fits
+# the 10-minute limit of one call:
+#   bash bench/gpu_suite.sh tests     # pytest -m gpu tests/gpu, with -n <GPUs> when there are
+#                                     # several (one xdist worker per GPU)          ~4 min
+#   bash bench/gpu_suite.sh bench     # bench/run.py, interpreter and compiled        ~4 min
+#   bash bench/gpu_suite.sh campaign  # every built-in target, both modes, 60 s each ~8 min
+#   JOBS=2 bash bench/gpu_suite.sh scaling  # fuzzkern run -j $JOBS --modes compiled
+#                                     # --budget ${BUDGET:-5m} on the first $JOBS GPUs
+#   bash bench/gpu_suite.sh all       # tests, bench, campaign (over several calls' worth)
 # Writes logs and JSON under ${OUT:-bench/results/gpu}; results carry date and machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,22 +20,38 @@ export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . > "$out/pip.log" 2>&1 \
   || echo "pip install -e failed (see $out/pip.log); using PYTHONPATH"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 {
   date -Is
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total --format=csv,noheader
   python3 -c 'import sys, torch, triton, numpy; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__, "numpy", numpy.__version__)'
-} | tee "$out/machine.txt"
+  echo "cpus $(nproc)"
+} | tee "$out/machine-$what.txt"
 rc=0
 if [[ $what == tests || $what == all ]]; then
-  python3 -m pytest -m gpu tests/gpu -v -p no:cacheprovider 2>&1 | tee "$out/gpu-tests.log"
+  xdist=()
+  if (( gpus > 1 )); then xdist=(-n "$gpus"); fi
+  python3 -m pytest -m gpu tests/gpu -v -rs -p no:cacheprovider "${xdist[@]}" 2>&1 \
+    | tee "$out/gpu-tests.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == bench || $what == all ]]; then
+  python3 bench/run.py --modes interpret,compiled --out "$out/run-gpu.json" \
+    --results-md "$out/RESULTS-gpu.md" 2>&1 | tee "$out/run.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == campaign || $what == all ]]; then
-  # 7 built-in targets x 60 s each, interpreter and compiled
-  python3 -m fuzzkern run --modes interpret,compiled --budget 7m --seed 0 --no-db \
+  # 7 built-in targets x 60 s each, interpreter and compiled, on one GPU
+  python3 -m fuzzkern run -j 1 --modes interpret,compiled --budget 7m --seed 0 --no-db \
     --report "$out/campaign.json" 2>&1 | tee "$out/campaign.log"
   rc=$((rc | ${PIPESTATUS[0]}))
   python3 bench/throughput.py --modes interpret --cases 20 --fresh 2 \
     --out "$out/throughput-gpu.json" 2>&1 | tee "$out/throughput.log"
+fi
+if [[ $what == scaling ]]; then
+  jobs=${JOBS:-$gpus}
+  python3 bench/scaling.py --jobs "$jobs" --budget "${BUDGET:-5m}" \
+    --out "$out/scaling-j$jobs.json" 2>&1 | tee "$out/scaling-j$jobs.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
 fi
 exit $rc

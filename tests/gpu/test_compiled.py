@@ -8,6 +8,7 @@ import os
 import pytest
 
 from fuzzkern import engine, loader
+from fuzzkern.devices import worker_env
 from fuzzkern.worker import WorkerPool
 
 pytestmark = pytest.mark.gpu
@@ -19,7 +20,7 @@ MODES = ("interpret", "compiled")
 
 def _fuzz(spec, budget=60.0, **kw):
     (lt,) = loader.load(spec)
-    pool = WorkerPool()
+    pool = WorkerPool(env=worker_env())
     try:
         opts = engine.CampaignOptions(budget=budget, modes=MODES, seed=0, **kw)
         return engine.fuzz_target(lt, pool, opts, budget), pool
@@ -72,7 +73,7 @@ def test_illegal_address_does_not_stop_the_campaign():
 @pytest.mark.parametrize("name", [lt.target.id for lt in loader.load("fuzzkern.targets.builtin")])
 def test_builtin_targets_have_no_false_alarm_in_both_modes(name):
     (lt,) = [x for x in loader.load("fuzzkern.targets.builtin") if x.target.id == name]
-    pool = WorkerPool()
+    pool = WorkerPool(env=worker_env())
     try:
         opts = engine.CampaignOptions(budget=20.0, modes=MODES, seed=1)
         result = engine.fuzz_target(lt, pool, opts, 20.0)

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from fuzzkern import corpus, engine, loader, repro
+from fuzzkern.devices import worker_env
 from fuzzkern.worker import WorkerPool
 
 pytestmark = pytest.mark.gpu
@@ -23,7 +24,7 @@ MODES = ("interpret", "compiled")
 
 def _found(spec, tmp_path, budget=60.0):
     (lt,) = loader.load(spec)
-    pool = WorkerPool()
+    pool = WorkerPool(env=worker_env())
     try:
         opts = engine.CampaignOptions(budget=budget, modes=MODES, seed=0, database=None,
                                       corpus=str(tmp_path / "corpus"))
@@ -44,7 +45,7 @@ def _repro(entry, tmp_path, *args):
 def test_kernel_bug_entry_replays_compiled_and_reproduces_on_the_gpu(module, tmp_path):
     path = os.path.join(QUALITY, f"{module}.py")
     entries = _found(f"{path}::buggy", tmp_path)
-    pool = WorkerPool()
+    pool = WorkerPool(env=worker_env())
     try:
         for entry in entries:
             assert entry.modes == MODES
@@ -67,7 +68,7 @@ def test_kernel_bug_entry_replays_compiled_and_reproduces_on_the_gpu(module, tmp
 def test_compiled_only_entry_replays_on_the_gpu_and_not_in_the_interpreter(tmp_path):
     (entry,) = _found(f"{PLANTED}::lying_hint", tmp_path)
     assert entry.verdict == "compiled-only" and entry.failing_modes == ["compiled"]
-    pool = WorkerPool()
+    pool = WorkerPool(env=worker_env())
     try:
         assert corpus.replay(entry, pool).status == corpus.STILL_FAILING
         r = corpus.replay(entry, pool, modes=("interpret",))

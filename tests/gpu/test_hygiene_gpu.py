@@ -12,6 +12,7 @@ import os
 import pytest
 
 from fuzzkern import engine, loader
+from fuzzkern.devices import worker_env
 from fuzzkern.worker import WorkerPool
 
 pytestmark = pytest.mark.gpu
@@ -23,7 +24,7 @@ QUALITY = os.path.join(HERE, "..", "quality", "kernels")
 
 def _fuzz(spec, budget=60.0, modes=("compiled",), **kw):
     (lt,) = loader.load(spec)
-    pool = WorkerPool()
+    pool = WorkerPool(env=worker_env())
     try:
         opts = engine.CampaignOptions(budget=budget, modes=modes, seed=0, database=None, **kw)
         return engine.fuzz_target(lt, pool, opts, budget)
@@ -104,7 +105,7 @@ def test_correct_twins_are_clean_with_every_check_in_both_modes():
 @pytest.mark.parametrize("name", [lt.target.id for lt in loader.load("fuzzkern.targets.builtin")])
 def test_builtin_targets_are_deterministic_and_in_bounds(name):
     (lt,) = [x for x in loader.load("fuzzkern.targets.builtin") if x.target.id == name]
-    pool = WorkerPool()
+    pool = WorkerPool(env=worker_env())
     try:
         opts = engine.CampaignOptions(budget=20.0, modes=("compiled",), seed=2,
                                       repeat_compiled=3, database=None)
