@@ -17,6 +17,9 @@ What is patched, only while active (the minimal set of the notes, §1.2):
   ``Autotuner.cache``/``best_config`` are restored on exit;
 * ``interpreter._patch_lang_tensor``: the ``tensor.__index__`` fix of triton#9171 (Triton 3.6
   with numpy >= 2.4), only on versions that lack it;
+* ``ReduceScanOpInterface.to_tensor``: a full reduction to a scalar narrows to the result
+  dtype (wraps, as the GPU does) instead of raising ``OverflowError`` under numpy >= 2 (an
+  int32 ``tl.sum`` past 2**31 - 1); Triton 3.9's own fix, only on versions that lack it;
 * ``GridExecutor.__call__``/``_init_args_hst`` and the ``InterpreterBuilder`` memory ops: the
   bounds checker, which validates every active lane before the C++ ``memcpy`` (so a far access
   raises :class:`OOBAccess` instead of killing the process), and the view checker, which also
@@ -334,6 +337,27 @@ def _needs_index_fix() -> bool:
 
 
 _NEEDS_INDEX_FIX = _needs_index_fix()
+_ORIG_REDUCE_TO_TENSOR = _interp.ReduceScanOpInterface.to_tensor
+
+
+def _needs_reduce_fix() -> bool:
+    """Triton < 3.9 builds a reduction's scalar result with ``np.array([ret], dtype=...)``,
+    which numpy >= 2 refuses for an out-of-range integer; 3.9 narrows with ``astype``."""
+    try:
+        src = inspect.getsource(_ORIG_REDUCE_TO_TENSOR)
+    except (OSError, TypeError):
+        return False
+    return "np.array([ret], dtype=np_dtype)" in src
+
+
+_NEEDS_REDUCE_FIX = _needs_reduce_fix()
+
+
+def _reduce_to_tensor(self: Any, ret: Any, dtype: Any) -> Any:
+    if not (hasattr(ret, "shape") and ret.shape):
+        ret = np.array([ret]).astype(_interp._get_np_dtype(dtype))
+        return tl_core.tensor(_interp.TensorHandle(ret, dtype.scalar), dtype)
+    return _ORIG_REDUCE_TO_TENSOR(self, ret, dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -855,6 +879,8 @@ def _install() -> None:
         _set(_Builder, name, fn)
     if _NEEDS_INDEX_FIX:
         _set(_interp, "_patch_lang_tensor", _patch_lang_tensor)
+    if _NEEDS_REDUCE_FIX:
+        _set(_interp.ReduceScanOpInterface, "to_tensor", _reduce_to_tensor)
     builder = _interp.interpreter_builder
     _STATE.saved_options = builder.options
     # sanitize_overflow only builds checks that a non-debug device_assert then drops: off is

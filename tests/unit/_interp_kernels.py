@@ -94,6 +94,19 @@ def row_stats(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@triton.jit
+def int_sum_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + cols, mask=cols < N, other=0), axis=0))
+
+
+def int32_sum(x: torch.Tensor) -> torch.Tensor:
+    """Sum of an int32 vector in int32 (wraps past 2**31 - 1, as on the GPU), as int64."""
+    out = torch.zeros((1,), dtype=torch.int64)
+    int_sum_kernel[(1,)](x, out, x.numel(), BLOCK=triton.next_power_of_2(x.numel()))
+    return out
+
+
 # -- autotune + heuristics ---------------------------------------------------------------------
 
 HOOK_CALLS: list[str] = []

@@ -144,6 +144,18 @@ def test_reductions_helper_and_member_functions():
     assert session.leaked == ()
 
 
+def test_int32_reduction_wraps_like_the_gpu():
+    # Triton 3.6 raises OverflowError here under numpy >= 2 (np.array([ret], dtype=int32)); the
+    # GPU, and Triton 3.9's interpreter, wrap. An int32-accumulator bug must show as a wrong
+    # value, not as an interpreter error.
+    x = torch.tensor([2**31 - 1, 5], dtype=torch.int32)
+    with interpreter_mode() as session:
+        out = K.int32_sum(x)
+    assert out.item() == -(2**31) + 4
+    assert session.leaked == ()
+    assert _interp.ReduceScanOpInterface.to_tensor is fki._ORIG_REDUCE_TO_TENSOR  # restored
+
+
 def test_nested_contexts_and_triton_restored_after_each():
     run_interpreted(K.row_stats, torch.randn(2, 4))  # warm: first-time lazy attributes
     before = _snapshot()
