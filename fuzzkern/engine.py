@@ -7,9 +7,10 @@ Hypothesis has no time budget of its own: the test body checks the clock and sto
 raising an exception Hypothesis does not catch (a ``BaseException``), so a budget never turns
 into a fake failure.
 
-A failing case is shrunk by Hypothesis. Shrinking may run past the target's share, up to a
-grace period; if even that runs out, the smallest failing case seen so far is kept, so nothing
-found is ever lost.
+A failing case is shrunk by Hypothesis, then by :mod:`fuzzkern.minimize` (smaller cases that
+need several changes at once, such as a smaller dim with another seed). Shrinking may run past
+the target's share, up to a grace period; if even that runs out, the smallest failing case seen
+so far is kept, so nothing found is ever lost.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import random
 import re
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ from fuzzkern.case import Case
 from fuzzkern.errors import BudgetError
 from fuzzkern.loader import LoadedTarget
 from fuzzkern.outcome import Outcome, Verdict
+from fuzzkern.target import Target
 from fuzzkern.worker import WorkerPool
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)?")
@@ -118,6 +121,8 @@ class Failure:
     explanations: list[str] = field(default_factory=list)
     #: True when this is a corpus entry that still fails, not a case found by this run
     replayed: bool = False
+    #: smaller failing cases fuzzkern.minimize accepted after Hypothesis's shrink (0: none)
+    minimized: int = 0
 
 
 #: most per-case records a TargetResult keeps (a uniform sample of all cases beyond that)
@@ -236,6 +241,9 @@ class CampaignOptions:
     corpus: str | None = None
     #: run a few variants of each shrunk failure to say what it depends on
     explain: bool = True
+    #: most worker runs fuzzkern.minimize may make per shrunk failure (0: keep Hypothesis's
+    #: shrunk case as it is)
+    minimize_runs: int = 60
 
 
 def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
@@ -304,10 +312,8 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     if opts.corpus and replay_corpus:
         _replay_corpus(lt, pool, opts, result)
 
-    def body(case: Case) -> None:
-        now = time.monotonic()
-        if now > (shrink_deadline if last_failure else deadline):
-            raise _BudgetExhausted
+    def run_case(case: Case) -> Outcome:
+        """Run one case in a worker and count it in ``result``."""
         outcome = pool.run(lt.ref, case.to_json(), run_options, timeout)
         result.cases += 1
         result.case_seconds += outcome.seconds
@@ -322,6 +328,13 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         result.add_record(case_record(case, outcome))
         result.max_score = max(result.max_score, float(outcome.score or 0.0))
         emit("case", result, outcome)
+        return outcome
+
+    def body(case: Case) -> None:
+        now = time.monotonic()
+        if now > (shrink_deadline if last_failure else deadline):
+            raise _BudgetExhausted
+        outcome = run_case(case)
         if outcome.score:
             hypothesis.target(outcome.score, label="error")
         if outcome.failed:
@@ -366,10 +379,32 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         result.error = f"{type(e).__name__}: {e}"
     found = [Failure(target.id, case, outcome, shrunk=shrunk, flaky=flaky)
              for case, outcome in last_failure.values()]
+    if opts.minimize_runs > 0 and not flaky:  # a flaky case would accept anything or nothing
+        _minimize(target, found, run_case, shrink_deadline, opts.minimize_runs)
     _explain_and_save(lt, pool, opts, result, found, run_options, timeout)
     result.seconds = time.monotonic() - start
     emit("done", result, None)
     return result
+
+
+def _minimize(target: Target, found: list[Failure], run_case: Callable[[Case], Outcome],
+              deadline: float, max_runs: int) -> None:
+    """Replace each shrunk failure by the smaller failing case :mod:`fuzzkern.minimize`
+    reaches from it (same verdict family), within the shrink deadline. Hypothesis's example
+    database keeps Hypothesis's own shrunk case, which leads here again."""
+    from fuzzkern import minimize
+
+    for f in found:
+        try:
+            m = minimize.minimize(target, f.case, f.outcome, run_case, deadline=deadline,
+                                  max_runs=max_runs)
+        except Exception as e:  # a smaller case is a bonus; never lose the failure
+            warnings.warn(f"fuzzkern could not minimize a {f.outcome.verdict} case of "
+                          f"{f.target_id}: {type(e).__name__}: {e}", RuntimeWarning,
+                          stacklevel=2)
+            continue
+        f.case, f.outcome = m.case, m.outcome
+        f.minimized = m.steps
 
 
 def _replay_corpus(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
