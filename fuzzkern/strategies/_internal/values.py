@@ -116,7 +116,10 @@ class ValuesStrategy(FuzzkernStrategy[Values]):
     def for_dtype(self, dtype: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The distributions and special values this recipe may use for ``dtype``."""
         kind = dtype_kind(dtype)
-        dists = tuple(x for x in DISTRIBUTIONS[kind] if x in self._distributions)
+        # distributions=None means every distribution that applies to the dtype drawn, not
+        # only those shared by every dtype (what a recipe without a dtype checks against).
+        allowed = DISTRIBUTIONS[kind] if self._distributions_arg is None else self._distributions
+        dists = tuple(x for x in DISTRIBUTIONS[kind] if x in allowed)
         if not dists:
             what = f"dtype {dtype}" if dtype else "every dtype (dtype=None)"
             raise InvalidArgument(
