@@ -105,20 +105,30 @@ def table(runs: list[dict[str, Any]], console: Console) -> dict[str, Any]:
     runs = sorted(runs, key=lambda r: r["jobs"])
     base = next((r for r in runs if r["jobs"] == 1), None)
     t = Table(title="fuzzkern run: throughput by number of processes (one GPU each)")
-    for col in ("-j", "GPUs", "budget s", "cases", "cases/s", "speed-up", "GPUs used",
-                "failures"):
+    for col in ("-j", "GPUs", "budget s", "cases", "cases/s", "speed-up", "busy slices",
+                "cases per slice-s", "GPUs used", "failures"):
         t.add_column(col)
     summary = []
     for r in runs:
         speedup = (r["cases_per_s"] / base["cases_per_s"]) if base and base["cases_per_s"] \
             else None
         used = sorted({d for tgt in r["targets"].values() for d in tgt["devices"]})
+        # slice-seconds: the time targets were being fuzzed, summed over processes; over the
+        # wall clock it is how many slices ran at once on average (the concurrency reached),
+        # and cases per slice-second is the per-process rate (it rises with the budget, as
+        # compilations are amortized over more cases)
+        slice_s = sum(tgt["seconds"] for tgt in r["targets"].values())
+        busy = slice_s / r["campaign_seconds"] if r["campaign_seconds"] else 0.0
+        per_slice = r["cases"] / slice_s if slice_s else 0.0
         summary.append({"jobs": r["jobs"], "cases_per_s": r["cases_per_s"],
                         "speedup_over_one_gpu": round(speedup, 2) if speedup else None,
+                        "busy_slices": round(busy, 2),
+                        "cases_per_slice_second": round(per_slice, 2),
                         "devices_used": used})
         t.add_row(str(r["jobs"]), r["cuda_visible_devices"], f"{r['campaign_seconds']:.0f}",
                   str(r["cases"]), f"{r['cases_per_s']:.1f}",
-                  f"{speedup:.2f}x" if speedup else "-", str(len(used)),
+                  f"{speedup:.2f}x" if speedup else "-", f"{busy:.2f}", f"{per_slice:.1f}",
+                  str(len(used)),
                   ", ".join(r["failures"] + r["errors"]) or "0")
     console.print(t)
     per = Table(title="per target cases/s")

@@ -198,6 +198,8 @@ class TargetResult:
     #: because its time ran out (False: Hypothesis stopped by itself, e.g. it ran out of cases)
     slices: int = 0
     ran_out: bool = False
+    #: of ``cases``: those fuzzkern.minimize ran after the shrink, looking for smaller failures
+    minimize_runs: int = 0
     #: compiled mode: the GPUs this target's cases ran on (:func:`device_label`) -> cases
     devices: Counter[str] = field(default_factory=Counter)
 
@@ -380,7 +382,8 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     found = [Failure(target.id, case, outcome, shrunk=shrunk, flaky=flaky)
              for case, outcome in last_failure.values()]
     if opts.minimize_runs > 0 and not flaky:  # a flaky case would accept anything or nothing
-        _minimize(target, found, run_case, shrink_deadline, opts.minimize_runs)
+        result.minimize_runs += _minimize(target, found, run_case, shrink_deadline,
+                                          opts.minimize_runs)
     _explain_and_save(lt, pool, opts, result, found, run_options, timeout)
     result.seconds = time.monotonic() - start
     emit("done", result, None)
@@ -388,12 +391,13 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
 
 
 def _minimize(target: Target, found: list[Failure], run_case: Callable[[Case], Outcome],
-              deadline: float, max_runs: int) -> None:
+              deadline: float, max_runs: int) -> int:
     """Replace each shrunk failure by the smaller failing case :mod:`fuzzkern.minimize`
     reaches from it (same verdict family), within the shrink deadline. Hypothesis's example
     database keeps Hypothesis's own shrunk case, which leads here again."""
     from fuzzkern import minimize
 
+    runs = 0
     for f in found:
         try:
             m = minimize.minimize(target, f.case, f.outcome, run_case, deadline=deadline,
@@ -403,8 +407,10 @@ def _minimize(target: Target, found: list[Failure], run_case: Callable[[Case], O
                           f"{f.target_id}: {type(e).__name__}: {e}", RuntimeWarning,
                           stacklevel=2)
             continue
+        runs += m.runs
         f.case, f.outcome = m.case, m.outcome
         f.minimized = m.steps
+    return runs
 
 
 def _replay_corpus(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,

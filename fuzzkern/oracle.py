@@ -29,6 +29,16 @@
    ignored). A float reference for an integer output is truncated toward zero like
    ``Tensor.to``; a non-finite one is a mismatch. For bool outputs the reference is ``!= 0``.
 
+7. **The reference at the kernel's precision.** Where an element fails against the float64
+   reference but passes (by rules 3-5) against the reference computed on the inputs' own
+   dtypes, it passes: the runner computes that second reference only for a comparison that
+   failed (:func:`accept_native`, ``fuzzkern.executors.run``). Underflow and overflow of
+   intermediates are the format's behaviour, not the kernel's bug: ``silu(-95) * 3e38`` is
+   ``-0.63`` in float64 but ``-0.0`` in float32 (``exp(95)`` overflows), in torch as in a
+   kernel; ``silu(-100) * inf`` is ``-inf`` in float64 and NaN in float32. A kernel wrong in
+   a way torch at the same precision is not (an overflowing softmax, a dropped NaN, a wrong
+   index) still fails.
+
 Error figures are taken over every pair where both the output and the rounded reference are
 finite (passing elements included, so they show near misses): the largest absolute error, the
 largest relative error ``|d|/|exp|`` (``inf`` where ``exp == 0`` and ``d != 0``), and the largest
@@ -492,6 +502,37 @@ def compare(
         first=first,
         tolerance=tol_text,
     )
+
+
+def accept_native(expected: Sequence[Any], native: Sequence[Any],
+                  mismatch: Sequence[torch.Tensor], native_mismatch: Sequence[torch.Tensor]
+                  ) -> tuple[tuple[Any, ...], int] | None:
+    """``expected`` with every element the kernel got wrong against it (``mismatch``) but
+    right against ``native``, the reference on the inputs' own dtypes (``native_mismatch``
+    false there), set to ``native``'s value; and how many elements that is. None when there
+    are none or the results do not line up (rule 7).
+
+    >>> import torch
+    >>> adj, n = accept_native((torch.tensor([-0.63, 1.0]),), (torch.tensor([-0.0, 1.0]),),
+    ...                        [torch.tensor([True, False])], [torch.tensor([False, False])])
+    >>> n, adj[0].tolist()
+    (1, [-0.0, 1.0])
+    """
+    if not (len(native) == len(expected) == len(mismatch) == len(native_mismatch)):
+        return None
+    adjusted: list[Any] = []
+    accepted = 0
+    for e, n, bad, nbad in zip(expected, native, mismatch, native_mismatch, strict=True):
+        take = bad & ~nbad
+        k = int(take.sum()) if isinstance(e, torch.Tensor) and isinstance(n, torch.Tensor) \
+            and e.shape == n.shape == take.shape else 0
+        if k:
+            adjusted.append(torch.where(take, n.detach().cpu().to(torch.float64),
+                                        e.detach().cpu().to(torch.float64)))
+            accepted += k
+        else:
+            adjusted.append(e)
+    return (tuple(adjusted), accepted) if accepted else None
 
 
 _ULP_CAP = 64.0

@@ -124,6 +124,7 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "target": r.target_id,
         "status": status,
         "cases": r.cases,
+        "minimize_runs": r.minimize_runs,
         "cases_per_s": round(rate, 2),
         "passed": r.counts.get(Verdict.PASS, 0),
         "preconditions": r.counts.get(Verdict.PRECONDITION, 0),

@@ -103,6 +103,7 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.compiles += piece.compiles
     into.cache_hits += piece.cache_hits
     into.devices.update(piece.devices)
+    into.minimize_runs += piece.minimize_runs
     into.specializations.update(piece.specializations)
     into.replayed += piece.replayed
     into.corpus_failing += piece.corpus_failing

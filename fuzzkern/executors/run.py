@@ -135,6 +135,8 @@ class _Run:
         self._magnitude: tuple[Any, ...] | None = None
         self._reference_error: BaseException | None = None
         self._reference_done = False
+        self._native: tuple[Any, ...] | None = None
+        self._native_done = False
 
     # -- reference ---------------------------------------------------------------------------
     def _reference_inputs(self, absolute: bool = False) -> dict[str, Any]:
@@ -165,6 +167,21 @@ class _Run:
                 except Exception:
                     self._magnitude = None
         return self._expected
+
+    def native_reference(self) -> tuple[Any, ...] | None:
+        """The reference on the inputs' own dtypes (CPU), as a torch user computes it: used only
+        for elements that fail against the float64 reference (oracle rule 7,
+        :func:`fuzzkern.oracle.accept_native`). None when it raises."""
+        if not self._native_done:
+            self._native_done = True
+            values: dict[str, Any] = dict(self.scalars)
+            values.update({n: rebuild_like(t, "cpu") for n, t in self.base.items()})
+            try:
+                with torch.no_grad():
+                    self._native = _as_outputs(call_with(self.target.reference, values))
+            except Exception:
+                self._native = None
+        return self._native
 
     # -- modes -------------------------------------------------------------------------------
     def interpret(self) -> ModeResult:
@@ -301,6 +318,23 @@ class _Run:
             outputs, expected, tolerance=tolerance, magnitude=self._magnitude,
             reduction_length=max(1, reduction), masks=masks,
         )
+        if not comparison.ok and comparison.structural is None and self.target.upcast:
+            native = self.native_reference()
+            native_masks: list[torch.Tensor] = []
+            if native is not None:
+                oracle.compare(outputs, native, tolerance=tolerance, magnitude=self._magnitude,
+                               reduction_length=max(1, reduction), masks=native_masks)
+            adjusted = None if native is None or not native_masks else oracle.accept_native(
+                expected, native, masks, native_masks)
+            if adjusted is not None:
+                expected_now, accepted = adjusted
+                masks.clear()
+                comparison = oracle.compare(
+                    outputs, expected_now, tolerance=tolerance, magnitude=self._magnitude,
+                    reduction_length=max(1, reduction), masks=masks,
+                )
+                note += (f"; {accepted} element{'s' if accepted != 1 else ''} judged against "
+                         "the reference at the inputs' precision (see oracle rule 7)")
         comparison.tolerance += note
         if not comparison.ok and allocations is not None and outputs is not None:
             if allocated is None:

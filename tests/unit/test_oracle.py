@@ -404,3 +404,57 @@ def test_a_million_element_transposed_output():
     c = compare((out,), (ref,), tolerance=T, magnitude=(ref.abs(),), reduction_length=1)
     assert not c.ok and c.mismatched == 143 * 200 and len(c.first) == 5
     assert c.first[1].index == (0, 5)
+
+
+# -- rule 7: the reference at the kernel's precision --------------------------------------------
+
+
+def test_accept_native_takes_only_elements_right_against_the_native_reference():
+    from fuzzkern.oracle import accept_native
+
+    expected = (f64(-0.63, 1.0, 2.0),)
+    native = (torch.tensor([-0.0, 1.0, 5.0]),)
+    # element 0: wrong vs float64, right vs native -> taken; element 2: wrong vs both -> kept
+    adjusted, n = accept_native(expected, native, [torch.tensor([True, False, True])],
+                                [torch.tensor([False, False, True])])
+    assert n == 1
+    assert adjusted[0].tolist() == [-0.0, 1.0, 2.0]
+    assert accept_native(expected, native, [torch.tensor([False, False, True])],
+                         [torch.tensor([False, False, True])]) is None
+
+
+def test_intermediate_overflow_at_the_kernels_precision_is_not_a_kernel_bug():
+    """exp(x/2)/exp(x/2) for |x| in 256..1024: NaN in float32 (torch and kernel alike), 1 in
+    float64. Judged against the float32 reference those elements pass; a kernel that is also
+    wrong where float32 is fine still fails."""
+    import importlib.util
+    import pathlib
+
+    import fuzzkern
+    from fuzzkern import strategies as fks
+    from fuzzkern.case import Case, TensorCase, Values
+    from fuzzkern.executors.run import run_case
+    from fuzzkern.outcome import Verdict
+
+    path = pathlib.Path(__file__).parent / "targets" / "native_precision.py"
+    spec = importlib.util.spec_from_file_location("native_precision", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def target(launcher):
+        return fuzzkern.Target(launcher=launcher, reference=mod.reference,
+                               inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
+                               dims={"N": fks.sizes(max_value=8)})
+
+    # three elements beyond exp's float32 range, one zero (finite everywhere)
+    x = TensorCase.build((4,), "float32", values=Values(0, "large", ((0, "-0.0"),)))
+    case = Case({"N": 4}, {"x": x})
+    o = run_case(target(mod.ratio), case, {"modes": ["interpret"]})
+    assert o.verdict == Verdict.PASS, o.message
+    assert "inputs' precision" in o.modes["interpret"].comparison.tolerance
+
+    wrong = run_case(target(lambda x: mod.ratio(x, wrong=True)), case,
+                     {"modes": ["interpret"]})
+    assert wrong.verdict == Verdict.KERNEL_BUG  # wrong where float32 is fine: element 0
+    (m,) = wrong.modes["interpret"].comparison.first
+    assert m.index == (0,) and (m.got, m.expected) == (2.0, 1.0)
