@@ -126,10 +126,14 @@ def test_sanitize_reports_the_kernel_line_or_refuses_cleanly():
     (lt,) = loader.load(_quality("oob_store"))
     pool = sanitized_pool(path)
     try:
-        opts = engine.CampaignOptions(budget=240.0, modes=("compiled",), seed=0,
+        # Every case runs under memcheck (seconds each, compilations included): bound the
+        # search, the shrink, the minimizer and the explanations so the test ends in minutes.
+        opts = engine.CampaignOptions(budget=90.0, modes=("compiled",), seed=0,
                                       database=None, sanitize=path,
-                                      checks={"redzone": False}, max_examples=30)
-        result = engine.fuzz_target(lt, pool, opts, 240.0)
+                                      checks={"redzone": False}, max_examples=20,
+                                      grace_min=30.0, grace_fraction=0.5, minimize_runs=8,
+                                      explain=False)
+        result = engine.fuzz_target(lt, pool, opts, 90.0)
     finally:
         pool.close()
     assert [f.outcome.verdict for f in result.failures] == ["oob"]
