@@ -3,7 +3,7 @@
 # the 10-minute limit of one call:
 #   bash bench/gpu_suite.sh tests     # pytest -m gpu tests/gpu, with -n <GPUs> when there are
 #                                     # several (one xdist worker per GPU)          ~4 min
-#   bash bench/gpu_suite.sh bench     # bench/run.py, interpreter and compiled        ~4 min
+#   bash bench/gpu_suite.sh bench     # bench/run.py: interpreter, compiled, both    ~4 min
 #   bash bench/gpu_suite.sh campaign  # every built-in target, both modes, 60 s each ~8 min
 #   JOBS=2 bash bench/gpu_suite.sh scaling  # fuzzkern run -j $JOBS --modes compiled
 #                                     # --budget ${BUDGET:-5m} on the first $JOBS GPUs
@@ -36,7 +36,7 @@ if [[ $what == tests || $what == all ]]; then
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == bench || $what == all ]]; then
-  python3 bench/run.py --modes interpret,compiled --out "$out/run-gpu.json" \
+  python3 bench/run.py --modes interpret,compiled,both --out "$out/run-gpu.json" \
     --results-md "$out/RESULTS-gpu.md" 2>&1 | tee "$out/run.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi

@@ -8,7 +8,9 @@ kernels that must never be reported), in one run:
   kernel's campaign), cases run, and the shrunk case's dims against the documented minimal
   case. Buggy kernels stop at their first failure (then shrink); correct kernels use their
   whole budget and any failure is a false alarm. Mode ``interpret`` always; mode ``compiled``
-  (the compiled kernel alone, on the GPU) when ``--modes`` names it and CUDA is present.
+  (the compiled kernel alone, on the GPU) and mode ``both`` (interpreter and compiled kernel in
+  the same cases, three-way verdicts: what ``fuzzkern run`` does on a GPU machine) when
+  ``--modes`` names them and CUDA is present.
 - **fixed shapes** (the seed's test_matmul style): the shapes (128, 128, 128), (1, 17, 33) and
   (127, 65, 129), cut to each kernel's dims in the order the target declares them, contiguous
   ``torch.randn`` inputs (``randint(-1000, 1000)`` for integer ones), checked with
@@ -31,7 +33,7 @@ Usage::
 
     python bench/run.py                                  # the CPU run (about 7 min)
     python bench/run.py --budget-per-kernel 10 --correct-budget 10 --no-throughput  # quick
-    python bench/run.py --modes interpret,compiled       # on the GPU machine, in one call
+    python bench/run.py --modes interpret,compiled,both  # on the GPU machine, in one call
     python bench/run.py --kernels softmax_overflow ok_layernorm --no-baselines
 
 With CUDA present, kernels run ``min(8, cores // 2)`` at a time (``--jobs``) so that the
@@ -147,6 +149,12 @@ def _pool() -> Any:
     return _POOL
 
 
+#: bench mode -> fuzzkern modes: the compiled kernel alone, the interpreter alone, or both
+#: together (what ``fuzzkern run`` does by default on a machine with CUDA)
+MODE_SETS = {"interpret": ("interpret",), "compiled": ("compiled",),
+             "both": ("interpret", "compiled")}
+
+
 def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) -> dict[str, Any]:
     """One fuzzkern campaign on one planted kernel; never raises."""
     from fuzzkern import engine
@@ -155,7 +163,7 @@ def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) ->
     try:
         lt, spec = load_kernel(path)
         pool = _pool()
-        modes = ("compiled",) if mode == "compiled" else ("interpret",)
+        modes = MODE_SETS[mode]
         opts = engine.CampaignOptions(
             budget=budget, modes=modes, seed=seed, database=None, explain=False,
             grace_min=grace, grace_fraction=0.0, debug=bool(spec.get("debug", False)))
@@ -211,7 +219,7 @@ def summarize_fuzz(name: str, mode: str, spec: dict[str, Any], r: Any, first: di
         return out
     # interpret: the planted bug counts as found when a failure has an expected verdict; the
     # compiled mode has its own ways to show a bug (red zones, wrong values): any failure.
-    hits = [f for f in failures if f["expected"] or mode == "compiled"]
+    hits = [f for f in failures if f["expected"] or mode != "interpret"]
     out["found"] = bool(hits)
     out["other_failures"] = [f["verdict"] for f in failures if f not in hits]
     if hits:
@@ -516,6 +524,24 @@ def goals(fuzz_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
          + (f" ({', '.join(alarms)})" if alarms else ""),
          "pass": not alarms},
     ]
+    both = [r for r in fuzz_rows if r.get("mode") == "both"]
+    if both:
+        b_buggy = [r for r in both if r.get("kind") == "buggy"]
+        b_found = [r for r in b_buggy if r.get("found")]
+        b_share = len(b_found) / len(b_buggy) if b_buggy else 0.0
+        b_alarms = [r["kernel"] for r in both if r.get("kind") == "correct"
+                    and (r.get("false_alarm") or r.get("harness_error"))]
+        b_missed = [r["kernel"] for r in b_buggy if not r.get("found")]
+        b_correct = [r for r in both if r.get("kind") == "correct"]
+        out.append({"goal": f"planted bugs found >= {GOAL_FOUND_SHARE:.0%} (interpret and "
+                            "compiled together, the GPU default)",
+                    "value": f"{len(b_found)}/{len(b_buggy)} = {b_share:.0%}"
+                    + (f" (missed: {', '.join(b_missed)})" if b_missed else ""),
+                    "pass": b_share >= GOAL_FOUND_SHARE})
+        out.append({"goal": "false alarms on correct kernels, interpret and compiled: 0",
+                    "value": f"{len(b_alarms)} of {len(b_correct)}"
+                    + (f" ({', '.join(b_alarms)})" if b_alarms else ""),
+                    "pass": not b_alarms})
     comp = [r for r in fuzz_rows if r.get("mode") == "compiled"]
     if comp:
         c_correct = [r for r in comp if r.get("kind") == "correct"]
@@ -726,8 +752,10 @@ def machine_meta(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--modes", default="interpret",
-                    help="fuzzkern modes, comma-separated: interpret, compiled (compiled runs "
-                         "only where CUDA is present)")
+                    help="fuzzkern modes, comma-separated: interpret, compiled (the compiled "
+                         "kernel alone), both (interpret and compiled together, the default of "
+                         "fuzzkern run on a GPU machine); compiled and both run only where CUDA "
+                         "is present")
     ap.add_argument("--budget-per-kernel", type=float, default=60.0,
                     help="seconds per buggy kernel (stops at the first failure)")
     ap.add_argument("--correct-budget", type=float, default=30.0,
@@ -773,12 +801,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs <= 0:
         args.jobs = max(1, min(8, (os.cpu_count() or 2) // 2)) if torch.cuda.is_available() else 1
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    bad = [m for m in modes if m not in ("interpret", "compiled")]
+    bad = [m for m in modes if m not in MODE_SETS]
     if bad:
         ap.error(f"unknown mode(s) {bad}")
-    modes_run = [m for m in modes if m != "compiled" or torch.cuda.is_available()]
-    if "compiled" in modes and "compiled" not in modes_run:
-        say("compiled mode skipped: no CUDA device")
+    modes_run = [m for m in modes if m == "interpret" or torch.cuda.is_available()]
+    for m in sorted(set(modes) - set(modes_run)):
+        say(f"{m} mode skipped: no CUDA device")
     paths = kernel_paths(args.kernels)
     kernels = []
     for p in paths:
@@ -800,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_throughput:
         say("throughput (bench/throughput.py)")
         throughput["interpret"] = run_throughput(args, "interpret", say)
-        if "compiled" in modes_run:
+        if "compiled" in modes_run or "both" in modes_run:
             throughput["compiled"] = run_throughput(args, "compiled", say)
     meta["wall_seconds"] = round(time.monotonic() - wall, 1)
     results = {

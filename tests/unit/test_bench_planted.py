@@ -50,3 +50,33 @@ def test_not_the_quality_kernels():
     for path in PATHS:
         with open(path) as f:
             assert "tests.quality" not in f.read(), path
+
+
+def _row(kernel, mode, kind, found=False, alarm=False, visible=True, not_minimal=None):
+    return {"kernel": kernel, "mode": mode, "kind": kind, "found": found, "ttff": 1.0,
+            "false_alarm": alarm, "interpreter_visible": visible,
+            "not_minimal": not_minimal or {}}
+
+
+def test_goals_leave_gpu_only_bugs_out_of_the_interpreter_goal_and_judge_each_gpu_mode():
+    rows = [
+        _row("bug_a", "interpret", "buggy", found=True),
+        _row("bug_gpu", "interpret", "buggy", found=False, visible=False),
+        _row("ok_a", "interpret", "correct"),
+        _row("bug_a", "compiled", "buggy", found=False),
+        _row("bug_gpu", "compiled", "buggy", found=True, visible=False),
+        _row("ok_a", "compiled", "correct", alarm=True),
+        _row("bug_a", "both", "buggy", found=True),
+        _row("bug_gpu", "both", "buggy", found=True, visible=False),
+        _row("ok_a", "both", "correct"),
+    ]
+    goals = {g["goal"]: g for g in run.goals(rows)}
+    interp = goals["planted bugs found >= 95% (interpreter mode)"]
+    assert interp["value"] == "1/1 = 100%" and interp["pass"]  # bug_gpu is not counted
+    assert not goals["false alarms on correct kernels, compiled mode: 0"]["pass"]
+    assert goals["compiled-only planted bugs found (compiled mode), minimal"]["pass"]
+    both = goals["planted bugs found >= 95% (interpret and compiled together, the GPU default)"]
+    assert both["value"] == "2/2 = 100%" and both["pass"]
+    assert goals["false alarms on correct kernels, interpret and compiled: 0"]["pass"]
+    # without GPU rows, only the interpreter goals
+    assert len(run.goals(rows[:3])) == 4
