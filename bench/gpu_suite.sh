@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The GPU suite and GPU benchmarks, for the GPU machine (device tool). One part per call fits
 # the 10-minute limit of one call:
-#   bash bench/gpu_suite.sh tests     # pytest -m gpu tests/gpu, with -n <GPUs> when there are
-#                                     # several (one xdist worker per GPU)          ~4 min
+#   bash bench/gpu_suite.sh tests     # pytest -m gpu tests/gpu but --sanitize, with -n <GPUs>
+#                                     # when there are several (one xdist worker per GPU);
+#                                     # ~8 min on one GPU, ~4 on two
+#   bash bench/gpu_suite.sh sanitize  # the compute-sanitizer test alone            ~3 min
 #   bash bench/gpu_suite.sh bench     # bench/run.py: interpreter, compiled, both    ~4 min
 #   bash bench/gpu_suite.sh campaign  # every built-in target, both modes, 60 s each ~8 min
 #   JOBS=2 bash bench/gpu_suite.sh scaling  # fuzzkern run -j $JOBS --modes compiled
 #                                     # --budget ${BUDGET:-5m} on the first $JOBS GPUs
-#   bash bench/gpu_suite.sh all       # tests, bench, campaign (over several calls' worth)
+#   bash bench/gpu_suite.sh all       # tests, sanitize, bench, campaign (several calls' worth)
 # Writes logs and JSON under ${OUT:-bench/results/gpu}; results carry date and machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +33,13 @@ rc=0
 if [[ $what == tests || $what == all ]]; then
   xdist=()
   if (( gpus > 1 )); then xdist=(-n "$gpus"); fi
-  python3 -m pytest -m gpu tests/gpu -v -rs -p no:cacheprovider "${xdist[@]}" 2>&1 \
-    | tee "$out/gpu-tests.log"
+  python3 -m pytest -m gpu tests/gpu -k "not sanitize" -v -rs --durations=15 \
+    -p no:cacheprovider "${xdist[@]}" 2>&1 | tee "$out/gpu-tests.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == sanitize || $what == all ]]; then
+  python3 -m pytest -m gpu tests/gpu -k sanitize -v -rs --durations=5 -p no:cacheprovider 2>&1 \
+    | tee "$out/gpu-sanitize.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == bench || $what == all ]]; then
