@@ -326,31 +326,23 @@ _Builder = _interp.InterpreterBuilder
 _TensorDescriptor = _interp.TensorDescriptor
 
 
-def _needs_index_fix() -> bool:
-    """Triton < 3.7 defines ``tensor.__index__`` as ``int(ndarray of shape (1,))``, an error on
-    numpy >= 2.4 (triton#9171); 3.9 squeezes first."""
-    try:
-        src = inspect.getsource(_ORIG_PATCH_LANG_TENSOR)
-    except (OSError, TypeError):
-        return True
-    return "int(self.handle.data)" in src
-
-
-_NEEDS_INDEX_FIX = _needs_index_fix()
 _ORIG_REDUCE_TO_TENSOR = _interp.ReduceScanOpInterface.to_tensor
 
 
-def _needs_reduce_fix() -> bool:
-    """Triton < 3.9 builds a reduction's scalar result with ``np.array([ret], dtype=...)``,
-    which numpy >= 2 refuses for an out-of-range integer; 3.9 narrows with ``astype``."""
+def _source_has(fn: Any, text: str, unknown: bool) -> bool:
+    """Whether ``fn``'s source contains ``text`` (``unknown`` when the source is not found)."""
     try:
-        src = inspect.getsource(_ORIG_REDUCE_TO_TENSOR)
+        return text in inspect.getsource(fn)
     except (OSError, TypeError):
-        return False
-    return "np.array([ret], dtype=np_dtype)" in src
+        return unknown
 
 
-_NEEDS_REDUCE_FIX = _needs_reduce_fix()
+#: Triton < 3.7 defines ``tensor.__index__`` as ``int(ndarray of shape (1,))``, an error on
+#: numpy >= 2.4 (triton#9171); 3.9 squeezes first.
+_NEEDS_INDEX_FIX = _source_has(_ORIG_PATCH_LANG_TENSOR, "int(self.handle.data)", True)
+#: Triton < 3.9 builds a reduction's scalar result with ``np.array([ret], dtype=...)``, which
+#: numpy >= 2 refuses for an out-of-range integer; 3.9 narrows with ``astype`` (wraps).
+_NEEDS_REDUCE_FIX = _source_has(_ORIG_REDUCE_TO_TENSOR, "np.array([ret], dtype=np_dtype)", False)
 
 
 def _reduce_to_tensor(self: Any, ret: Any, dtype: Any) -> Any:
