@@ -32,7 +32,7 @@
 7. **The reference at the kernel's precision.** Where an element fails against the float64
    reference but passes (by rules 3-5) against the reference computed on the inputs' own
    dtypes, it passes: the runner computes that second reference only for a comparison that
-   failed (:func:`accept_native`, ``fuzzkern.executors.run``). Underflow and overflow of
+   failed (``compare(native=...)``, :func:`accept_native`). Underflow and overflow of
    intermediates are the format's behaviour, not the kernel's bug: ``silu(-95) * 3e38`` is
    ``-0.63`` in float64 but ``-0.0`` in float32 (``exp(95)`` overflows), in torch as in a
    kernel; ``silu(-100) * inf`` is ``-inf`` in float64 and NaN in float32. A kernel wrong in
@@ -50,7 +50,7 @@ where the output or the reference is NaN or ±inf.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -379,6 +379,7 @@ def compare(
     reduction_length: int = 1,
     max_report: int = 5,
     masks: list[torch.Tensor] | None = None,
+    native: Callable[[], Sequence[Any] | None] | None = None,
 ) -> Comparison:
     """Compare a kernel's ``outputs`` with the reference's ``expected`` (see the module doc).
 
@@ -388,7 +389,47 @@ def compare(
     ``eps_acc*R*|mag|``. Returns a :class:`~fuzzkern.outcome.Comparison` with up to
     ``max_report`` mismatching elements in row-major order. When ``masks`` is a list, the
     bool mismatch mask of each output is appended to it (nothing on a structural problem).
+    ``native``, when given, returns the reference computed on the inputs' own dtypes (or
+    None); it is called only when values mismatch, for rule 7.
     """
+    own: list[torch.Tensor] = []
+    c = _compare(outputs, expected, tolerance=tolerance, magnitude=magnitude,
+                 reduction_length=reduction_length, max_report=max_report, masks=own)
+    if not c.ok and c.structural is None and native is not None:
+        n = native()
+        native_masks: list[torch.Tensor] = []
+        if n is not None:
+            _compare(outputs, n, tolerance=tolerance, magnitude=magnitude,
+                     reduction_length=reduction_length, masks=native_masks)
+        adjusted = accept_native(_as_tuple(expected), n, own, native_masks) \
+            if n is not None and native_masks else None
+        if adjusted is not None:
+            expected_now, accepted = adjusted
+            own.clear()
+            c = _compare(outputs, expected_now, tolerance=tolerance, magnitude=magnitude,
+                         reduction_length=reduction_length, max_report=max_report, masks=own)
+            c.tolerance += (f"; {accepted} element{'s' if accepted != 1 else ''} judged "
+                            "against the reference at the inputs' precision (oracle rule 7)")
+    if masks is not None:
+        masks.extend(own)
+    return c
+
+
+def _as_tuple(x: Sequence[Any] | torch.Tensor) -> tuple[Any, ...]:
+    return (x,) if isinstance(x, torch.Tensor) else tuple(x)
+
+
+def _compare(
+    outputs: Sequence[Any] | torch.Tensor,
+    expected: Sequence[Any] | torch.Tensor,
+    *,
+    tolerance: Tolerance | None = None,
+    magnitude: Sequence[Any] | None = None,
+    reduction_length: int = 1,
+    max_report: int = 5,
+    masks: list[torch.Tensor] | None = None,
+) -> Comparison:
+    """:func:`compare` by rules 1-6."""
     tolerance = tolerance if tolerance is not None else Tolerance()
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)

@@ -317,24 +317,8 @@ class _Run:
         comparison = oracle.compare(
             outputs, expected, tolerance=tolerance, magnitude=self._magnitude,
             reduction_length=max(1, reduction), masks=masks,
+            native=self.native_reference if self.target.upcast else None,
         )
-        if not comparison.ok and comparison.structural is None and self.target.upcast:
-            native = self.native_reference()
-            native_masks: list[torch.Tensor] = []
-            if native is not None:
-                oracle.compare(outputs, native, tolerance=tolerance, magnitude=self._magnitude,
-                               reduction_length=max(1, reduction), masks=native_masks)
-            adjusted = None if native is None or not native_masks else oracle.accept_native(
-                expected, native, masks, native_masks)
-            if adjusted is not None:
-                expected_now, accepted = adjusted
-                masks.clear()
-                comparison = oracle.compare(
-                    outputs, expected_now, tolerance=tolerance, magnitude=self._magnitude,
-                    reduction_length=max(1, reduction), masks=masks,
-                )
-                note += (f"; {accepted} element{'s' if accepted != 1 else ''} judged against "
-                         "the reference at the inputs' precision (see oracle rule 7)")
         comparison.tolerance += note
         if not comparison.ok and allocations is not None and outputs is not None:
             if allocated is None:
