@@ -32,7 +32,7 @@ import platform
 import statistics
 from collections import Counter
 
-from hypothesis import HealthCheck, given, settings
+from throughput import draw_cases  # bench/ is sys.path[0] when run as a script
 
 from fuzzkern import loader
 from fuzzkern.worker import WorkerPool
@@ -48,19 +48,6 @@ CONFIGS: dict[str, dict[str, bool]] = {
     "all off": {"bounds": False, "view": False, "poison": False, "mutation": False,
                 "redzone": False},
 }
-
-
-def draw_cases(lt, n, seed=0):
-    cases = []
-
-    @settings(max_examples=n, database=None, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(lt.target.cases())
-    def collect(case):
-        cases.append(case)
-
-    collect()
-    return cases[:n]
 
 
 def measure(lt, n_cases, reps, pool):

@@ -20,7 +20,7 @@ from typing import Any
 
 from fuzzkern.engine import LAYOUT_KINDS, SIZE_CLASSES, TargetResult
 from fuzzkern.outcome import Verdict
-from fuzzkern.reporting import result_row
+from fuzzkern.reporting import devices_text, result_row
 
 _FAIL = "#c62828"
 _OK = "#2e7d32"
@@ -179,8 +179,7 @@ def errors_svg(records: Iterable[tuple[str, str, str, str, float]]) -> str:
 def _gpus(r: TargetResult) -> str:
     if not r.devices:
         return ""
-    return "; compiled on " + _e("; ".join(f"{d}: {n} cases" for d, n in
-                                           sorted(r.devices.items())))
+    return "; compiled on " + _e(devices_text(r.devices))
 
 
 def render(results: list[TargetResult], *, budget: float, elapsed: float,

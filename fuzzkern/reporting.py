@@ -116,6 +116,11 @@ def gpu_summary(devices: Mapping[str, int]) -> str:
     return ", ".join(parts) or "-"
 
 
+def devices_text(devices: Mapping[str, int]) -> str:
+    """Every GPU label with its case count, e.g. ``"NVIDIA H200 (...): 812 cases; ..."``."""
+    return "; ".join(f"{d}: {n} cases" for d, n in sorted(devices.items()))
+
+
 def result_row(r: TargetResult) -> dict[str, Any]:
     rate = r.cases / r.seconds if r.seconds else 0.0
     status = "FAIL" if r.failures else ("ERROR" if r.error else ("skipped" if r.skipped else

@@ -188,14 +188,14 @@ def _stats(result: Any, opts: Any) -> str:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())) or "none"
     seed = "random" if opts.seed is None else f"{opts.seed}, no database"
     limit = f", max {opts.max_examples} cases" if opts.max_examples else ""
-    runs = getattr(result, "minimize_runs", 0)
+    from fuzzkern.reporting import devices_text
+
+    runs = result.minimize_runs
     minimized = f"; {runs} of the cases minimized the failure" if runs else ""
     text = (f"{result.cases} cases in {result.seconds:.1f} s (budget {opts.budget:g} s{limit}, "
             f"modes {','.join(opts.modes)}, seed {seed}){minimized}; verdicts: {counts}")
-    devices = getattr(result, "devices", None)
-    if devices:
-        text += "\ncompiled on: " + "; ".join(f"{d} ({n} cases)" for d, n in sorted(
-            devices.items()))
+    if result.devices:
+        text += "\ncompiled on: " + devices_text(result.devices)
     return text
 
 
