@@ -6,33 +6,19 @@ fails in row 1 of two rows, every one-row candidate is rejected: by a declared p
 (``two_rows``) or by an error of another verdict family (``errors_on_one_row``).
 """
 
-import torch
-import triton
-import triton.language as tl
+import importlib.util
+import os
 
 import fuzzkern
 from fuzzkern import strategies as fks
 
-BLOCK_N = 64
-
-
-@triton.jit
-def _row_max_kernel(x_ptr, out_ptr, N, stride_xm, stride_xn, BLOCK_N: tl.constexpr):
-    row = tl.program_id(0)
-    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)  # BUG: 0 instead of -inf
-    for start in range(0, N, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)
-        x = tl.load(x_ptr + row * stride_xm + cols * stride_xn, mask=cols < N,
-                    other=-float("inf"))
-        acc = tl.maximum(acc, x.to(tl.float32))
-    tl.store(out_ptr + row, tl.max(acc, axis=0))
-
-
-def _row_max(x):
-    M, N = x.shape
-    out = torch.empty((M,), dtype=torch.float32, device=x.device)
-    _row_max_kernel[(M,)](x, out, N, x.stride(0), x.stride(1), BLOCK_N=BLOCK_N)
-    return out
+_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "planted",
+                     "bug_rowmax_zero_init.py")
+_spec = importlib.util.spec_from_file_location("_planted_rowmax_zero_init", _PATH)
+assert _spec is not None and _spec.loader is not None
+_planted = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_planted)
+_row_max = _planted.row_max
 
 
 def row_max_two_rows(x):
