@@ -7,9 +7,10 @@
 #   bash bench/gpu_suite.sh sanitize  # the compute-sanitizer test alone            ~3 min
 #   bash bench/gpu_suite.sh bench     # bench/run.py: interpreter, compiled, both    ~4 min
 #   bash bench/gpu_suite.sh campaign  # every built-in target, both modes, 60 s each ~8 min
+#   bash bench/gpu_suite.sh hygiene   # bench/hygiene.py --mode compiled: red zones' cost ~2 min
 #   JOBS=2 bash bench/gpu_suite.sh scaling  # fuzzkern run -j $JOBS --modes compiled
 #                                     # --budget ${BUDGET:-5m} on the first $JOBS GPUs
-#   bash bench/gpu_suite.sh all       # tests, sanitize, bench, campaign (several calls' worth)
+#   bash bench/gpu_suite.sh all       # tests, sanitize, bench, campaign, hygiene (several calls)
 # Writes logs and JSON under ${OUT:-bench/results/gpu}; results carry date and machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +55,11 @@ if [[ $what == campaign || $what == all ]]; then
   rc=$((rc | ${PIPESTATUS[0]}))
   python3 bench/throughput.py --modes interpret --cases 20 --fresh 2 \
     --out "$out/throughput-gpu.json" 2>&1 | tee "$out/throughput.log"
+fi
+if [[ $what == hygiene || $what == all ]]; then
+  python3 bench/hygiene.py --mode compiled --out "$out/hygiene-compiled.json" 2>&1 \
+    | tee "$out/hygiene-compiled.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == scaling ]]; then
   jobs=${JOBS:-$gpus}

@@ -1,8 +1,8 @@
 """What fuzzkern's memory-safety and hygiene checks cost, on the built-in targets.
 
 For each built-in target, one fixed set of cases (drawn by Hypothesis with a fixed seed) runs
-in a warm worker (interpreter mode) under several check settings (``options["checks"]``, see
-fuzzkern.executors.run.DEFAULT_CHECKS):
+in a warm worker under several check settings (``options["checks"]``, see
+fuzzkern.executors.run.DEFAULT_CHECKS). Interpreter mode (``--mode interpret``, the default):
 
 - ``all on``: the default (bounds, view, poison, mutation; redzone is compiled-only);
 - ``-bounds``: no interpreter bounds checker (and so no view checker either);
@@ -10,6 +10,9 @@ fuzzkern.executors.run.DEFAULT_CHECKS):
 - ``-poison``: ``torch.empty`` not poisoned;
 - ``-mutation``: inputs not compared before/after;
 - ``all off``: none of them.
+
+Compiled mode (``--mode compiled``, on a GPU): ``all on``, ``-redzone`` (tensors in plain
+allocations, no guard bands or gap sentinels to check), ``-poison``, ``-mutation``, ``all off``.
 
 Reported per configuration: the worker-side time per case (``Outcome.seconds``: materialize,
 reference, launch, checks, compare; no IPC), the fastest of ``--reps`` repetitions per case
@@ -39,7 +42,7 @@ from fuzzkern.worker import WorkerPool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-CONFIGS: dict[str, dict[str, bool]] = {
+INTERPRET_CONFIGS: dict[str, dict[str, bool]] = {
     "all on": {},
     "-bounds": {"bounds": False},
     "-view": {"view": False},
@@ -48,15 +51,25 @@ CONFIGS: dict[str, dict[str, bool]] = {
     "all off": {"bounds": False, "view": False, "poison": False, "mutation": False,
                 "redzone": False},
 }
+COMPILED_CONFIGS: dict[str, dict[str, bool]] = {
+    "all on": {},
+    "-redzone": {"redzone": False},
+    "-poison": {"poison": False},
+    "-mutation": {"mutation": False},
+    "all off": {"bounds": False, "view": False, "poison": False, "mutation": False,
+                "redzone": False},
+}
+MODE_CONFIGS = {"interpret": INTERPRET_CONFIGS, "compiled": COMPILED_CONFIGS}
 
 
-def measure(lt, n_cases, reps, pool):
+def measure(lt, n_cases, reps, pool, mode="interpret"):
+    configs = MODE_CONFIGS[mode]
     cases = [c.to_json() for c in draw_cases(lt, n_cases)]
-    options = {name: {"modes": ["interpret"], "checks": checks}
-               for name, checks in CONFIGS.items()}
+    options = {name: {"modes": [mode], "checks": checks}
+               for name, checks in configs.items()}
     for c in cases:  # warm-up: AST rewrites, first-launch costs
         pool.run(lt.ref, c, options["all on"], 300)
-    names = list(CONFIGS)
+    names = list(configs)
     # Interleaved: every case runs under every configuration back to back, in a rotating
     # order, so load from other processes hits all configurations alike; per (case, config)
     # the fastest of the repetitions counts.
@@ -89,17 +102,22 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=20)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--targets", nargs="*", default=None)
+    ap.add_argument("--mode", choices=sorted(MODE_CONFIGS), default="interpret",
+                    help="interpret (CPU) or compiled (needs a CUDA GPU)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    configs = MODE_CONFIGS[args.mode]
 
     import torch
     import triton
 
+    if args.mode == "compiled" and not torch.cuda.is_available():
+        ap.error("--mode compiled needs a CUDA GPU")
     rows = []
     pool = WorkerPool()
     try:
         for lt in loader.load_all(args.targets or []):
-            rows.append(measure(lt, args.cases, args.reps, pool))
+            rows.append(measure(lt, args.cases, args.reps, pool, args.mode))
             print(json.dumps(rows[-1]), flush=True)
     finally:
         pool.close()
@@ -107,16 +125,16 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="cost of fuzzkern's hygiene checks (interpreter mode, ms per case, "
+    table = Table(title=f"cost of fuzzkern's hygiene checks ({args.mode} mode, ms per case, "
                         "worker side)")
     table.add_column("target", no_wrap=True)
-    for name in CONFIGS:
+    for name in configs:
         table.add_column(name, justify="right")
     table.add_column("all checks", justify="right")
-    for check in (k[1:] for k in CONFIGS if k.startswith("-")):
+    for check in (k[1:] for k in configs if k.startswith("-")):
         table.add_column(check, justify="right")
     for r in rows:
-        table.add_row(r["target"], *[f"{r['ms_per_case'][n]:.2f}" for n in CONFIGS],
+        table.add_row(r["target"], *[f"{r['ms_per_case'][n]:.2f}" for n in configs],
                       f"{r['overhead_all_pct']:+.1f}%",
                       *[f"{v:+.1f}%" for v in r["cost_pct"].values()])
     Console(width=200).print(table)
@@ -136,13 +154,13 @@ def main() -> None:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "triton": triton.__version__,
-        "modes": "interpret",
+        "modes": args.mode,
         "cases_per_target": args.cases,
         "reps": args.reps,
-        "configs": CONFIGS,
+        "configs": configs,
     }
     out = args.out or os.path.join(
-        HERE, "results", f"hygiene-{platform.node()}-{now.date().isoformat()}.json")
+        HERE, "results", f"hygiene-{args.mode}-{platform.node()}-{now.date().isoformat()}.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump({"meta": meta, "summary": summary, "rows": rows}, f, indent=2)
