@@ -16,7 +16,9 @@ speaking the worker protocol as JSON lines over its stdin and stdout: one
 ``[ref, case_json, options]`` per case, one outcome JSON per reply, ``null`` to stop
 (:mod:`fuzzkern._sanitized_worker`). The pool (:class:`SanitizedWorker` as the
 :class:`~fuzzkern.worker.WorkerPool`'s worker factory) restarts it after a crash, a hang or a
-device fault like any worker; a restart costs the sanitizer's start-up (seconds).
+device fault like any worker; a restart costs the sanitizer's start-up (seconds). A worker
+that dies during a case (freeing a tensor after a fault aborts it when the caching allocator is
+off) gets its case's ``crash`` outcome completed from the log all the same (``postmortem``).
 
 After each reply the parent reads what memcheck appended to the worker's log. Memcheck errors
 (``Invalid __global__ read of size 4 bytes ... at kernel+0xe0 in file.py:7 by thread (8,0,0)
@@ -329,6 +331,14 @@ class SanitizedWorker:
             time.sleep(0.1)
             text += self._read_log()
         return annotate(reply, parse_memcheck(text))
+
+    def postmortem(self, outcome: dict[str, Any]) -> dict[str, Any]:
+        """The outcome of a case during which this worker died, with memcheck's report.
+
+        Without the caching allocator, freeing a tensor after the kernel's fault raises inside
+        a destructor and aborts the worker before it replies; memcheck has logged the invalid
+        access by then (the sanitizer, the process waited on, has exited)."""
+        return annotate(outcome, parse_memcheck(self._read_log()))
 
     def alive(self) -> bool:
         return self.process.is_alive()

@@ -128,7 +128,8 @@ class WorkerPool:
     ``restarts`` counts replacements; ``run`` never raises for what a kernel does.
     ``worker_factory(env)`` makes a worker (default :class:`Worker`); another kind, e.g. a
     worker under compute-sanitizer (:class:`fuzzkern.sanitizer.SanitizedWorker`), offers the
-    same ``conn``/``process``/``alive``/``kill``/``close``.
+    same ``conn``/``process``/``alive``/``kill``/``close``, and may offer ``postmortem``:
+    the outcome JSON of a case whose worker died, completed from what the worker left behind.
     """
 
     def __init__(self, env: dict[str, str] | None = None,
@@ -181,13 +182,17 @@ class WorkerPool:
         except (EOFError, OSError):
             worker.process.join(5)
             how = _signal_name(worker.process.exitcode)
-            self.replace()
-            return Outcome(
+            died = Outcome(
                 Verdict.CRASH,
                 f"the worker process died while running the case ({how})",
                 {"worker": ModeResult("worker", "crash", detail={"exit": how})},
                 seconds=time.monotonic() - start,
             )
+            postmortem = getattr(worker, "postmortem", None)
+            if postmortem is not None:  # e.g. memcheck's report of the fault that killed it
+                died = Outcome.from_json(postmortem(died.to_json()))
+            self.replace()
+            return died
         worker.cases += 1
         outcome = Outcome.from_json(result)
         if outcome.modes.get("compiled") and outcome.modes["compiled"].detail.get("poisoned"):

@@ -618,6 +618,52 @@ def test_sanitized_worker_protocol_without_the_sanitizer(tmp_path):
         pool.close()
 
 
+def test_a_worker_that_dies_on_a_fault_still_gets_memchecks_report(tmp_path):
+    """Under memcheck without the caching allocator, freeing a tensor after the fault aborts
+    the worker before it replies (seen on the H200): the pool completes the case's crash from
+    the log (here written by the launcher, as memcheck would, before it aborts)."""
+    from fuzzkern.sanitizer import SanitizedWorker
+    from fuzzkern.worker import WorkerPool
+
+    log = tmp_path / "memcheck.log"
+    target = tmp_path / "t.py"
+    target.write_text(
+        "import os, torch, fuzzkern\n"
+        "from fuzzkern import strategies as fks\n"
+        f"LOG = {str(log)!r}\n"
+        f"TEXT = {MEMCHECK_LOG!r}\n"
+        "def launch(x):\n"
+        "    if x.shape[0] == 2:\n"
+        "        with open(LOG, 'a') as f:\n"
+        "            f.write(TEXT)\n"
+        "        os.abort()\n"
+        "    return 2 * x\n"
+        "t = fuzzkern.Target(launcher=launch, reference=lambda x: 2 * x,\n"
+        "    inputs=fks.inputs(x=fks.tensors(('N',))), dims={'N': fks.sizes(max_value=4)})\n")
+    ref = f"{target}::t"
+
+    def factory(env):
+        worker = SanitizedWorker(env, prefix=[])
+        worker.log_path = str(log)  # the file the (absent) sanitizer would write
+        return worker
+
+    pool = WorkerPool(worker_factory=factory)
+    try:
+        assert pool.run(ref, _case_n(3).to_json(), {"modes": ["interpret"]}, 120).verdict == "pass"
+        died = pool.run(ref, _case_n(2).to_json(), {"modes": ["interpret"]}, 120)
+        assert died.verdict == Verdict.OOB, died.message
+        assert died.message.startswith("compiled: memcheck: Invalid __global__ read of size 4")
+        assert "(and 1 more)" in died.message
+        assert died.modes["worker"].detail["exit"] == "SIGABRT"
+        errors = died.modes["compiled"].detail["memcheck"]
+        assert [e["location"] for e in errors] == ["/tmp/kern_oob.py:7", "a.py:3"]
+        log.unlink()  # the next worker's sanitizer writes its own log
+        again = pool.run(ref, _case_n(1).to_json(), {"modes": ["interpret"]}, 120)
+        assert again.verdict == Verdict.PASS and pool.restarts == 1
+    finally:
+        pool.close()
+
+
 def _case_n(n):
     return Case({"N": n}, {"x": _tc((n,))})
 
