@@ -318,6 +318,7 @@ class _Run:
             outputs, expected, tolerance=tolerance, magnitude=self._magnitude,
             reduction_length=max(1, reduction), masks=masks,
             native=self.native_reference if self.target.upcast else None,
+            compiled=mode == "compiled",
         )
         comparison.tolerance += note
         if not comparison.ok and allocations is not None and outputs is not None:

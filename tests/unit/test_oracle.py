@@ -458,3 +458,22 @@ def test_intermediate_overflow_at_the_kernels_precision_is_not_a_kernel_bug():
     assert wrong.verdict == Verdict.KERNEL_BUG  # wrong where float32 is fine: element 0
     (m,) = wrong.modes["interpret"].comparison.first
     assert m.index == (0,) and (m.got, m.expected) == (2.0, 1.0)
+
+
+def test_compiled_float32_allows_approximate_gpu_math_and_nothing_more():
+    # tl.sigmoid(g) * g * up on the H200 (ex2.approx of fl(-g * log2 e), div.full): 24 ulp off
+    # the float64 reference; the interpreter (numpy, correctly rounded) keeps the tight default.
+    got = torch.tensor([-1.596799450473971e20], dtype=torch.float32)
+    expected = f64(-1.5967951577068487e20)
+    strict = compare(got, expected)
+    assert not strict.ok and "float32 default" in strict.tolerance
+    gpu = compare(got, expected, compiled=True)
+    assert gpu.ok, gpu
+    assert "rtol=7.62939e-06" in gpu.tolerance and "compiled code" in gpu.tolerance
+    assert default_tolerance(torch.float32, compiled=True)[0] == 2.0**-17
+    # 100 ulp is a bug in compiled code too
+    off = torch.tensor([1024.0 * (1.0 + 100 * 2.0**-23)], dtype=torch.float32)
+    assert not compare(off, f64(1024.0), compiled=True).ok
+    # a target's own rtol is never widened; fp16's default already covers approximate math
+    assert not compare(got, expected, tolerance=Tolerance(rtol=1e-6), compiled=True).ok
+    assert default_tolerance(torch.float16, compiled=True) == default_tolerance(torch.float16)

@@ -105,3 +105,24 @@ def test_reproducer_script_of_a_hang_stops_at_the_timeout(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "HANG: the launch ran past the timeout of 1 s" in proc.stdout
+
+
+def test_reproducer_tolerances_are_the_oracles():
+    """The script judges like fuzzkern: the same per-dtype defaults, and the same wider float32
+    rtol for compiled GPU code (a repro that failed where fuzzkern passed would mislead)."""
+    import ast
+
+    import torch
+
+    from fuzzkern import oracle
+
+    tables = {}
+    for node in ast.parse(repro._BODY).body:
+        if isinstance(node, ast.Assign) and node.targets[0].id in ("DEFAULT_TOLERANCE",
+                                                                    "COMPILED_RTOL"):
+            expr = ast.Expression(node.value)  # literals and powers like 2.0 ** -9
+            tables[node.targets[0].id] = eval(compile(expr, "repro", "eval"), {"__builtins__": {}})
+    for name, (rtol, atol) in tables["DEFAULT_TOLERANCE"].items():
+        assert oracle.default_tolerance(getattr(torch, name))[:2] == (rtol, atol), name
+    assert {getattr(torch, k): v for k, v in tables["COMPILED_RTOL"].items()} == \
+        oracle.COMPILED_RTOL
