@@ -816,37 +816,50 @@ def main(argv: list[str] | None = None) -> int:
     say(f"{len(paths)} planted kernels ({sum(k['spec']['kind'] == 'buggy' for k in kernels)} "
         f"buggy); modes {modes_run}; {meta['machine']}")
 
+    day = meta["date"][:10]
+    out = args.out or os.path.join(HERE, "results", f"run-{meta['host']}-{day}.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fuzz_rows: list[dict[str, Any]] = []
-    for mode in modes_run:
+    base_rows: list[dict[str, Any]] = []
+    throughput: dict[str, Any] = {}
+
+    def save(done: str) -> dict[str, Any]:
+        """Write what is measured so far (``meta.complete`` False until the end), so a run cut
+        short (the GPU machine's 10-minute call limit) keeps its finished parts."""
+        meta["wall_seconds"] = round(time.monotonic() - wall, 1)
+        meta["complete"] = done == "all"
+        meta["finished_parts"] = done
+        results = {
+            "meta": meta,
+            "modes_run": modes_run,
+            "kernels": kernels,
+            "fuzzkern": fuzz_rows,
+            "baselines": base_rows,
+            "throughput": throughput,
+        }
+        results["goals"] = goals(fuzz_rows)
+        results["summary"] = summary_lines(results)
+        tmp = out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(results, f, indent=2, default=str)
+        os.replace(tmp, out)
+        return results
+
+    for i, mode in enumerate(modes_run):
         say(f"fuzzkern [{mode}]")
         fuzz_rows += run_fuzzkern(paths, mode, args, say)
-    base_rows: list[dict[str, Any]] = []
+        save(f"fuzzkern {', '.join(modes_run[:i + 1])}")
     if not args.no_baselines:
         say("baselines (fixed shapes, KernelBench style) in the interpreter, unchecked")
-        base_rows = run_baselines(paths, args.jobs, say)
-    throughput: dict[str, Any] = {}
+        base_rows += run_baselines(paths, args.jobs, say)
+        save(f"fuzzkern {', '.join(modes_run)}; baselines")
     if not args.no_throughput:
         say("throughput (bench/throughput.py)")
         throughput["interpret"] = run_throughput(args, "interpret", say)
         if "compiled" in modes_run or "both" in modes_run:
             throughput["compiled"] = run_throughput(args, "compiled", say)
-    meta["wall_seconds"] = round(time.monotonic() - wall, 1)
-    results = {
-        "meta": meta,
-        "modes_run": modes_run,
-        "kernels": kernels,
-        "fuzzkern": fuzz_rows,
-        "baselines": base_rows,
-        "throughput": throughput,
-    }
-    results["goals"] = goals(fuzz_rows)
-    results["summary"] = summary_lines(results)
+    results = save("all")
     print_table(results)
-    day = meta["date"][:10]
-    out = args.out or os.path.join(HERE, "results", f"run-{meta['host']}-{day}.json")
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out, "w") as f:
-        json.dump(results, f, indent=2, default=str)
     say(f"wrote {os.path.relpath(out, ROOT)}")
     if args.results_md:
         with open(args.results_md, "w") as f:
