@@ -5,12 +5,16 @@
 #                                     # when there are several (one xdist worker per GPU);
 #                                     # ~8 min on one GPU, ~4 on two
 #   bash bench/gpu_suite.sh sanitize  # the compute-sanitizer test alone            ~3 min
-#   bash bench/gpu_suite.sh bench     # bench/run.py: interpreter, compiled, both    ~4 min
+#   bash bench/gpu_suite.sh bench     # bench/run.py: interpreter, compiled, both, and the
+#                                     # baselines; ~5 min (throughput apart: both together
+#                                     # passed the 10-minute limit twice)
+#   bash bench/gpu_suite.sh throughput  # bench/throughput.py, interpreter and compiled
 #   bash bench/gpu_suite.sh campaign  # every built-in target, both modes, 60 s each ~8 min
 #   bash bench/gpu_suite.sh hygiene   # bench/hygiene.py --mode compiled: red zones' cost ~2 min
 #   JOBS=2 bash bench/gpu_suite.sh scaling  # fuzzkern run -j $JOBS --modes compiled
 #                                     # --budget ${BUDGET:-5m} on the first $JOBS GPUs
-#   bash bench/gpu_suite.sh all       # tests, sanitize, bench, campaign, hygiene (several calls)
+#   bash bench/gpu_suite.sh all       # tests, sanitize, bench, throughput, campaign, hygiene
+#                                     # (several calls' worth)
 # Writes logs and JSON under ${OUT:-bench/results/gpu}; results carry date and machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,17 +48,22 @@ if [[ $what == sanitize || $what == all ]]; then
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == bench || $what == all ]]; then
-  python3 bench/run.py --modes interpret,compiled,both --out "$out/run-gpu.json" \
-    --results-md "$out/RESULTS-gpu.md" 2>&1 | tee "$out/run.log"
+  python3 bench/run.py --modes interpret,compiled,both --no-throughput \
+    --out "$out/run-gpu.json" --results-md "$out/RESULTS-gpu.md" 2>&1 | tee "$out/run.log"
   rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == throughput || $what == all ]]; then
+  for mode in interpret compiled; do
+    python3 bench/throughput.py --modes $mode --cases 20 --fresh 2 \
+      --out "$out/throughput-$mode.json" 2>&1 | tee "$out/throughput-$mode.log"
+    rc=$((rc | ${PIPESTATUS[0]}))
+  done
 fi
 if [[ $what == campaign || $what == all ]]; then
   # 7 built-in targets x 60 s each, interpreter and compiled, on one GPU
   python3 -m fuzzkern run -j 1 --modes interpret,compiled --budget 7m --seed 0 --no-db \
     --report "$out/campaign.json" 2>&1 | tee "$out/campaign.log"
   rc=$((rc | ${PIPESTATUS[0]}))
-  python3 bench/throughput.py --modes interpret --cases 20 --fresh 2 \
-    --out "$out/throughput-gpu.json" 2>&1 | tee "$out/throughput.log"
 fi
 if [[ $what == hygiene || $what == all ]]; then
   python3 bench/hygiene.py --mode compiled --out "$out/hygiene-compiled.json" 2>&1 \

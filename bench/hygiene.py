@@ -150,7 +150,7 @@ def main() -> None:
     meta = {
         "date": now.isoformat(timespec="seconds"),
         "machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()}, "
-                   f"{platform.processor() or 'cpu'})",
+                   f"{torch.cuda.get_device_name() if args.mode == 'compiled' else 'no GPU used'})",
         "python": platform.python_version(),
         "torch": torch.__version__,
         "triton": triton.__version__,
