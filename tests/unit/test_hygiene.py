@@ -397,6 +397,37 @@ def _device_run(launcher, tensor=None, **options):
     return mode, verdict_of({"compiled": mode})
 
 
+def _off_30_ulp(x):
+    return (2 * x + 1000) * (1 + 30 * 2.0**-23)
+
+
+def test_off_in_both_modes_but_within_the_compiled_tolerance_is_a_kernel_bug_not_a_divergence():
+    """Compiled code gets a wider float32 rtol (approximate exp/div): a kernel 30 ulp off
+    everywhere fails the interpreter's tight default and passes the compiled one. That is a
+    kernel bug seen by both modes, not a Triton interpreter defect."""
+    target = fuzzkern.Target(launcher=_off_30_ulp, reference=lambda x: 2 * x + 1000,
+                             inputs=_INPUTS, dims={"N": fks.sizes(max_value=8)})
+    case = Case({"N": 3}, {"x": _tc((3,))})
+    run = _Run(target, case, {"modes": ["interpret", "compiled"]})
+    interp = run.interpret()
+    compiled = run_on_device(run, torch.device("cpu"))
+    assert (interp.status, compiled.status) == ("mismatch", "ok")
+    assert compiled.detail["approx_math"].startswith(
+        "3 of 3 elements pass only with the float32 tolerance for compiled code")
+    verdict, reason = verdict_of({"interpret": interp, "compiled": compiled})
+    assert verdict == Verdict.KERNEL_BUG
+    assert "compiled is off too" in reason
+    # without the marker (a compiled kernel right within the tight tolerance), the same
+    # interpreter mismatch is the interpreter's
+    clean = ModeResult("compiled", "ok", Comparison(ok=True))
+    assert verdict_of({"interpret": interp, "compiled": clean})[0] == \
+        Verdict.INTERPRETER_DIVERGENCE
+    # the compiled mode alone passes, and is not re-compared for a verdict it cannot change
+    alone = run_on_device(_Run(target, case, {"modes": ["compiled"]}), torch.device("cpu"))
+    assert alone.status == "ok" and "approx_math" not in alone.detail
+    assert verdict_of({"compiled": alone})[0] == Verdict.PASS
+
+
 def test_device_protocol_passes_a_correct_launcher_in_red_zones():
     mode, (verdict, _) = _device_run(lambda x: 2 * x, _tc((3,), steps=[2], offset=1))
     assert (mode.status, verdict) == ("ok", Verdict.PASS)
