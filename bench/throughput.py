@@ -5,13 +5,18 @@ For each built-in target, on one fixed set of cases (drawn by Hypothesis with a 
 - ``campaign/s``: cases per second of a real campaign (Hypothesis + worker + all checks);
 - ``worker ms``: per-case time of a warm worker (IPC, materialize, reference, interpreter with
   bounds checks, compare);
-- ``bare ms``: the same cases' launcher alone under the interpreter, in-process, without bounds
-  checks, reference or comparison (what ``TRITON_INTERPRET=1`` costs a user);
-- ``overhead``: worker / bare - 1 (goal <= 30%);
+- ``bare ms``: the same cases' launcher alone, in-process, without checks, reference or
+  comparison: under the interpreter without bounds checks (what ``TRITON_INTERPRET=1`` costs a
+  user) for ``--modes interpret``; compiled on the GPU, inputs already there, synchronized
+  after the launch, for ``--modes compiled``;
+- ``overhead``: worker / bare - 1 (goal <= 30% in the interpreter; a compiled launch takes
+  tens of microseconds, so there the fixed cost of a case dominates);
 - ``fresh-process ms`` and ``speed-up``: a runner that starts a new Python process per case
-  (import torch + triton each time) against the warm worker (goal >= 5x).
+  (import torch + triton each time, and CUDA's start-up in compiled mode) against the warm
+  worker (goal >= 5x).
 
-Usage: ``python bench/throughput.py [--cases 30] [--fresh 3] [--modes interpret] [--out F]``.
+Usage: ``python bench/throughput.py [--cases 30] [--fresh 3] [--modes interpret|compiled]
+[--out F]``.
 Prints a table and writes JSON (default bench/results/throughput-<host>.json).
 """
 
@@ -57,24 +62,35 @@ from fuzzkern.case import Case, materialize
 from fuzzkern.executors.run import INTERPRETER_SUBSTITUTES, _convert_keep_layout
 from fuzzkern.executors.interpreter import interpreter_mode
 from fuzzkern.target import call_with
-ref, cases = sys.argv[1], json.load(open(sys.argv[2]))
+from fuzzkern.executors.kernels import forced_configs
+from fuzzkern.case import rebuild_like
+ref, cases, mode = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
 target = loader.load_ref(ref)
 times = []
-for rep in range(2):
+for rep in range(2):  # the first repetition warms up (compilations, first launches)
     times = []
     for cj in cases:
         case = Case.from_json(cj)
         tensors = {}
         for name, tc in case.tensors.items():
             t = materialize(tc)
-            if t.dtype in INTERPRETER_SUBSTITUTES:
+            if mode == "compiled":
+                t = rebuild_like(t, "cuda")
+            elif t.dtype in INTERPRETER_SUBSTITUTES:
                 t = _convert_keep_layout(t, INTERPRETER_SUBSTITUTES[t.dtype])
             tensors[name] = t
+        if mode == "compiled":
+            torch.cuda.synchronize()
         start = time.perf_counter()
         try:
-            with np.errstate(all="ignore"), interpreter_mode(check_bounds=False,
-                                                             configs=dict(case.configs)):
-                call_with(target.launcher, {**case.scalars, **tensors})
+            if mode == "compiled":
+                with forced_configs(dict(case.configs)):
+                    call_with(target.launcher, {**case.scalars, **tensors})
+                    torch.cuda.synchronize()
+            else:
+                with np.errstate(all="ignore"), interpreter_mode(check_bounds=False,
+                                                                 configs=dict(case.configs)):
+                    call_with(target.launcher, {**case.scalars, **tensors})
         except Exception:
             pass
         times.append(time.perf_counter() - start)
@@ -85,7 +101,7 @@ _FRESH = r"""
 import json, sys
 from fuzzkern.executors.run import run_case_json
 case = json.load(open(sys.argv[2]))
-print(json.dumps(run_case_json(sys.argv[1], case, {"modes": ["interpret"]})["verdict"]))
+print(json.dumps(run_case_json(sys.argv[1], case, {"modes": sys.argv[3].split(",")})["verdict"]))
 """
 
 
@@ -111,8 +127,9 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir):
         campaign_rate = result.cases / (time.perf_counter() - start)
     finally:
         pool.close()
-    out = subprocess.run([sys.executable, "-c", _BARE, lt.ref, case_file], capture_output=True,
-                         text=True, check=True)
+    bare_mode = "compiled" if "compiled" in modes else "interpret"
+    out = subprocess.run([sys.executable, "-c", _BARE, lt.ref, case_file, bare_mode],
+                         capture_output=True, text=True, check=True)
     bare_times = json.loads(out.stdout.strip().splitlines()[-1])
     fresh_times = []
     for c in cases[:n_fresh]:
@@ -120,8 +137,8 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir):
         with open(one, "w") as f:
             json.dump(c.to_json(), f)
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", _FRESH, lt.ref, one], capture_output=True,
-                       check=True)
+        subprocess.run([sys.executable, "-c", _FRESH, lt.ref, one, ",".join(modes)],
+                       capture_output=True, check=True)
         fresh_times.append(time.perf_counter() - start)
     worker_ms = 1000 * statistics.mean(worker_times)
     bare_ms = 1000 * statistics.mean(bare_times)
@@ -153,6 +170,8 @@ def main() -> None:
     import torch
     import triton
 
+    if "compiled" in args.modes.split(",") and not torch.cuda.is_available():
+        ap.error("--modes compiled needs a CUDA GPU")
     rows = []
     targets = loader.load_all(args.targets or [])
     with tempfile.TemporaryDirectory() as tmp:
@@ -162,7 +181,7 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="fuzzkern throughput (interpreter mode)")
+    table = Table(title=f"fuzzkern throughput ({args.modes} mode)")
     cols = ["target", "campaign_cases_per_s", "worker_ms", "bare_ms", "overhead_pct",
             "fresh_process_ms", "speedup_vs_fresh_process"]
     for c in cols:
@@ -172,7 +191,9 @@ def main() -> None:
     Console(width=160).print(table)
     meta = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()})",
+        "machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()}"
+                   + (f", {torch.cuda.get_device_name()})" if "compiled" in args.modes else ")"),
+        "bare": "compiled, synchronized" if "compiled" in args.modes else "interpreter",
         "python": platform.python_version(),
         "torch": torch.__version__,
         "triton": triton.__version__,
