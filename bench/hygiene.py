@@ -38,26 +38,26 @@ from collections import Counter
 from throughput import draw_cases  # bench/ is sys.path[0] when run as a script
 
 from fuzzkern import loader
+from fuzzkern.executors.run import DEFAULT_CHECKS
 from fuzzkern.worker import WorkerPool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+ALL_OFF = dict.fromkeys(DEFAULT_CHECKS, False)
 INTERPRET_CONFIGS: dict[str, dict[str, bool]] = {
     "all on": {},
     "-bounds": {"bounds": False},
     "-view": {"view": False},
     "-poison": {"poison": False},
     "-mutation": {"mutation": False},
-    "all off": {"bounds": False, "view": False, "poison": False, "mutation": False,
-                "redzone": False},
+    "all off": ALL_OFF,
 }
 COMPILED_CONFIGS: dict[str, dict[str, bool]] = {
     "all on": {},
     "-redzone": {"redzone": False},
     "-poison": {"poison": False},
     "-mutation": {"mutation": False},
-    "all off": {"bounds": False, "view": False, "poison": False, "mutation": False,
-                "redzone": False},
+    "all off": ALL_OFF,
 }
 MODE_CONFIGS = {"interpret": INTERPRET_CONFIGS, "compiled": COMPILED_CONFIGS}
 

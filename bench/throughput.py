@@ -170,7 +170,8 @@ def main() -> None:
     import torch
     import triton
 
-    if "compiled" in args.modes.split(",") and not torch.cuda.is_available():
+    compiled = "compiled" in args.modes.split(",")
+    if compiled and not torch.cuda.is_available():
         ap.error("--modes compiled needs a CUDA GPU")
     rows = []
     targets = loader.load_all(args.targets or [])
@@ -192,8 +193,8 @@ def main() -> None:
     meta = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()}"
-                   + (f", {torch.cuda.get_device_name()})" if "compiled" in args.modes else ")"),
-        "bare": "compiled, synchronized" if "compiled" in args.modes else "interpreter",
+                   + (f", {torch.cuda.get_device_name()})" if compiled else ")"),
+        "bare": "compiled, synchronized" if compiled else "interpreter",
         "python": platform.python_version(),
         "torch": torch.__version__,
         "triton": triton.__version__,

@@ -17,6 +17,7 @@ repeated compiled run (``options["repeat_compiled"]``) for nondeterminism.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import traceback
@@ -316,12 +317,11 @@ class _Run:
             note = f" ({low} run as float32 in the interpreter)"
         reduction = self.case.dims.get(self.target.reduction, 1) if self.target.reduction else 1
         masks: list[torch.Tensor] = []
-        comparison = oracle.compare(
-            outputs, expected, tolerance=tolerance, magnitude=self._magnitude,
-            reduction_length=max(1, reduction), masks=masks,
-            native=self.native_reference if self.target.upcast else None,
-            compiled=mode == "compiled",
-        )
+        judge = functools.partial(
+            oracle.compare, outputs, expected, tolerance=tolerance, magnitude=self._magnitude,
+            reduction_length=max(1, reduction),
+            native=self.native_reference if self.target.upcast else None)
+        comparison = judge(masks=masks, compiled=mode == "compiled")
         if mode == "interpret":
             self._interpret_mismatch = not comparison.ok
         if (mode == "compiled" and comparison.ok and comparison.structural is None
@@ -332,10 +332,7 @@ class _Run:
             # (oracle.COMPILED_RTOL), in a case where the interpreter mismatched (or has yet to
             # run): say so, so that verdict_of calls it a kernel bug, not an interpreter
             # divergence.
-            strict = oracle.compare(
-                outputs, expected, tolerance=tolerance, magnitude=self._magnitude,
-                reduction_length=max(1, reduction),
-                native=self.native_reference if self.target.upcast else None)
+            strict = judge()
             if not strict.ok:
                 detail["approx_math"] = (
                     f"{strict.mismatched} of {strict.total} elements pass only with the float32 "
