@@ -155,31 +155,139 @@ def view_of(shape: tuple[int, ...], layout: Layout) -> tuple[tuple[int, ...], in
     return tuple(strides), offset, storage_size
 
 
+#: Row domains: each row along ``Domain.dim`` is a probability vector (non-negative, sums to
+#: 1), or its logarithm (non-positive, logsumexp 0).
+ROWS = ("probability", "log_probability")
+
+
+def _number(v: Any, what: str) -> int | float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise CaseError(f"{what} must be a number or null, got {v!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where a tensor's values lie, as data: a range and/or a row constraint.
+
+    - ``min_value``/``max_value``: bounds (None: unbounded), inclusive unless
+      ``exclude_min``/``exclude_max``. Integer tensors use whole numbers; ``[0, V)`` is
+      ``min_value=0, max_value=V, exclude_max=True``.
+    - ``min_from``/``max_from``: the dim or scalar input a bound was read from when the case was
+      drawn (the number is stored too: a case is data); the minimizer re-reads it when it
+      changes that dim.
+    - ``rows``: ``"probability"`` or ``"log_probability"`` along dim ``dim`` (float tensors).
+
+    Values are drawn from the recipe's distribution, then folded into the range (reflected at
+    the bounds, wrapped for integers); special values move to the bounds or are skipped when
+    they fall outside (see :func:`apply_domain`).
+    """
+
+    min_value: int | float | None = None
+    max_value: int | float | None = None
+    exclude_min: bool = False
+    exclude_max: bool = False
+    min_from: str | None = None
+    max_from: str | None = None
+    rows: str | None = None
+    dim: int = -1
+
+    def describe(self) -> str:
+        parts = []
+        if self.min_value is not None or self.max_value is not None:
+            lo = "-inf" if self.min_value is None else repr(self.min_value)
+            hi = "inf" if self.max_value is None else repr(self.max_value)
+            parts.append(f"{'(' if self.exclude_min or self.min_value is None else '['}{lo},"
+                         f"{hi}{')' if self.exclude_max or self.max_value is None else ']'}")
+        if self.rows:
+            parts.append(f"{self.rows} rows(dim={self.dim})")
+        return " ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        for k in ("min_value", "max_value", "min_from", "max_from", "rows"):
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
+        for k in ("exclude_min", "exclude_max"):
+            if getattr(self, k):
+                d[k] = True
+        if self.rows is not None:
+            d["dim"] = self.dim
+        return d
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Domain:
+        if not isinstance(d, Mapping):
+            raise CaseError(f"a value domain must be a JSON object, got {type(d).__name__}")
+        rows = d.get("rows")
+        if rows is not None and rows not in ROWS:
+            raise CaseError(f"unknown row domain {rows!r}; expected one of {ROWS}")
+        names = {k: d.get(k) for k in ("min_from", "max_from")}
+        for k, v in names.items():
+            if v is not None and not isinstance(v, str):
+                raise CaseError(f"{k} must be a name or null, got {v!r}")
+        dom = Domain(_number(d.get("min_value"), "min_value"),
+                     _number(d.get("max_value"), "max_value"),
+                     bool(d.get("exclude_min", False)), bool(d.get("exclude_max", False)),
+                     names["min_from"], names["max_from"], rows, int(d.get("dim", -1)))
+        for k in ("min_value", "max_value"):
+            v = getattr(dom, k)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise CaseError(f"{k} must be finite, got {v!r}")
+        return dom
+
+
+def literal_special(kind: str) -> int | float | None:
+    """The number a literal special value (``"=-100"``) stands for; None for a named kind."""
+    if not kind.startswith("="):
+        return None
+    text = kind[1:]
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)  # "nan", "inf" parse too; float() runs no code
+    except ValueError:
+        raise CaseError(f"unknown special value {kind!r}") from None
+
+
 @dataclass(frozen=True)
 class Values:
     """Recipe for a tensor's values: a seed, a distribution and sparse special values.
 
     ``specials`` holds ``(position, kind)`` pairs; ``position`` indexes the tensor's distinct
-    elements in row-major order (expanded dims count once) and wraps around.
+    elements in row-major order (expanded dims count once) and wraps around. A kind is a name
+    (:data:`FLOAT_SPECIALS`, :data:`INT_SPECIALS`) or a literal number written ``"=-100"``
+    (planted as is, even outside the ``domain``). ``domain`` (optional) says where the values
+    lie (:class:`Domain`).
     """
 
     seed: int = 0
     distribution: str = "small_ints"
     specials: tuple[tuple[int, str], ...] = ()
+    domain: Domain | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "seed": self.seed,
             "distribution": self.distribution,
             "specials": [[i, k] for i, k in self.specials],
         }
+        if self.domain is not None:
+            d["domain"] = self.domain.to_json()
+        return d
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Values:
+        domain = d.get("domain")
         return Values(
             int(d.get("seed", 0)),
             str(d.get("distribution", "small_ints")),
             tuple((int(i), str(k)) for i, k in d.get("specials", ())),
+            None if domain is None else Domain.from_json(domain),
         )
 
 
@@ -225,7 +333,9 @@ class TensorCase:
         if v.seed:
             text += f"(seed={v.seed})"
         if v.specials:
-            text += " specials=" + ",".join(f"{k}@{i}" for i, k in v.specials)
+            text += " specials=" + ",".join(f"{k.lstrip('=')}@{i}" for i, k in v.specials)
+        if v.domain is not None:
+            text += f" in {v.domain.describe()}"
         return text
 
     def to_json(self) -> dict[str, Any]:
@@ -415,6 +525,115 @@ def _special_value(kind: str, dtype: torch.dtype) -> float | int | bool:
     return itable[kind]
 
 
+def _float_bounds(dom: Domain) -> tuple[float, float]:
+    lo = -math.inf if dom.min_value is None else float(dom.min_value)
+    hi = math.inf if dom.max_value is None else float(dom.max_value)
+    return lo, hi
+
+
+def _int_bounds(dom: Domain, dtype: torch.dtype) -> tuple[int, int]:
+    """The inclusive integer range of ``dom`` within ``dtype``."""
+    import torch
+
+    ii = torch.iinfo(dtype)
+    lo, hi = ii.min, ii.max
+    if dom.min_value is not None:
+        lo = max(lo, math.ceil(dom.min_value) + (1 if dom.exclude_min
+                                                 and dom.min_value == math.ceil(dom.min_value)
+                                                 else 0))
+    if dom.max_value is not None:
+        hi = min(hi, math.floor(dom.max_value) - (1 if dom.exclude_max
+                                                  and dom.max_value == math.floor(dom.max_value)
+                                                  else 0))
+    if lo > hi:
+        raise CaseError(f"the value domain {dom.describe()} holds no {dtype} value")
+    return lo, hi
+
+
+def _inside(v: float, dom: Domain) -> bool:
+    lo, hi = _float_bounds(dom)
+    if math.isnan(v):
+        return False
+    if v < lo or (dom.exclude_min and v == lo) or v > hi or (dom.exclude_max and v == hi):
+        return False
+    return True
+
+
+def _interior(dom: Domain) -> float:
+    """A value well inside a float range (what a value rounded onto an excluded bound becomes)."""
+    lo, hi = _float_bounds(dom)
+    if math.isfinite(lo) and math.isfinite(hi):
+        return lo + (hi - lo) / 2
+    if math.isfinite(lo):
+        return lo + max(1.0, abs(lo))
+    if math.isfinite(hi):
+        return hi - max(1.0, abs(hi))
+    return 0.0
+
+
+def _fold_float(x: torch.Tensor, dom: Domain) -> torch.Tensor:
+    """Reflect ``x`` (float64) into the range at its bounds: continuous, deterministic, keeps
+    small integers small integers where the range allows."""
+    import torch
+
+    lo, hi = _float_bounds(dom)
+    if math.isfinite(lo) and math.isfinite(hi):
+        w = hi - lo
+        if w <= 0:
+            return torch.full_like(x, lo)
+        t = torch.remainder(x - lo, 2 * w)
+        return lo + torch.where(t <= w, t, 2 * w - t)
+    if math.isfinite(lo):
+        return lo + (x - lo).abs()
+    if math.isfinite(hi):
+        return hi - (hi - x).abs()
+    return x
+
+
+def _rows(x: torch.Tensor, shape: tuple[int, ...], dom: Domain) -> torch.Tensor:
+    """``x`` (float64, flat) turned into probability (or log-probability) rows along
+    ``dom.dim`` of ``shape``; a 0-dim tensor is one whole row."""
+    if math.prod(shape) == 0:
+        return x
+    if not shape:
+        return x * 0 + (0.0 if dom.rows == "log_probability" else 1.0)
+    dim = dom.dim % len(shape)
+    v = x.reshape(shape)
+    v = v.log_softmax(dim) if dom.rows == "log_probability" else v.softmax(dim)
+    return v.reshape(-1)
+
+
+def _special_in_domain(kind: str, dtype: torch.dtype, dom: Domain | None
+                       ) -> float | int | bool | None:
+    """The value a special kind plants under ``dom`` (None: it lies outside; skipped). Literal
+    kinds (``"=-100"``) are planted as they are; ``max``/``lowest``/``min`` become the range's
+    bounds."""
+    import torch
+
+    literal = literal_special(kind)
+    if literal is not None:
+        if dtype.is_floating_point:
+            return float(literal)
+        if isinstance(literal, float) and not math.isfinite(literal):
+            raise CaseError(f"special value {kind!r} does not fit {dtype}")
+        return int(literal)
+    value = _special_value(kind, dtype)
+    if dom is None or dtype == torch.bool or (dom.min_value is None and dom.max_value is None):
+        return value
+    if not dtype.is_floating_point:
+        ilo, ihi = _int_bounds(dom, dtype)
+        value = {"max": ihi, "min": ilo}.get(kind, value)
+        return value if ilo <= int(value) <= ihi else None
+    flo, fhi = _float_bounds(dom)
+    if kind == "max" and math.isfinite(fhi):
+        value = fhi
+    elif kind == "lowest" and math.isfinite(flo):
+        value = flo
+    if kind == "nan":
+        return value  # drawn only when the strategy allows NaN
+    return value if _inside(float(value), dom) else None
+
+
 def generate_values(values: Values, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     """Contiguous tensor of ``shape`` filled as ``values`` says, deterministically from its seed."""
     import torch
@@ -422,6 +641,7 @@ def generate_values(values: Values, shape: tuple[int, ...], dtype: torch.dtype) 
     g = torch.Generator().manual_seed(values.seed)
     n = math.prod(shape)
     dist = values.distribution
+    dom = values.domain
     if dtype.is_floating_point:
         fmax = float(torch.finfo(dtype).max)
         if dist == "small_ints":
@@ -442,9 +662,24 @@ def generate_values(values: Values, shape: tuple[int, ...], dtype: torch.dtype) 
             x = sign * (torch.rand(n, generator=g, dtype=torch.float64) * 0.75 + 0.25) * mag
         else:
             raise CaseError(f"unknown float distribution {dist!r}")
+        if dom is not None and dom.rows:
+            x = _rows(x, shape, dom)
+        if dom is not None and (dom.min_value is not None or dom.max_value is not None):
+            x = _fold_float(x, dom)
         x = x.clamp(-fmax, fmax)
         # fp8 casts from float64 are not implemented for every torch build; go through fp32.
         out = x.float().to(dtype) if dtype.itemsize == 1 else x.to(dtype)
+        if dom is not None and (dom.min_value is not None or dom.max_value is not None) and n:
+            # Rounding to the dtype may land on an excluded bound or just past a bound.
+            lo, hi = _float_bounds(dom)
+            y = out.double()
+            bad = (y < lo) | (y > hi)
+            if dom.exclude_min:
+                bad |= y == lo
+            if dom.exclude_max:
+                bad |= y == hi
+            if bool(bad.any()):
+                out[bad] = torch.tensor(_interior(dom), dtype=torch.float64).to(dtype)
     else:
         if dtype == torch.bool:
             lo, hi = 0, 2
@@ -468,9 +703,22 @@ def generate_values(values: Values, shape: tuple[int, ...], dtype: torch.dtype) 
             # randint's high bound is exclusive and must fit int64
             out = torch.randint(lo, min(hi + 1, 2**63 - 1) if dtype != torch.bool else hi, (n,),
                                 generator=g, dtype=torch.int64).to(dtype)
+        if (dom is not None and dtype != torch.bool
+                and (dom.min_value is not None or dom.max_value is not None)):
+            dlo, dhi = _int_bounds(dom, dtype)
+            x64 = out.to(torch.int64)
+            if (dlo, dhi) != (torch.iinfo(dtype).min, torch.iinfo(dtype).max):
+                width = dhi - dlo + 1
+                if width >= 2**62:  # one-sided over (nearly) all of int64: clamp
+                    x64 = x64.clamp(dlo, dhi)
+                else:  # wrap into [dlo, dhi]: small ints stay small (x mod V)
+                    x64 = dlo + torch.remainder(x64 - dlo, width)
+            out = x64.to(dtype)
     if n:
         for pos, kind in values.specials:
-            out[pos % n] = _special_value(kind, dtype)
+            v = _special_in_domain(kind, dtype, dom)
+            if v is not None:
+                out[pos % n] = v
     return out.reshape(shape)
 
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from fuzzkern.case import Case, Layout, TensorCase, Values
+from fuzzkern.case import Case, Layout, TensorCase
 from fuzzkern.outcome import Outcome, Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -210,7 +210,7 @@ def explain(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
             kinds: set[str] = set()
             for name, tc in special.items():
                 kinds.update(k for _, k in tc.values.specials)
-                plain = replace(tc, values=Values(tc.values.seed, tc.values.distribution, ()))
+                plain = replace(tc, values=replace(tc.values, specials=()))
                 inputs[name] = plain
                 storages[name] = storage_of(materialize(plain))
             words = sorted(_SPECIAL_WORDS.get(k, k) for k in kinds)

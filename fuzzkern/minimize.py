@@ -76,6 +76,7 @@ from fuzzkern.case import (
 )
 from fuzzkern.errors import CaseError, FuzzkernError
 from fuzzkern.outcome import Outcome, Verdict
+from fuzzkern.strategies._internal.tensors import derive_dims, is_derived
 
 if TYPE_CHECKING:  # pragma: no cover
     from fuzzkern.target import Target
@@ -154,13 +155,18 @@ class _IntDomain:
     lo: int | None = None
     hi: int | None = None
     choices: tuple[int, ...] | None = None
+    #: sizes(multiple_of=m): only multiples of m
+    step: int = 1
 
     def lower(self, n: int) -> list[int]:
         if self.choices is not None:
             return [v for v in dict.fromkeys(self.choices) if v < n]
         lo = 0 if self.lo is None else self.lo
+        m = self.step
         vals = {lo, 1, 2, n // 2, n - 1, *_boundaries(lo, n - 1)}
-        return sorted(v for v in vals if lo <= v < n)
+        if m > 1:
+            vals = {v // m * m for v in vals} | {n - m}
+        return sorted(v for v in vals if lo <= v < n and v % m == 0)
 
     def floor(self, n: int) -> list[int]:
         """Where a dim goes when it trades its size to another: its minimum (and 1 too when
@@ -169,6 +175,8 @@ class _IntDomain:
             low = [v for v in self.choices if v < n]
             return [min(low)] if low else []
         lo = 0 if self.lo is None else self.lo
+        if self.step > 1:
+            return [lo] if lo < n else []
         return [v for v in dict.fromkeys((lo, 1) if lo == 0 else (lo,)) if v < n]
 
     def higher(self, n: int) -> list[int]:
@@ -176,6 +184,10 @@ class _IntDomain:
             return sorted(v for v in dict.fromkeys(self.choices) if v > n)
         if self.hi is None:
             return []
+        if self.step > 1:
+            m = self.step
+            return sorted({-(-v // m) * m for v in _boundaries(n + 1, self.hi)
+                           if -(-v // m) * m <= self.hi})
         return _boundaries(n + 1, self.hi)
 
 
@@ -184,7 +196,7 @@ def _dim_domain(strategy: Any) -> _IntDomain | None:
 
     if isinstance(strategy, SizesStrategy):
         strategy.check()
-        return _IntDomain(strategy.min_value, strategy.max_value)
+        return _IntDomain(strategy.lowest, strategy.max_value, step=strategy.multiple_of)
     kind = _hypothesis_kind(strategy)
     if kind is None:
         return None
@@ -225,6 +237,28 @@ def _values_domain(strategy: Any, dtype: str) -> _ValuesDomain | None:
     return _ValuesDomain(distributions, specials, values.max_seed)
 
 
+def _reread_bounds(recipe: Values, env: Mapping[str, Any]) -> Values | None:
+    """``recipe`` with the bounds its domain read from a dim or scalar read again from ``env``
+    (the candidate's dims and scalars); None when the range became empty."""
+    dom = recipe.domain
+    assert dom is not None
+    changes = {}
+    for side in ("min", "max"):
+        source = getattr(dom, f"{side}_from")
+        if source is not None and source in env:
+            changes[f"{side}_value"] = env[source]
+    if not changes:
+        return recipe
+    dom = replace(dom, **changes)
+    lo, hi = dom.min_value, dom.max_value
+    if lo is not None and hi is not None and (
+            lo > hi or (lo == hi and (dom.exclude_min or dom.exclude_max))
+            or (isinstance(lo, int) and isinstance(hi, int) and dom.exclude_min
+                and dom.exclude_max and hi - lo < 2)):
+        return None
+    return replace(recipe, domain=dom)
+
+
 def _distribution_rank(dtype: str, distribution: str) -> int:
     order = FLOAT_DISTRIBUTIONS if is_float_dtype(dtype) else INT_DISTRIBUTIONS
     return order.index(distribution) if distribution in order else len(order)
@@ -260,7 +294,9 @@ class _Minimizer:
         self.runs = 0
         self.seen = {_json(case)}
         named = target.inputs.named
-        self.dims = {d: _dim_domain(target.dims.get(d)) for d in case.dims}
+        self.derived = {d: s for d, s in target.dims.items() if is_derived(s)}
+        self.dims = {d: _dim_domain(target.dims.get(d)) for d in case.dims
+                     if d not in self.derived}
         self.shapes: dict[str, tuple[int | str, ...]] = {}
         self.max_numel: dict[str, int | None] = {}
         self.values: dict[str, _ValuesDomain | None] = {}
@@ -315,12 +351,23 @@ class _Minimizer:
         """``base`` with the given dims, recipes, scalars and configs; None when a tensor
         cannot take the new shape (its strategy's max_numel, or no layout to rebuild from)."""
         dims = dict(base.dims) if dims is None else dict(dims)
+        if self.derived:
+            try:
+                dims.update(derive_dims(self.derived, dims))
+            except FuzzkernError:
+                return None
         inputs: dict[str, Any] = {}
+        env: dict[str, Any] = dict(dims)
         for name, v in base.inputs.items():
             if not isinstance(v, TensorCase):
-                inputs[name] = scalars[name] if scalars and name in scalars else v
+                inputs[name] = env[name] = scalars[name] if scalars and name in scalars else v
                 continue
             recipe = values[name] if values and name in values else v.values
+            if recipe.domain is not None:
+                reread = _reread_bounds(recipe, env)
+                if reread is None:
+                    return None
+                recipe = reread
             spec = self.shapes.get(name)
             shape = v.shape if spec is None else tuple(
                 dims[s] if isinstance(s, str) else s for s in spec)
@@ -401,10 +448,12 @@ class _Minimizer:
         for seed in SEEDS:
             for dist in dists:
                 for keep in keeps:
-                    out.append({n: Values(
-                        seed if seed <= domains[n].max_seed else t.values.seed,
-                        dist if dist in domains[n].distributions else t.values.distribution,
-                        t.values.specials if keep else ()) for n, t in tensors.items()})
+                    out.append({n: replace(
+                        t.values,
+                        seed=seed if seed <= domains[n].max_seed else t.values.seed,
+                        distribution=(dist if dist in domains[n].distributions
+                                      else t.values.distribution),
+                        specials=t.values.specials if keep else ()) for n, t in tensors.items()})
         if True in keeps:
             kinds = dict.fromkeys(k for d in domains.values() for k in d.specials)
             for kind in kinds:
@@ -423,7 +472,7 @@ class _Minimizer:
             if dom is None:
                 continue
             v = t.values
-            boring[name] = Values(0, dom.distributions[0], ())
+            boring[name] = replace(v, seed=0, distribution=dom.distributions[0], specials=())
             options = []
             if v.specials:
                 options.append(replace(v, specials=()))

@@ -91,9 +91,15 @@ class Target:
       float64 CPU copies of the inputs (``upcast=False`` to keep dtypes). Each callable receives
       only the inputs its signature names.
     - ``inputs``: :func:`fuzzkern.strategies.inputs` of tensors, scalars and meta-parameters.
-    - ``dims``: symbolic dim name → strategy of ints, shared by every tensor of a case.
+    - ``dims``: symbolic dim name → strategy of ints, shared by every tensor of a case; or a
+      dim computed from the others: an expression (``"G*K"``, ``"2*D"``: names, ints,
+      ``+ - * // % **``) or a callable taking dims by name (``lambda G, K: G * K``).
     - ``inplace``: input name(s) the launcher updates in place; those are compared instead of the
       return value, and the reference returns their expected new values.
+    - ``clobbers``: input name(s) the launcher may overwrite as scratch (Liger's RoPE rotates
+      q and k in place and returns them): not compared, not flagged as ``input-mutated``
+      (writes outside their views are still ``oob-write``). The reference gets the original
+      values.
     - ``reduction``: name of the dim that is summed over (scales atol; see :class:`Tolerance`).
     - ``preconditions``: exception types the launcher raises to reject an input on purpose;
       such cases are counted, not failures.
@@ -112,6 +118,7 @@ class Target:
     preconditions: tuple[type[BaseException], ...] = ()
     upcast: bool = True
     timeout: float = 60.0
+    clobbers: str | Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         from fuzzkern.strategies._internal.inputs import InputsStrategy
@@ -156,6 +163,23 @@ class Target:
                 f"{describe('timeout', self.timeout)}."
             )
         self.inputs.validate_against(self)
+        for name in self.clobber_names:
+            if name not in self.inputs.tensors:
+                raise InvalidArgument(
+                    f"Expected clobbers to name tensor inputs ({', '.join(self.inputs.tensors)})"
+                    f" but got {describe('clobbers', name)}.")
+            if name in self.inplace_names:
+                raise InvalidArgument(
+                    f"Expected an input either in inplace (compared) or in clobbers (not "
+                    f"compared), not both, but got {describe('clobbers', name)}.")
+
+    @property
+    def clobber_names(self) -> tuple[str, ...]:
+        if self.clobbers is None:
+            return ()
+        if isinstance(self.clobbers, str):
+            return (self.clobbers,)
+        return tuple(self.clobbers)
 
     @property
     def inplace_names(self) -> tuple[str, ...]:

@@ -268,7 +268,9 @@ class _Run:
         """Record changed gaps (``detail["oob_write"]``) and mutated inputs
         (``detail["mutated"]``): ``storages`` maps each input to (view, bytes before, bytes
         after), the bytes on the CPU."""
-        inplace = set(self.target.inplace_names)
+        # in-place inputs are compared as outputs, clobbered ones not at all: neither is a
+        # mutation (a write outside the view still is a bug)
+        inplace = set(self.target.inplace_names) | set(self.target.clobber_names)
         for name, (view, before, after) in storages.items():
             gaps, mutated = hygiene.storage_changes(name, view, before, after,
                                                     inplace=name in inplace)

@@ -14,7 +14,9 @@ from fuzzkern.strategies._internal.base import FuzzkernStrategy
 from fuzzkern.strategies._internal.tensors import (
     STANDALONE_DIM,
     TensorsStrategy,
+    dim_inputs,
     draw_dims,
+    is_derived,
     smallest,
 )
 from fuzzkern.strategies._internal.validation import check_strategy, fail
@@ -129,6 +131,13 @@ class InputsStrategy(FuzzkernStrategy[Case]):
         for dim, strategy in dims.items():
             if not isinstance(dim, str):
                 fail("dim names that are strs", "dim", dim, 'Pass e.g. dims={"N": fks.sizes()}.')
+            if is_derived(strategy):
+                for used in dim_inputs(strategy):
+                    if used not in dims or used == dim:
+                        fail(f"a dim named in the target's dims for derived dim {dim!r}",
+                             f"dims[{dim!r}]", strategy,
+                             f"Add {used!r} to dims, e.g. dims={{{used!r}: fks.sizes()}}.")
+                continue
             check_strategy(
                 f"dims[{dim!r}]",
                 strategy,
@@ -201,12 +210,14 @@ class InputsStrategy(FuzzkernStrategy[Case]):
         limits = [lim for t in self.tensors.values() if (lim := t.limit()) is not None]
         sizes: dict[str, int] = draw_dims(data, dims, limits)
         drawn: dict[str, TensorCase | Any] = {}
+        env: dict[str, Any] = dict(sizes)  # what a value bound may name: dims, earlier scalars
         for name, strategy in self.named.items():
             if isinstance(strategy, TensorsStrategy):
                 dtype = drawn[strategy.dtype_of].dtype if strategy.dtype_of else None
-                drawn[name] = strategy.draw_in(data, sizes, dtype=dtype, inplace=name in inplace)
+                drawn[name] = strategy.draw_in(data, sizes, dtype=dtype, inplace=name in inplace,
+                                               env=env)
             else:
-                drawn[name] = scalar(name, data.draw(strategy))
+                drawn[name] = env[name] = scalar(name, data.draw(strategy))
         chosen: dict[str, int] = {}
         for kernel, n in sorted((configs or {}).items()):
             if n > 1:

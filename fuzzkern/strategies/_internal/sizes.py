@@ -77,10 +77,11 @@ def edge_sizes(lo: int, hi: int) -> tuple[int, ...]:
 
 
 class SizesStrategy(FuzzkernStrategy[int]):
-    def __init__(self, min_value: int, max_value: int, shown: str) -> None:
+    def __init__(self, min_value: int, max_value: int, shown: str, multiple_of: int = 1) -> None:
         super().__init__(shown)
         self.min_value = min_value
         self.max_value = max_value
+        self.multiple_of = multiple_of
         self._by_max: dict[int, st.SearchStrategy[int]] = {}
 
     def _check(self) -> None:
@@ -91,36 +92,60 @@ class SizesStrategy(FuzzkernStrategy[int]):
             min_value=self.min_value,
             fix=f"max_value must be at least min_value={self.min_value!r}.",
         )
+        check_int("multiple_of", self.multiple_of, min_value=1)
+        m = self.multiple_of
+        if -(-self.min_value // m) * m > self.max_value:
+            check_int("max_value", self.max_value, min_value=-(-self.min_value // m) * m,
+                      fix=f"No multiple of {m} lies in [{self.min_value}, {self.max_value}].")
+
+    @property
+    def lowest(self) -> int:
+        """The smallest size drawn: ``min_value`` rounded up to a multiple."""
+        return -(-self.min_value // self.multiple_of) * self.multiple_of
 
     def up_to(self, cap: int) -> st.SearchStrategy[int]:
         """The same distribution with ``max_value`` lowered to ``cap`` (a derived bound, so no
-        draw is ever filtered away). ``cap`` must be at least ``min_value``."""
+        draw is ever filtered away). ``cap`` must be at least ``lowest``."""
         self.check()
-        hi = min(self.max_value, cap)
-        assert hi >= self.min_value, (hi, self.min_value)
+        m = self.multiple_of
+        hi = min(self.max_value, cap) // m * m
+        lo = self.lowest
+        assert hi >= lo, (hi, lo)
         if hi not in self._by_max:
-            lo = self.min_value
             if lo == hi:
                 self._by_max[hi] = st.just(lo)
-            else:
+            elif m == 1:
                 # Plain integers first: both branches shrink toward min_value, and a size the
                 # edge list lacks still shrinks through the integers branch.
                 self._by_max[hi] = st.one_of(
                     st.integers(lo, hi), st.sampled_from(edge_sizes(lo, hi))
                 )
+            else:
+                # The edges rounded to multiples (down and up), drawn as the multiplier k, so
+                # both branches shrink toward the smallest multiple.
+                ks = sorted({k for e in edge_sizes(lo, hi) for k in (e // m, -(-e // m))
+                             if lo <= k * m <= hi})
+                self._by_max[hi] = st.one_of(
+                    st.integers(lo // m, hi // m), st.sampled_from(ks)
+                ).map(lambda k: k * m)
         return self._by_max[hi]
 
     def _draw(self, data: ConjectureData) -> int:
         return data.draw(self.up_to(self.max_value))
 
 
-def sizes(*, min_value: int = 1, max_value: int = 1024) -> st.SearchStrategy[int]:
+def sizes(
+    *, min_value: int = 1, max_value: int = 1024, multiple_of: int = 1
+) -> st.SearchStrategy[int]:
     """Sizes in ``[min_value, max_value]``, biased to the edges of blocked kernels.
 
     About half the draws come from an edge list: 1, 2, 3, small primes, powers of two ±1,
     multiples of the common tile sizes 16, 32, 64 and 128 ±1, and the bounds themselves; the
     rest are plain integers in range. Sizes shrink toward ``min_value``; pass ``min_value=0``
-    to allow empty dims.
+    to allow empty dims. ``multiple_of=m`` draws only multiples of ``m`` (an even head dim,
+    a size a block divides), the edges rounded to multiples; they shrink toward the smallest
+    multiple in range. For a dim computed from others, give the target's ``dims`` an
+    expression or a callable instead (``dims={"C": "G*K"}``).
 
     >>> from hypothesis import find
     >>> from fuzzkern import strategies as fks
@@ -130,7 +155,7 @@ def sizes(*, min_value: int = 1, max_value: int = 1024) -> st.SearchStrategy[int
     shown = call_repr(
         "sizes",
         (),
-        {"min_value": min_value, "max_value": max_value},
-        {"min_value": 1, "max_value": 1024},
+        {"min_value": min_value, "max_value": max_value, "multiple_of": multiple_of},
+        {"min_value": 1, "max_value": 1024, "multiple_of": 1},
     )
-    return SizesStrategy(min_value, max_value, shown)
+    return SizesStrategy(min_value, max_value, shown, multiple_of)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -72,7 +74,7 @@ def smallest(strategy: object) -> int:
     """A lower bound on what a dim strategy draws (0 when unknown)."""
     if isinstance(strategy, SizesStrategy):
         strategy.check()
-        return strategy.min_value
+        return strategy.lowest
     return 0
 
 
@@ -85,7 +87,10 @@ def draw_dims(
     within its ``max_numel`` given the dims drawn so far and the smallest sizes of the rest:
     the bound is derived, so no draw is thrown away for being too big."""
     drawn: dict[str, int] = {}
+    derived = {k: v for k, v in strategies.items() if is_derived(v)}
     for name, strategy in strategies.items():
+        if name in derived:
+            continue
         cap: int | None = None
         for limit in limits:
             k = limit.counts.get(name, 0)
@@ -94,14 +99,17 @@ def draw_dims(
             rest = limit.fixed
             for other, j in limit.counts.items():
                 if other != name:
-                    v = drawn[other] if other in drawn else max(smallest(strategies[other]), 1)
+                    if other in drawn:
+                        v = drawn[other]
+                    else:
+                        v = max(smallest(strategies.get(other)), 1)
                     rest *= v**j
             if rest:
                 c = iroot(limit.max_numel // rest, k)
                 cap = c if cap is None else min(cap, c)
         if cap is not None and isinstance(strategy, SizesStrategy):
             strategy.check()
-            if cap < strategy.min_value:
+            if cap < strategy.lowest:
                 # Only reachable when an earlier dim came from a strategy we cannot bound.
                 reject()
             value = data.draw(strategy.up_to(cap))
@@ -113,7 +121,82 @@ def draw_dims(
                 f"Draw dims from fks.sizes(...) or another strategy of non-negative ints."
             )
         drawn[name] = value
-    return drawn
+    drawn.update(derive_dims(derived, drawn))
+    return {k: drawn[k] for k in strategies}
+
+
+def is_derived(spec: object) -> bool:
+    """A dim computed from other dims: an expression (``"G*K"``) or a callable."""
+    return isinstance(spec, str) or (callable(spec) and not isinstance(spec, st.SearchStrategy))
+
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+
+
+def dim_expression(text: str) -> tuple[ast.expr, tuple[str, ...]]:
+    """Parse a derived dim's expression: dim names, ints, ``+ - * // % **`` and parentheses
+    (parsed, never evaluated as code). Returns the tree and the names it uses."""
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        fail("an expression of dim names and ints such as \"G*K\"", "dim", text)
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.append(node.id)
+        elif isinstance(node, ast.BinOp):
+            if type(node.op) not in _OPS:
+                fail("only + - * // % ** in a dim expression", "dim", text)
+        elif isinstance(node, ast.Constant):
+            if not is_int(node.value):
+                fail("only int constants in a dim expression", "dim", text)
+        elif not isinstance(node, (ast.Load, ast.operator, ast.expr_context)):
+            fail("an expression of dim names and ints such as \"G*K\"", "dim", text)
+    return tree, tuple(dict.fromkeys(names))
+
+
+def _evaluate(node: ast.expr, dims: Mapping[str, int]) -> int:
+    if isinstance(node, ast.Constant):
+        assert is_int(node.value)
+        return int(node.value)  # type: ignore[arg-type]
+    if isinstance(node, ast.Name):
+        return dims[node.id]
+    assert isinstance(node, ast.BinOp)
+    return int(_OPS[type(node.op)](_evaluate(node.left, dims), _evaluate(node.right, dims)))
+
+
+def dim_inputs(spec: object) -> tuple[str, ...]:
+    """The dims a derived dim reads."""
+    if isinstance(spec, str):
+        return dim_expression(spec)[1]
+    from fuzzkern.target import _accepts
+
+    return tuple(sorted(_accepts(spec)[0]))  # type: ignore[arg-type]
+
+
+def derive_dims(derived: Mapping[str, object], dims: Mapping[str, int]) -> dict[str, int]:
+    """The values of the ``derived`` dims (in order; each may read earlier ones) from
+    ``dims``."""
+    from fuzzkern.target import call_with
+
+    known = dict(dims)
+    out: dict[str, int] = {}
+    for name, spec in derived.items():
+        missing = [d for d in dim_inputs(spec) if d not in known]
+        if missing:
+            fail(f"dims drawn before {name!r} (known: {', '.join(known) or 'none'})",
+                 f"dims[{name!r}]", spec, f"Declare {missing[0]!r} in dims.")
+        if isinstance(spec, str):
+            value = _evaluate(dim_expression(spec)[0], known)
+        else:
+            value = call_with(spec, known)  # type: ignore[arg-type]
+        if not is_int(value) or value < 0:
+            raise InvalidArgument(
+                f"Expected dim {name} to compute an int >= 0 but got {describe(name, value)} "
+                f"from dims {dict(known)}.")
+        known[name] = out[name] = value
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,6 +308,9 @@ class TensorsStrategy(FuzzkernStrategy[TensorCase]):
             check_strategy("values", v, 'Pass e.g. values=fks.values(distributions=["normal"]).')
             if isinstance(v, ValuesStrategy):
                 v.check()
+                if v.rows is not None and self.expand:
+                    fail("expand=False with probability rows", "expand", self.expand,
+                         "A row along a stride-0 dim repeats one value; it cannot sum to 1.")
                 if self.dtype_of is None:
                     for dtype in check_dtype_names("dtypes", names):
                         v.for_dtype(dtype)  # its distributions must fit every dtype drawn
@@ -260,9 +346,11 @@ class TensorsStrategy(FuzzkernStrategy[TensorCase]):
         *,
         dtype: str | None = None,
         inplace: bool = False,
+        env: Mapping[str, Any] | None = None,
     ) -> TensorCase:
         """Draw this tensor with its symbolic dims taken from ``dims`` (already drawn) and, when
-        given, the dtype fixed (``dtype_of``). In-place tensors never get stride-0 dims."""
+        given, the dtype fixed (``dtype_of``). In-place tensors never get stride-0 dims. Value
+        bounds that name a dim or scalar are read from ``env`` (default: ``dims``)."""
         self.check()
         shape = tuple(dims[s] if isinstance(s, str) else s for s in self.shape)
         if self.max_numel is not None and math.prod(shape) > self.max_numel:
@@ -287,7 +375,8 @@ class TensorsStrategy(FuzzkernStrategy[TensorCase]):
             )
         if isinstance(self._values, ValuesStrategy):
             positions = math.prod(1 if d in layout.expanded else n for d, n in enumerate(shape))
-            recipe = self._values.draw_for(data, dtype, positions)
+            recipe = self._values.draw_for(data, dtype, positions,
+                                           dims if env is None else env)
         else:
             recipe = data.draw(self._values)
             check_recipe(recipe, dtype)
@@ -327,7 +416,7 @@ def check_recipe(recipe: object, dtype: str) -> None:
             "Use fks.values(...).",
         )
     for _, special in recipe.specials:
-        if special not in SPECIALS[kind]:
+        if special not in SPECIALS[kind] and not special.startswith("="):
             fail(
                 f"a special value for {dtype} ({', '.join(SPECIALS[kind])})",
                 "special",
