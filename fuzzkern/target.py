@@ -81,6 +81,12 @@ def call_with(fn: Callable[..., Any], values: Mapping[str, Any]) -> Any:
     return fn(**(dict(values) if var_kw else {k: v for k, v in values.items() if k in names}))
 
 
+def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 @dataclass(frozen=True, eq=False)
 class Target:
     """A kernel to fuzz: host launcher, torch reference, and how to draw its inputs.
@@ -175,19 +181,11 @@ class Target:
 
     @property
     def clobber_names(self) -> tuple[str, ...]:
-        if self.clobbers is None:
-            return ()
-        if isinstance(self.clobbers, str):
-            return (self.clobbers,)
-        return tuple(self.clobbers)
+        return _names(self.clobbers)
 
     @property
     def inplace_names(self) -> tuple[str, ...]:
-        if self.inplace is None:
-            return ()
-        if isinstance(self.inplace, str):
-            return (self.inplace,)
-        return tuple(self.inplace)
+        return _names(self.inplace)
 
     @property
     def id(self) -> str:
