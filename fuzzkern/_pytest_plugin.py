@@ -83,10 +83,17 @@ class _Settings:
     modes_from_cli: bool = False
     seed: int | None = None
     seed_from_cli: bool = False
+    seed_source: str = "--fuzzkern-seed"
     corpus: str = "corpus"
     #: the database spec given (command line or ini), or None for the profile's default
     db: str | None = None
     default_db: str = ".hypothesis/examples"
+    #: Hypothesis's own options (its pytest plugin): ``--hypothesis-profile`` replaces the
+    #: fuzzkern profile's Hypothesis profile, ``--hypothesis-seed`` is a seed below
+    #: ``--fuzzkern-seed``, ``--hypothesis-show-statistics`` adds each item's statistics to
+    #: Hypothesis's statistics section
+    hypothesis_profile: str | None = None
+    show_statistics: bool = False
 
 
 @dataclass
@@ -217,7 +224,51 @@ def _settings(config: pytest.Config) -> _Settings:
     corpus, _ = _option(config, "fuzzkern_corpus", lambda v, cli: _path(config, v, cli))
     s.corpus = corpus or s.corpus
     s.db, _ = _option(config, "fuzzkern_db", _database_spec(config))
+    _hypothesis_options(config, s)
     return s
+
+
+def _hypothesis_option(config: pytest.Config, name: str) -> Any:
+    """One of Hypothesis's pytest options, or None when its plugin is off (-p no:hypothesispytest)."""
+    try:
+        return config.getoption(name)
+    except ValueError:
+        return None
+
+
+def _hypothesis_options(config: pytest.Config, s: _Settings) -> None:
+    """Map Hypothesis's own pytest options onto fuzzkern items (the fuzzkern ones win)."""
+    profile = _hypothesis_option(config, "--hypothesis-profile")
+    if profile:
+        from hypothesis import settings
+        from hypothesis.errors import InvalidArgument as HypothesisInvalidArgument
+
+        try:
+            settings.get_profile(profile)
+        except HypothesisInvalidArgument as e:
+            raise FuzzkernError(f"--hypothesis-profile: {e}") from None
+        s.hypothesis_profile = profile
+    seed = _hypothesis_option(config, "--hypothesis-seed")
+    if seed is not None and not s.seed_from_cli:
+        try:
+            s.seed = testing.check_seed(_int(str(seed)))
+        except FuzzkernError as e:
+            raise FuzzkernError(f"--hypothesis-seed: {e} fuzzkern items take an integer "
+                                "seed.") from None
+        s.seed_from_cli = True
+        s.seed_source = "--hypothesis-seed"
+    s.show_statistics = bool(_hypothesis_option(config, "--hypothesis-show-statistics"))
+
+
+def _profile_limits(s: _Settings) -> tuple[int | None, int | None, str]:
+    """``(max_examples, seed, source)`` of the Hypothesis profile in force: the one
+    ``--hypothesis-profile`` loaded, else ``fuzzkern-<profile>``."""
+    from fuzzkern import profiles
+
+    if s.hypothesis_profile:
+        return (*profiles.limits_of(s.hypothesis_profile),
+                f"Hypothesis profile {s.hypothesis_profile!r}")
+    return (*profiles.effective(s.profile), f"Hypothesis profile 'fuzzkern-{s.profile.name}'")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -228,6 +279,12 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = _settings(config)
     except FuzzkernError as e:
         raise pytest.UsageError(f"fuzzkern: {e}") from None
+    if settings.modes and "compiled" in settings.modes and (
+            "compiled" not in testing.default_modes()):
+        where = "--fuzzkern-modes" if settings.modes_from_cli else "the fuzzkern_modes ini key"
+        raise pytest.UsageError(
+            f"fuzzkern: {where}: the compiled mode needs a CUDA GPU, and torch sees none here "
+            "(torch.cuda.is_available() is False); use interpret")
     state = _State(settings)
     config.stash[_STATE] = state
     config.pluginmanager.register(_Reporter(state), "fuzzkern-reporter")
@@ -246,7 +303,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     s = state.settings
     p = s.profile
     budget = s.budget or p.budget
-    limit = s.max_examples or p.max_examples
+    profile_limit, profile_seed, limits_source = _profile_limits(s)
+    limit = s.max_examples or profile_limit
     versions = []
     for pkg in ("torch", "triton"):
         try:
@@ -261,9 +319,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     except FuzzkernError as e:
         gpus = f"GPUs: ? ({e})"
     from fuzzkern.database import describe_spec
-    from fuzzkern.profiles import effective
 
-    seeded = s.seed is not None or effective(p)[1] is not None
+    seed = s.seed if s.seed is not None else profile_seed
+    seeded = seed is not None
     if seeded:
         db = "off (a seeded run does not use one)"
     elif s.db is not None:
@@ -271,11 +329,19 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     else:
         default = _shown(s.default_db)
         db = default if p.database == "read-write" else "off"
+    if s.seed is not None:
+        seed_text = f"seed {s.seed} ({s.seed_source})"
+    elif seeded:
+        seed_text = f"seed {seed} (derandomized by the {limits_source})"
+    else:
+        seed_text = "a random seed per item, printed in its report section"
+    cases = f"at most {limit} cases per target" if limit else "no case limit"
+    if not s.max_examples:
+        cases += f" ({limits_source})"
     return [
-        f"fuzzkern {_version()}: profile {p.name} ({s.profile_source}): budget {budget:g} s"
-        + (f", at most {limit} cases" if limit else "") + " per target; "
-        + "; ".join(versions) + f"; {gpus}",
-        f"fuzzkern: database {db}; corpus {_shown(s.corpus)}"
+        f"fuzzkern {_version()}: profile {p.name} ({s.profile_source}): budget {budget:g} s, "
+        f"{cases}; " + "; ".join(versions) + f"; {gpus}",
+        f"fuzzkern: {seed_text}; database {db}; corpus {_shown(s.corpus)}"
         + ("" if p.write_corpus else " (read-only)"),
     ]
 
@@ -314,6 +380,7 @@ class FuzzkernItem(pytest.Item):
         self.entry_path = entry_path
         self.problem = problem
         self.fuzzkern_details = ""
+        self.fuzzkern_stats = ""
         self.add_marker("fuzzkern")
 
     def runtest(self) -> None:
@@ -326,6 +393,10 @@ class FuzzkernItem(pytest.Item):
         if not runnable:
             pytest.skip(f"{target.id} runs only in {','.join(target.modes)}; this session "
                         f"uses {','.join(modes)}" + ("" if chosen else " (no CUDA GPU)"))
+        if "compiled" in runnable and "compiled" not in state.default_modes():
+            runnable = tuple(m for m in runnable if m != "compiled")
+            if not runnable:  # a fuzz_test(modes=("compiled",)) on a machine without CUDA
+                pytest.skip(f"{target.id}: the compiled mode needs a CUDA GPU (none here)")
         try:
             if self.kind == "fuzz":
                 opts = self._campaign_options(state, runnable)
@@ -336,6 +407,7 @@ class FuzzkernItem(pytest.Item):
         except FuzzkernError as e:  # configuration: an unreachable database, bad $FUZZKERN_GPUS
             raise FuzzkernFailed(f"fuzzkern: {e}") from None
         self.fuzzkern_details = result.details
+        self.fuzzkern_stats = result.stats
         for path in result.new_corpus:
             self.user_properties.append((NEW_CORPUS_PROPERTY, path))
         if result.status == "failed":
@@ -355,11 +427,10 @@ class FuzzkernItem(pytest.Item):
     def _campaign_options(self, state: _State, modes: tuple[str, ...]) -> Any:
         """Command line, then the fuzz_test's own settings, then the ini file, then the
         profile (with its Hypothesis profile's max_examples and derandomize)."""
-        from fuzzkern import profiles
-        from fuzzkern.engine import CampaignOptions
+        from fuzzkern.engine import CampaignOptions, new_draw_seed
 
         s, own, p = state.settings, self.fuzz_settings, state.settings.profile
-        max_examples, seed = profiles.effective(p)
+        max_examples, seed, _ = _profile_limits(s)
 
         def pick(cli_value: Any, from_cli: bool, own_value: Any, default: Any) -> Any:
             if from_cli and cli_value is not None:
@@ -378,6 +449,8 @@ class FuzzkernItem(pytest.Item):
         # Hypothesis ignores the database of a seeded run (hypothesis.seed sets database=None):
         # don't open one, so a derandomized CI job does not even need the Redis server.
         kw["database"] = None if kw["seed"] is not None else state.database()
+        if kw["seed"] is None:  # printed in the item's section, so the draws can be repeated
+            kw["draw_seed"] = new_draw_seed()
         if testing.supports_corpus_option():
             kw["corpus"] = s.corpus if p.write_corpus else None
         return CampaignOptions(**kw)
@@ -412,11 +485,24 @@ def _corpus_items(collector: pytest.Module, name: str, loaded: Any,
     entries = corpus.scan(folder, loaded.id)
     ids = _short_ids([p for p, _ in entries])
     return [
-        FuzzkernItem.from_parent(collector, name=f"{name}[corpus:{ids[path]}]", loaded=loaded,
-                                 kind="corpus", fuzz_settings=own, entry=entry,
-                                 entry_path=str(path))
+        _item(collector, name, f"corpus:{ids[path]}", loaded=loaded, kind="corpus",
+              fuzz_settings=own, entry=entry, entry_path=str(path))
         for path, entry in entries
     ]
+
+
+def _item(collector: pytest.Module, name: str, param: str, **kwargs: Any) -> FuzzkernItem:
+    """The item ``name[param]``, with the node id of a parametrized test.
+
+    pytest >= 9.2 keeps node ids structured (``_pytest.nodeid.NodeId``: path, names, params)
+    and matches ``--lf``/``--ff``/``--nf`` by comparing them: the stored string
+    ``test_ops.py::add[fuzz]`` parses as name ``add`` with params ``fuzz``. An item named
+    ``add[fuzz]`` by a plain child id would never compare equal, so ``--lf`` would skip it.
+    """
+    parent_id = getattr(collector, "id", None)
+    if parent_id is not None and hasattr(parent_id, "with_params"):
+        kwargs["nodeid"] = parent_id.child(name).with_params(param)
+    return FuzzkernItem.from_parent(collector, name=f"{name}[{param}]", **kwargs)
 
 
 def _short_ids(paths: list[Any]) -> dict[Any, str]:
@@ -435,8 +521,8 @@ def _short_ids(paths: list[Any]) -> dict[Any, str]:
 def _items(collector: pytest.Module, name: str, loaded: Any, own: Any = None,
            problem: str | None = None) -> list[FuzzkernItem]:
     corpus = [] if loaded is None else _corpus_items(collector, name, loaded, own)
-    fuzz = FuzzkernItem.from_parent(collector, name=f"{name}[fuzz]", loaded=loaded,
-                                    kind="fuzz", fuzz_settings=own, problem=problem)
+    fuzz = _item(collector, name, "fuzz", loaded=loaded, kind="fuzz", fuzz_settings=own,
+                 problem=problem)
     # Regression cases first: they are quick, and a known bug should fail before fuzzing.
     return [*corpus, fuzz]
 
@@ -477,7 +563,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if call.when == "call" and isinstance(item, FuzzkernItem) and item.fuzzkern_details:
         report.sections.append((SECTION, item.fuzzkern_details))
+    if (call.when == "teardown" and isinstance(item, FuzzkernItem) and item.fuzzkern_stats
+            and item.config.stash[_STATE].settings.show_statistics):
+        # Where Hypothesis's plugin keeps a test's statistics: its terminal summary prints
+        # them under "Hypothesis Statistics" (and the key travels back from xdist workers).
+        report.__dict__[_HYPOTHESIS_STATS_KEY] = f"{item.nodeid}:\n\n  - {item.fuzzkern_stats}"
     return report
+
+
+#: the report attribute ``_hypothesis_pytestplugin`` reads statistics from (its STATS_KEY)
+_HYPOTHESIS_STATS_KEY = "_hypothesis_stats"
 
 
 class _Reporter:

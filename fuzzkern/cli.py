@@ -113,6 +113,9 @@ def main() -> None:
               help="Turn a hygiene check off (repeatable): interpreter bounds or view checks, "
                    "poisoned torch.empty, input mutation, compiled red zones.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
+@click.option("--heartbeat", type=float, default=30.0, show_default=True,
+              help="Off a terminal (logs, CI): print a progress line every SECONDS (targets "
+                   "running, cases, failures, time left); 0 turns it off.")
 @click.option("--corpus", "corpus_dir", default="corpus", show_default=True,
               help="Regression corpus folder: a target's entries replay before it is fuzzed, "
                    "and each failure found is saved there.")
@@ -122,7 +125,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         report_path: str | None, debug_kernels: bool, quiet: bool, corpus_dir: str,
         no_corpus: bool, sanitize: bool = False, repeat_compiled: int = 1,
         no_checks: tuple[str, ...] = (), html_path: str | None = None,
-        jobs_text: str = "auto") -> None:
+        jobs_text: str = "auto", heartbeat: float = 30.0) -> None:
     """Fuzz TARGETS (path.py, path.py::name, package.module[:name], or a folder: every .py
     file under it that defines targets) for a wall-clock budget spread across them.
 
@@ -133,8 +136,8 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     from fuzzkern.database import open_database
 
     console = Console(highlight=False)
-    if not console.is_terminal:  # logs and CI: don't wrap at 80 columns
-        console = Console(highlight=False, width=140)
+    if not console.is_terminal:  # logs and CI: don't wrap at 80 columns, unless $COLUMNS says
+        console = Console(highlight=False, width=_log_width(140))
     try:
         seconds = engine.parse_budget(budget)
     except FuzzkernError as e:
@@ -149,6 +152,9 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     if timeout is not None and timeout <= 0:
         raise click.BadParameter(f"expected a positive number of seconds, got {timeout}",
                                  param_hint="--timeout")
+    if heartbeat < 0:
+        raise click.BadParameter(f"expected a number of seconds >= 0, got {heartbeat:g}",
+                                 param_hint="--heartbeat")
     if repeat_compiled < 1:
         raise click.BadParameter(f"expected a number of runs >= 1, got {repeat_compiled}",
                                  param_hint="--repeat-compiled")
@@ -186,14 +192,19 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         database = None if no_db else open_database(db_path)
     except FuzzkernError as e:
         _fail_usage(f"--db: {e}")
+    # Every run has a seed, printed, so `--seed N` repeats its draws.
+    draw_seed = engine.new_draw_seed() if seed is None else None
+    run_seed = seed if seed is not None else draw_seed
     opts = engine.CampaignOptions(budget=seconds, modes=modes, database=database, seed=seed,
+                                  draw_seed=draw_seed,
                                   max_examples=max_examples, timeout=timeout, debug=debug_kernels,
                                   corpus=None if no_corpus else corpus_dir,
                                   checks={name: False for name in no_checks},
                                   repeat_compiled=repeat_compiled, sanitize=sanitizer)
     if not quiet:
         console.print(f"fuzzkern: {len(loaded)} target(s), budget {budget}, "
-                      f"modes {','.join(modes)}, {jobs} process(es)")
+                      f"modes {','.join(modes)}, {jobs} process(es), seed {run_seed}"
+                      + ("" if seed is not None else f" (--seed {run_seed} repeats the draws)"))
     if seed is not None and database is not None:
         # hypothesis.seed() runs without the example database: say so rather than surprise
         console.print(f"note: --seed {seed} runs without the example database ({db_path}): "
@@ -202,7 +213,8 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
 
     start = time.monotonic()
     display = _Display(console, [lt.id for lt in loaded], seconds,
-                       live=console.is_terminal and not quiet, quiet=quiet)
+                       live=console.is_terminal and not quiet, quiet=quiet,
+                       heartbeat=0.0 if console.is_terminal or quiet else heartbeat)
     with display:
         results = engine.run_campaign(loaded, opts, on_event=display.on_event, jobs=jobs,
                                       database_spec=None if no_db else db_path,
@@ -213,30 +225,17 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     for f in failures:
         ref = next((r.ref for r in results if r.target_id == f.target_id), f.target_id)
         console.rule(f"[bold red]{f.target_id}: {f.outcome.verdict}")
-        console.print(reporting.failure_text(f, ref), markup=False)
-    table = Table(title=f"fuzzkern summary ({elapsed:.1f} s)")
-    table.add_column("target", no_wrap=True)
-    cols = ["status", "cases", "cases/s", "pass", "precond.", "unsupported", "coverage",
-            "compiles", "failures"]
-    show_gpus = any(r.devices for r in results)
-    if show_gpus:
-        cols.insert(-1, "GPU")
-    for col in cols:
-        table.add_column(col)
-    for r in results:
-        row = reporting.result_row(r)
-        cells = [r.target_id, _styled(row["status"]), str(row["cases"]),
-                 f"{row['cases_per_s']:.1f}", str(row["passed"]), str(row["preconditions"]),
-                 str(row["unsupported"]), str(len(r.specializations)), str(r.compiles)]
-        if show_gpus:
-            cells.append(reporting.gpu_summary(r.devices))
-        cells.append(", ".join(row["failures"]) or (r.error or r.skipped or "-"))
-        table.add_row(*cells)
+        console.print(reporting.failure_text(f, ref, run_seed), markup=False)
+    table = summary_table(results, f"fuzzkern summary ({elapsed:.1f} s, seed {run_seed})",
+                          console.width)
     console.print(table)
     _print_corpus(console, results)
     errors = [r for r in results if r.error]
     for r in errors:
         console.print(f"[red]error[/red] in {r.target_id}: {r.error}", markup=True)
+    for r in results:
+        if r.skipped and not r.error:
+            console.print(f"skipped {r.target_id}: {r.skipped}", markup=False)
     if report_path:
         report = {
             "budget_seconds": seconds,
@@ -262,7 +261,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         texts: dict[str, list[str]] = {}
         for f in failures:
             ref = next((r.ref for r in results if r.target_id == f.target_id), f.target_id)
-            texts.setdefault(f.target_id, []).append(reporting.failure_text(f, ref))
+            texts.setdefault(f.target_id, []).append(reporting.failure_text(f, ref, run_seed))
         page = htmlreport.render(results, budget=seconds, elapsed=elapsed, modes=modes,
                                  failures_text=texts)
         tmp = f"{html_path}.tmp{os.getpid()}"
@@ -303,6 +302,68 @@ def list_targets(targets: tuple[str, ...]) -> None:
     console.print(table)
 
 
+def summary_table(results: list[Any], title: str, width: int) -> Table:
+    """One row per target, never wrapped: columns that do not fit ``width`` are left out
+    (least useful first), and no cell wraps. Failures and errors are printed in full below."""
+    from fuzzkern import reporting
+
+    show_gpus = any(r.devices for r in results)
+    columns: dict[str, list[str]] = {name: [] for name in (
+        "target", "status", "cases", "cases/s", "pass", "precond.", "unsupported", "coverage",
+        "compiles", "GPU", "failures")}
+    styled = []
+    for r in results:
+        row = reporting.result_row(r)
+        styled.append(_styled(row["status"]))
+        cells = {
+            "target": r.target_id, "status": row["status"], "cases": str(row["cases"]),
+            "cases/s": f"{row['cases_per_s']:.1f}", "pass": str(row["passed"]),
+            "precond.": str(row["preconditions"]), "unsupported": str(row["unsupported"]),
+            "coverage": str(len(r.specializations)), "compiles": str(r.compiles),
+            "GPU": reporting.gpu_summary(r.devices),
+            "failures": ", ".join(row["failures"]) or ("error" if r.error else "")
+                        or ("skipped" if r.skipped else "-"),
+        }
+        for name, cell in cells.items():
+            columns[name].append(cell)
+    if not show_gpus:
+        del columns["GPU"]
+    # Most useful first; a column takes its widest cell plus 3 for borders and padding.
+    priority = ["target", "status", "cases", "failures", "GPU", "cases/s", "coverage",
+                "compiles", "pass", "precond.", "unsupported"]
+    kept: set[str] = set()
+    used = 1
+    for name in priority:
+        if name not in columns:
+            continue
+        need = max(len(name), *(len(c) for c in columns[name])) + 3 if results else len(name) + 3
+        if used + need <= width or name == "target":
+            kept.add(name)
+            used += need
+    table = Table(title=title)
+    shown = [n for n in columns if n in kept]
+    for name in shown:
+        table.add_column(name, no_wrap=True, overflow="ellipsis")
+    for k in range(len(results)):
+        table.add_row(*[styled[k] if n == "status" else columns[n][k] for n in shown])
+    return table
+
+
+def _log_width(default: int) -> int:
+    """The width for output that is not a terminal: ``$COLUMNS`` when set, else ``default``."""
+    try:
+        return max(40, int(os.environ["COLUMNS"]))
+    except (KeyError, ValueError):
+        return default
+
+
+def _clock(seconds: float) -> str:
+    """``75`` -> ``1:15``, ``3725`` -> ``1:02:05``."""
+    m, sec = divmod(int(max(0.0, seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
 def _jobs(text: str) -> int | None:
     """``-j``: a positive number, or None for auto."""
     if text.strip().lower() == "auto":
@@ -327,9 +388,14 @@ class _Display:
     plain lines as targets finish otherwise (logs, CI)."""
 
     def __init__(self, console: Console, target_ids: list[str], budget: float, *, live: bool,
-                 quiet: bool) -> None:
+                 quiet: bool, heartbeat: float = 0.0) -> None:
+        import threading
+
         from fuzzkern.schedule import Progress
 
+        self.heartbeat = heartbeat
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
         self.console = console
         self.rows = {t: Progress(t) for t in target_ids}
         self.budget = budget
@@ -345,11 +411,45 @@ class _Display:
     def __enter__(self) -> _Display:
         if self.live is not None:
             self.live.__enter__()
+        if self.heartbeat > 0:
+            import threading
+
+            self._beat = threading.Thread(target=self._heartbeats, name="fuzzkern-heartbeat",
+                                          daemon=True)
+            self._beat.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
         if self.live is not None:
             self.live.__exit__(*exc)
+
+    def _heartbeats(self) -> None:
+        """Logs and CI: a line every ``heartbeat`` seconds, so a long run is never silent."""
+        while not self._stop.wait(self.heartbeat):
+            self.console.print(self.heartbeat_line(), markup=False)
+
+    def heartbeat_line(self) -> str:
+        """``[1:30 of 30:00, 28:30 left] 3/15 targets done, 4120 cases, 0 failures; running:
+        builtin.softmax (812 cases), ...``"""
+        elapsed = time.monotonic() - self.start
+        rows = list(self.rows.values())
+        done = sum(p.state == "done" for p in rows)
+        running = [p for p in rows if p.state == "running"]
+        cases = sum(p.cases for p in rows)
+        failures = sum(p.failures for p in rows)
+        text = (f"[{_clock(elapsed)} of {_clock(self.budget)}, "
+                f"{_clock(self.budget - elapsed)} left] {done}/{len(rows)} targets done, "
+                f"{cases} cases, {failures} failure{'s' if failures != 1 else ''}")
+        if running:
+            text += "; running: " + ", ".join(
+                f"{p.target_id} ({p.cases} cases" + (f", {p.failures} failing" if p.failures
+                                                      else "") + ")" for p in running[:4])
+            if len(running) > 4:
+                text += f" and {len(running) - 4} more"
+        return text
 
     def table(self) -> Table:
         elapsed = time.monotonic() - self.start

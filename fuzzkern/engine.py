@@ -217,12 +217,20 @@ class TargetResult:
         return bool(self.failures) or self.error is not None
 
 
+def new_draw_seed() -> int:
+    """A fresh seed for an unseeded run's draws (see ``CampaignOptions.draw_seed``)."""
+    return random.SystemRandom().randrange(1, 2**31)
+
+
 @dataclass
 class CampaignOptions:
     budget: float = 60.0
     modes: tuple[str, ...] = ("interpret",)
     database: ExampleDatabase | None = None
     seed: int | None = None
+    #: an unseeded run's draws come from this seed (printed, so ``--seed N`` repeats them),
+    #: while the example database stays in use; ``seed`` wins when both are set
+    draw_seed: int | None = None
     max_examples: int | None = None
     #: extra time a shrink may take past a target's share: max(grace_min, grace_fraction*share)
     grace_min: float = 20.0
@@ -359,6 +367,10 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     )(test)
     if opts.seed is not None:
         test = hypothesis.seed(opts.seed)(test)
+    elif opts.draw_seed is not None:
+        # What hypothesis.seed sets, without its database=None: the draws repeat under
+        # `--seed N`, and this run still replays and records the example database.
+        test._hypothesis_internal_use_seed = opts.draw_seed  # type: ignore[attr-defined]
     # The database key is the target's stable id, so failures replay first on the next run.
     test.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # type: ignore[attr-defined]
 

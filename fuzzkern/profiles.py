@@ -123,7 +123,18 @@ def hypothesis_settings(profile: Profile) -> Any:
 
 def effective(profile: Profile) -> tuple[int | None, int | None]:
     """``(max_examples, seed)`` after the Hypothesis profile of the same name has its say."""
-    hs = hypothesis_settings(profile)
+    return _limits(hypothesis_settings(profile))
+
+
+def limits_of(name: str) -> tuple[int | None, int | None]:
+    """``(max_examples, seed)`` of the registered Hypothesis profile ``name`` (what
+    ``pytest --hypothesis-profile NAME`` loads)."""
+    from hypothesis import settings
+
+    return _limits(settings.get_profile(name))
+
+
+def _limits(hs: Any) -> tuple[int | None, int | None]:
     max_examples = hs.max_examples
     seed = 0 if hs.derandomize else None
     return (None if max_examples >= UNBOUNDED_EXAMPLES else max_examples), seed

@@ -62,7 +62,9 @@ def _hygiene_lines(m: ModeResult) -> list[str]:
     return lines
 
 
-def failure_text(failure: Failure, ref: str | None = None) -> str:
+def failure_text(failure: Failure, ref: str | None = None, seed: int | None = None) -> str:
+    """A failure in words. ``seed``: the seed of the run that found it, for the command that
+    repeats the run when there is no corpus entry to replay."""
     o = failure.outcome
     lines = [f"{failure.target_id}: {o.verdict} — {o.message}"]
     lines.append(f"minimal case: {failure.case.describe()}")
@@ -87,8 +89,17 @@ def failure_text(failure: Failure, ref: str | None = None) -> str:
         lines.append(f"replay: fuzzkern replay {shlex.quote(shown)}")
         lines.append(f"reproduce without fuzzkern: fuzzkern repro {shlex.quote(shown)}")
     else:
-        lines.append(f"replay: fuzzkern run {shlex.quote(ref or failure.target_id)} --budget 30s")
+        lines.append(f"replay: {rerun_command(ref or failure.target_id, seed)}")
     return "\n".join(lines)
+
+
+def rerun_command(ref: str, seed: int | None = None) -> str:
+    """``fuzzkern run REF --budget 30s [--seed N]``, a file ref relative to the current
+    folder when it is below it."""
+    path, sep, name = ref.partition("::")
+    shown = shown_path(path) + sep + name if sep and path.endswith(".py") else ref
+    return (f"fuzzkern run {shlex.quote(shown)} --budget 30s"
+            + (f" --seed {seed}" if seed is not None else ""))
 
 
 def shown_path(path: str) -> str:

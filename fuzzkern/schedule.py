@@ -161,6 +161,8 @@ def _slice_opts(opts: CampaignOptions, slot: _Slot) -> CampaignOptions:
     changes: dict[str, Any] = {}
     if opts.seed is not None:
         changes["seed"] = opts.seed + slot.total.slices
+    if opts.draw_seed is not None:
+        changes["draw_seed"] = opts.draw_seed + slot.total.slices
     if opts.max_examples is not None:
         changes["max_examples"] = max(1, opts.max_examples - slot.total.cases)
     return dataclasses.replace(opts, **changes) if changes else opts

@@ -155,6 +155,8 @@ class ItemResult:
     details: str = ""
     #: corpus files this test wrote
     new_corpus: list[str] = field(default_factory=list)
+    #: one line of statistics (cases, time, seed, verdicts), also part of ``details``
+    stats: str = ""
 
 
 def default_modes() -> tuple[str, ...]:
@@ -186,7 +188,12 @@ def _corpus_files(corpus_dir: str | None) -> set[str]:
 
 def _stats(result: Any, opts: Any) -> str:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())) or "none"
-    seed = "random" if opts.seed is None else f"{opts.seed}, no database"
+    if opts.seed is not None:
+        seed = f"{opts.seed}, no database"
+    elif getattr(opts, "draw_seed", None) is not None:
+        seed = f"{opts.draw_seed}; --fuzzkern-seed {opts.draw_seed} repeats the draws"
+    else:
+        seed = "random"
     limit = f", max {opts.max_examples} cases" if opts.max_examples else ""
     from fuzzkern.reporting import devices_text
 
@@ -217,10 +224,11 @@ def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
         stats += "\ncorpus: " + "\ncorpus: ".join(problems)
     if result.error:
         return ItemResult("failed", f"{lt.id}: the target could not be fuzzed: {result.error}",
-                          f"{result.error}\n{stats}")
+                          f"{result.error}\n{stats}", stats=stats)
     found = [f for f in result.failures if not getattr(f, "replayed", False)]
     if found:
-        texts = [reporting.failure_text(f, lt.ref) for f in found]
+        seed = opts.seed if opts.seed is not None else getattr(opts, "draw_seed", None)
+        texts = [reporting.failure_text(f, lt.ref, seed) for f in found]
         saved = [str(p) for f in found if (p := getattr(f, "corpus_path", None))
                  and os.path.abspath(str(p)) not in before]
         kinds = ", ".join(f.outcome.verdict for f in found)
@@ -228,7 +236,7 @@ def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
         headline = (f"fuzzkern found {n} failing case{'s' if n != 1 else ''} in {lt.id} "
                     f"after {result.cases} cases: {kinds} — {found[0].outcome.message}")
         return ItemResult("failed", headline.splitlines()[0],
-                          "\n\n".join(texts) + f"\n\n{stats}", saved)
+                          "\n\n".join(texts) + f"\n\n{stats}", saved, stats=stats)
     tested = result.cases - result.counts.get(Verdict.PRECONDITION, 0) - result.counts.get(
         Verdict.UNSUPPORTED, 0)
     if result.cases and tested <= 0:
@@ -237,8 +245,8 @@ def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
             "failed",
             f"{lt.id}: none of {result.cases} cases got past the launcher's preconditions or "
             f"the modes {','.join(opts.modes)}: nothing was tested",
-            stats)
-    return ItemResult("passed", "", stats)
+            stats, stats=stats)
+    return ItemResult("passed", "", stats, stats=stats)
 
 
 def entry_needs(entry: Any, modes: Sequence[str]) -> str | None:
@@ -321,6 +329,8 @@ def _run_without_plugin(test: Callable[[], None]) -> None:
         "seed": settings.seed if settings.seed is not None else seed,
         "max_examples": settings.max_examples or max_examples,
     }
+    if kw["seed"] is None:
+        kw["draw_seed"] = engine.new_draw_seed()
     if supports_corpus_option():
         kw["corpus"] = "corpus" if profile.write_corpus else None
     opts = engine.CampaignOptions(**kw)

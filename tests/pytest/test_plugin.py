@@ -321,9 +321,11 @@ def test_header_shows_profile_versions_gpus_and_stores(pytester):
 
     result = _run(pytester, "--fuzzkern-db", "none")
     result.stdout.fnmatch_lines([
-        f"fuzzkern 0.1.0: profile dev (default): budget 10 s, at most 100 cases per target; "
-        f"torch {version('torch')}; triton {version('triton')}; GPUs: *",
-        "fuzzkern: database none; corpus corpus",
+        f"fuzzkern 0.1.0: profile dev (default): budget 10 s, at most 100 cases per target "
+        f"(Hypothesis profile 'fuzzkern-dev'); torch {version('torch')}; "
+        f"triton {version('triton')}; GPUs: *",
+        "fuzzkern: a random seed per item, printed in its report section; database none; "
+        "corpus corpus",
     ])
 
 
@@ -336,7 +338,7 @@ def test_gpus_in_the_header_come_from_fuzzkern_gpus_without_torch(pytester, monk
 @pytest.mark.parametrize("how, expected", [
     ({"env": {"CI": "true"}}, "profile ci (CI detected): budget 60 s, at most 100 cases*"),
     ({"env": {"FUZZKERN_PROFILE": "nightly"}},
-     "profile nightly ($FUZZKERN_PROFILE): budget 600 s per target*"),
+     "profile nightly ($FUZZKERN_PROFILE): budget 600 s, no case limit*"),
     ({"ini": "fuzzkern_profile = ci"}, "profile ci (fuzzkern_profile ini key)*"),
     ({"args": ["--fuzzkern-profile", "dev"], "env": {"CI": "1"}},
      "profile dev (--fuzzkern-profile)*"),
@@ -355,7 +357,8 @@ def test_ci_profile_is_derandomized_and_writes_nothing(pytester):
     result = _run(pytester, "--fuzzkern-profile", "ci", "--fuzzkern-max-examples", "6",
                   "-k", "bad")
     result.assert_outcomes(failed=1, deselected=2)
-    result.stdout.fnmatch_lines(["fuzzkern: database off (a seeded run does not use one); "
+    result.stdout.fnmatch_lines(["fuzzkern: seed 0 (derandomized by the Hypothesis profile "
+                                 "'fuzzkern-ci'); database off (a seeded run does not use one); "
                                  "corpus corpus (read-only)",
                                  "*cases in * s (budget 60 s, max 6 cases, modes interpret, "
                                  "seed 0, no database)*"])

@@ -1,0 +1,134 @@
+"""fuzzkern items behave as pytest and Hypothesis users expect: ``--lf``/``--ff``, ``-k`` and
+node ids, Hypothesis's own options, a printed seed, usage errors. Inner sessions through
+``pytester`` run the real engine on the tiny kernels of ``test_plugin.py``."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.pytest.test_plugin import FAST, KERNELS, TARGETS, _lit, _run
+
+# The targets plus an ordinary failing test: --lf must rerun both kinds.
+WITH_PLAIN_FAILURE = TARGETS + '''
+
+def test_plain_fails():
+    assert 1 + 1 == 3
+'''
+
+CI = ("--fuzzkern-profile", "ci", "--fuzzkern-max-examples", "8")
+
+
+def _ids(result):
+    return [ln for ln in result.outlines if "::" in ln and " " not in ln]
+
+
+def test_last_failed_and_failed_first_include_fuzzkern_items(pytester):
+    """pytest >= 9.2 matches ``--lf`` ids structurally (name + params): a fuzzkern item must
+    carry the node id of a parametrized test, or ``--lf`` silently drops it."""
+    pytester.makepyfile(test_ops=WITH_PLAIN_FAILURE)
+    first = _run(pytester, *CI, "-p", "cacheprovider")
+    first.assert_outcomes(passed=2, failed=2)
+
+    lf = _run(pytester, *CI, "-p", "cacheprovider", "--lf", "-v")
+    lf.assert_outcomes(failed=2)
+    lf.stdout.fnmatch_lines(["collected 2 items", "run-last-failure: rerun previous 2 failures*"])
+    lf.stdout.fnmatch_lines([_lit("test_ops.py::bad[fuzz] FAILED*"),
+                             "test_ops.py::test_plain_fails FAILED*"])
+    assert "add[fuzz]" not in lf.stdout.str()
+
+    ff = _run(pytester, *CI, "-p", "cacheprovider", "--ff", "--collect-only", "-q")
+    assert _ids(ff)[:2] == ["test_ops.py::bad[fuzz]", "test_ops.py::test_plain_fails"]
+
+
+def test_node_ids_and_k_select_fuzzkern_items(pytester):
+    pytester.makepyfile(test_ops=TARGETS)
+    one = _run(pytester, "test_ops.py::bad[fuzz]", "--collect-only", "-q")
+    assert _ids(one) == ["test_ops.py::bad[fuzz]"]
+    # The bare name selects every item of the target, as for a parametrized test.
+    both = _run(pytester, "test_ops.py::add", "--collect-only", "-q")
+    assert _ids(both) == ["test_ops.py::add[fuzz]"]
+    k = _run(pytester, "-k", "fuzz and not bad", "--collect-only", "-q")
+    assert _ids(k) == ["test_ops.py::add[fuzz]"]
+
+
+def test_every_item_prints_a_seed_that_repeats_its_draws(pytester):
+    pytester.makepyfile(test_ops=TARGETS)
+    first = _run(pytester, *FAST, "-k", "add", "-rP", "--fuzzkern-db", "none")
+    first.assert_outcomes(passed=1, deselected=2)
+    m = re.search(r"seed (\d+); --fuzzkern-seed \1 repeats the draws", first.stdout.str())
+    assert m, first.stdout.str()
+    again = _run(pytester, *FAST, "-k", "add", "-rP", "--fuzzkern-seed", m.group(1))
+    again.assert_outcomes(passed=1, deselected=2)
+    again.stdout.fnmatch_lines([f"fuzzkern: seed {m.group(1)} (--fuzzkern-seed); *",
+                                f"8 cases in * seed {m.group(1)}, no database*"])
+
+
+def test_hypothesis_seed_option_seeds_fuzzkern_items(pytester):
+    pytester.makepyfile(test_ops=TARGETS)
+    result = _run(pytester, *FAST, "-k", "add", "-rP", "--hypothesis-seed", "5")
+    result.assert_outcomes(passed=1, deselected=2)
+    result.stdout.fnmatch_lines(["fuzzkern: seed 5 (--hypothesis-seed); *",
+                                 "8 cases in * seed 5, no database*"])
+    bad = _run(pytester, "--hypothesis-seed", "abc")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["ERROR: fuzzkern: --hypothesis-seed: Expected an integer seed*"])
+
+
+def test_hypothesis_profile_option_sets_the_case_limit_and_the_header_says_so(pytester):
+    pytester.makeconftest('''
+        from hypothesis import settings
+        settings.register_profile("quick", max_examples=3, deadline=None)
+        settings.register_profile("repeatable", max_examples=4, derandomize=True)
+    ''')
+    pytester.makepyfile(test_ops=TARGETS)
+    # A subprocess: Hypothesis's profile registry is global to the process.
+    result = pytester.runpytest_subprocess("--hypothesis-profile", "quick", "-k", "add", "-rP")
+    result.assert_outcomes(passed=1, deselected=2)
+    result.stdout.fnmatch_lines([
+        "fuzzkern 0.1.0: profile dev (default): budget 10 s, at most 3 cases per target "
+        "(Hypothesis profile 'quick'); *",
+        "3 cases in * s (budget 10 s, max 3 cases, *"])
+    derandomized = pytester.runpytest_subprocess("--hypothesis-profile", "repeatable",
+                                                 "-k", "add", "-rP")
+    derandomized.stdout.fnmatch_lines([
+        "fuzzkern: seed 0 (derandomized by the Hypothesis profile 'repeatable'); *",
+        "4 cases in * s (budget 10 s, max 4 cases, modes interpret, seed 0, no database)*"])
+
+
+def test_hypothesis_show_statistics_lists_fuzzkern_items(pytester):
+    pytester.makepyfile(test_ops=TARGETS)
+    result = _run(pytester, *FAST, "-k", "add", "--hypothesis-show-statistics")
+    result.assert_outcomes(passed=1, deselected=2)
+    result.stdout.fnmatch_lines(["*Hypothesis Statistics*", _lit("test_ops.py::add[fuzz]:"),
+                                 "  - 8 cases in * s (budget 120 s, max 8 cases*"])
+
+
+def test_header_shows_the_case_limit_of_a_redefined_fuzzkern_profile(pytester):
+    pytester.makeconftest('''
+        from hypothesis import settings
+        settings.register_profile("fuzzkern-dev", max_examples=20, deadline=None)
+    ''')
+    result = pytester.runpytest_subprocess()
+    result.stdout.fnmatch_lines(["fuzzkern 0.1.0: profile dev (default): budget 10 s, at most "
+                                 "20 cases per target (Hypothesis profile 'fuzzkern-dev'); *"])
+
+
+@pytest.mark.parametrize("how", ["cli", "ini"])
+def test_compiled_mode_without_cuda_is_a_usage_error(pytester, how):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the compiled mode is valid here")
+    pytester.makepyfile(test_ops=KERNELS)
+    if how == "ini":
+        pytester.makeini("[pytest]\nfuzzkern_modes = interpret,compiled\n")
+        result = _run(pytester)
+        where = "the fuzzkern_modes ini key"
+    else:
+        result = _run(pytester, "--fuzzkern-modes", "compiled")
+        where = "--fuzzkern-modes"
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: fuzzkern: {where}: the compiled mode needs a CUDA "
+                                 "GPU, and torch sees none here*"])
