@@ -229,7 +229,7 @@ def _settings(config: pytest.Config) -> _Settings:
 
 
 def _hypothesis_option(config: pytest.Config, name: str) -> Any:
-    """One of Hypothesis's pytest options, or None when its plugin is off (-p no:hypothesispytest)."""
+    """One of Hypothesis's pytest options; None when its plugin is off."""
     try:
         return config.getoption(name)
     except ValueError:

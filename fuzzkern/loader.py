@@ -62,6 +62,11 @@ def _import_file(path: str) -> ModuleType:
 
 
 def _import_module(name: str) -> ModuleType:
+    # `python -m` semantics: a module in the current folder is found (the `fuzzkern` console
+    # script's sys.path[0] is its own bin folder, not the current folder).
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         return importlib.import_module(name)
     except ImportError as e:

@@ -178,6 +178,44 @@ class Target:
                 raise InvalidArgument(
                     f"Expected an input either in inplace (compared) or in clobbers (not "
                     f"compared), not both, but got {describe('clobbers', name)}.")
+        self._check_signatures()
+
+    def _check_signatures(self) -> None:
+        """Reject inputs that do not fit the callables' parameters now, at definition, rather
+        than as an ``error`` verdict on every case (saved to the corpus as a "failure")."""
+        names = list(self.inputs.named)
+        for role, fn in (("launcher", self.launcher), ("reference", self.reference)):
+            try:
+                params = inspect.signature(fn).parameters.values()
+            except (TypeError, ValueError):  # a builtin without a signature: cannot check
+                continue
+            missing = [p.name for p in params if p.default is p.empty and (
+                p.kind == p.POSITIONAL_ONLY
+                or (p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in names))]
+            if missing:
+                fn_name = getattr(fn, "__qualname__", None) or repr(fn)
+                raise InvalidArgument(
+                    f"The {role} {fn_name}{inspect.signature(fn)} needs "
+                    f"{', '.join(map(repr, missing))}, which the inputs do not define (inputs: "
+                    f"{', '.join(map(repr, names)) or 'none'}). Each callable receives, by "
+                    "keyword, the inputs its signature names: rename the parameter or the "
+                    "input, or give the parameter a default."
+                )
+        taken = set()
+        for fn in (self.launcher, self.reference):
+            accepted, var_kw = _accepts(fn)
+            if var_kw:
+                return
+            taken |= accepted
+        unused = [n for n in names if n not in taken]
+        if unused:
+            raise InvalidArgument(
+                f"Expected every input to be a parameter of the launcher or the reference, but "
+                f"{', '.join(map(repr, unused))} is neither (launcher"
+                f"{inspect.signature(self.launcher)}, reference"
+                f"{inspect.signature(self.reference)}). Rename it to the parameter it is "
+                "meant for, or remove it."
+            )
 
     @property
     def clobber_names(self) -> tuple[str, ...]:
