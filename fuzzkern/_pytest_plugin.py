@@ -127,7 +127,8 @@ class _State:
                 if s.db is not None:
                     # An explicit database under a profile that writes none is read, not written.
                     self._database = open_database(
-                        s.db, read_only=s.profile.database != "read-write")
+                        s.db, read_only=s.profile.database != "read-write",
+                        fallback=s.default_db)
                 elif s.profile.database == "read-write":
                     self._database = open_database(s.default_db)
             except FuzzkernError as e:

@@ -11,6 +11,10 @@ The example database is a cache of the choice sequences behind failing and inter
   share what they find; needs the ``redis`` package (``pip install 'fuzzkern[redis]'``);
 - ``none``: no database.
 
+A Redis server that drops in the middle of a run does not end it: the run warns once and goes
+on with the local folder database (``.hypothesis/examples`` by default), which then holds what
+it finds; the corpus, the durable record, is never affected.
+
 >>> open_database("none") is None
 True
 """
@@ -18,7 +22,12 @@ True
 from __future__ import annotations
 
 import os
+import sys
+import warnings
+from collections.abc import Iterable
 from typing import Any
+
+from hypothesis.database import ExampleDatabase
 
 from fuzzkern.errors import FuzzkernError
 
@@ -52,12 +61,22 @@ def check_spec(spec: str) -> None:
         )
 
 
+class DatabaseFallbackWarning(UserWarning):
+    """The shared Redis database dropped; the run goes on with the local folder database."""
+
+
+#: where a run goes on when its Redis database drops
+DEFAULT_FALLBACK = os.path.join(".hypothesis", "examples")
+
+
 def open_database(spec: str | os.PathLike[str] | None, *, read_only: bool = False,
-                  connect_timeout: float = 5.0) -> Any:
+                  connect_timeout: float = 5.0, fallback: str = DEFAULT_FALLBACK) -> Any:
     """The :class:`~hypothesis.database.ExampleDatabase` ``spec`` names, or ``None``.
 
     A Redis database is pinged here, so an unreachable server is one clear error up front
-    rather than an exception in the middle of a campaign. ``read_only`` wraps the database in
+    rather than an exception in the middle of a campaign; one that drops later falls back to
+    the folder ``fallback`` with a warning (:class:`FallbackDatabase`). ``read_only`` wraps
+    the database in
     :class:`~hypothesis.database.ReadOnlyDatabase`: a run replays what is stored and adds
     nothing (the ``ci`` profile of the pytest plugin).
     """
@@ -71,7 +90,8 @@ def open_database(spec: str | os.PathLike[str] | None, *, read_only: bool = Fals
         return None
     db: Any
     if is_redis(text):
-        db = _open_redis(text, connect_timeout)
+        db = FallbackDatabase(_open_redis(text, connect_timeout), fallback,
+                              describe_spec(text))
     else:
         db = DirectoryBasedExampleDatabase(os.path.expanduser(text))
     return ReadOnlyDatabase(db) if read_only else db
@@ -100,6 +120,69 @@ def _open_redis(url: str, connect_timeout: float) -> Any:
             "redis-server there, or pass a folder or `none` as the database."
         ) from None
     return RedisExampleDatabase(client, key_prefix=REDIS_KEY_PREFIX)
+
+
+class FallbackDatabase(ExampleDatabase):
+    """A shared database (Redis) that hands over to a local folder database the first time
+    it fails, with one warning, instead of ending the run with the connection error."""
+
+    def __init__(self, primary: Any, fallback: str, label: str) -> None:
+        super().__init__()
+        self.primary = primary
+        self.fallback_path = fallback
+        self.label = label
+        self.local: Any = None
+
+    def __repr__(self) -> str:
+        return f"FallbackDatabase({self.primary!r}, fallback={self.fallback_path!r})"
+
+    def _switch(self, error: BaseException) -> Any:
+        from hypothesis.database import DirectoryBasedExampleDatabase
+
+        if self.local is None:
+            self.local = DirectoryBasedExampleDatabase(os.path.expanduser(self.fallback_path))
+            message = (f"the example database {self.label} dropped ({type(error).__name__}: "
+                       f"{error}); going on with the local database {self.fallback_path}")
+            print(f"fuzzkern: warning: {message}", file=sys.stderr, flush=True)
+            warnings.warn(message, DatabaseFallbackWarning, stacklevel=3)
+        return self.local
+
+    def _call(self, method: str, *args: Any) -> Any:
+        if self.local is None:
+            try:
+                return getattr(self.primary, method)(*args)
+            except _connection_errors() as e:
+                self._switch(e)
+        return getattr(self.local, method)(*args)
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self._call("save", key, value)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self._call("delete", key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        self._call("move", src, dest, value)
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        if self.local is None:
+            try:  # read it all here: a server that drops half-way through fails in this call
+                values = list(self.primary.fetch(key))
+            except _connection_errors() as e:
+                self._switch(e)
+            else:
+                yield from values
+                return
+        yield from self.local.fetch(key)
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import redis
+
+        return (redis.RedisError, OSError)
+    except ImportError:  # pragma: no cover
+        return (OSError,)
 
 
 def describe_spec(spec: str | None) -> str:

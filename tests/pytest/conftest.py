@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import time
+import types
 
 import pytest
 import torch  # noqa: F401
@@ -46,8 +47,14 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def redis_url(tmp_path):
-    """A throwaway redis-server on a free loopback port, storing nothing on disk."""
+def redis_url(redis_server):
+    return redis_server.url
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    """A throwaway redis-server on a free loopback port, storing nothing on disk: ``url`` and
+    ``proc`` (a test may stop it to see what a dropped database does)."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server is not installed (apt-get install redis-server); the CI "
@@ -70,7 +77,7 @@ def redis_url(tmp_path):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"redis-server did not start on port {port}") from None
                 time.sleep(0.05)
-        yield url
+        yield types.SimpleNamespace(url=url, proc=proc)
     finally:
         client.close()
         proc.terminate()

@@ -104,14 +104,14 @@ bad = fuzzkern.Target(launcher=add_bad, reference=lambda x, y: x + y,
 
 def _keys(url):
     db = open_database(url)
-    return db.redis.keys(REDIS_KEY_PREFIX + b"*")
+    return db.primary.redis.keys(REDIS_KEY_PREFIX + b"*")
 
 
 def test_pytest_sessions_share_the_redis_database(pytester, redis_url):
     pytester.makepyfile(test_ops=TARGET)
     result = pytester.runpytest("--fuzzkern-db", redis_url, "--fuzzkern-max-examples", "5")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"fuzzkern: database {redis_url}; corpus corpus"])
+    result.stdout.fnmatch_lines([f"fuzzkern: *; database {redis_url}; corpus corpus"])
     assert _keys(redis_url), "the failing case was not saved to Redis"
 
 
@@ -121,3 +121,54 @@ def test_the_ci_profile_writes_nothing_to_a_shared_database(pytester, redis_url)
                                 "--fuzzkern-max-examples", "5")
     result.assert_outcomes(failed=1)
     assert _keys(redis_url) == []
+
+
+# -- a Redis that drops mid-run ----------------------------------------------------------------
+
+
+def test_a_dropped_redis_falls_back_to_the_local_database_with_one_warning(redis_server,
+                                                                           tmp_path):
+    from fuzzkern.database import DatabaseFallbackWarning, open_database
+
+    local = tmp_path / "local"
+    db = open_database(redis_server.url, fallback=str(local), connect_timeout=1)
+    db.save(b"k", b"on redis")
+    assert list(db.fetch(b"k")) == [b"on redis"]
+    redis_server.proc.kill()
+    redis_server.proc.wait()
+    with pytest.warns(DatabaseFallbackWarning, match="dropped .*going on with the local "
+                                                     "database") as caught:
+        db.save(b"k", b"after the drop")
+        assert list(db.fetch(b"k")) == [b"after the drop"]
+        db.save(b"k2", b"more")
+    assert len(caught) == 1  # once, not per call
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    assert list(DirectoryBasedExampleDatabase(str(local)).fetch(b"k2")) == [b"more"]
+
+
+def test_a_campaign_goes_on_when_its_redis_drops(redis_server, tmp_path):
+    """`fuzzkern run --db redis://...` whose server dies mid-run: a warning, then the local
+    database; the run ends normally (exit 0), not as a configuration error."""
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fuzzkern", "run", "fuzzkern.targets.builtin:vector_add",
+         "fuzzkern.targets.builtin:axpy", "--db", redis_server.url, "--budget", "12s",
+         "--no-corpus", "-j", "1", "--heartbeat", "0"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        first = proc.stdout.readline()  # the run has opened the database and started
+        assert first.startswith("fuzzkern: 2 target(s)"), first
+        time.sleep(2)
+        redis_server.proc.kill()
+        rest, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out = first + rest
+    assert proc.returncode == 0, out
+    assert "fuzzkern: warning: the example database redis://" in out
+    assert "going on with the local database .hypothesis/examples" in out
+    assert (tmp_path / ".hypothesis" / "examples").is_dir()
