@@ -263,7 +263,9 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
             ref = next((r.ref for r in results if r.target_id == f.target_id), f.target_id)
             texts.setdefault(f.target_id, []).append(reporting.failure_text(f, ref, run_seed))
         page = htmlreport.render(results, budget=seconds, elapsed=elapsed, modes=modes,
-                                 failures_text=texts)
+                                 failures_text=texts,
+                                 layout_kinds={lt.id: htmlreport.layout_kinds(lt.target)
+                                               for lt in loaded})
         tmp = f"{html_path}.tmp{os.getpid()}"
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(page)

@@ -15,6 +15,7 @@ so far is kept, so nothing found is ever lost.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -149,10 +150,48 @@ def size_class(numel: int) -> str:
     return ">1024"
 
 
+def bound_ratio(comparison: Any) -> float:
+    """The worst element's error over its tolerance bound in one comparison: <= 1 passes,
+    > 1 fails, ``inf`` for a NaN/inf position or shape that differs.
+
+    The one place the HTML report's error figure comes from. It uses the oracle's own
+    ``Comparison.bound_ratio`` when the comparison carries one; otherwise it estimates from the
+    summary figures: ``min(max_abs / atol, max_rel / rtol)`` (an upper bound of the true ratio,
+    as both maxima may come from different elements), capped at 1 for a passing comparison.
+    """
+    own = getattr(comparison, "bound_ratio", None)
+    if own is not None:
+        return float(own)
+    if comparison.structural or comparison.nonfinite_mismatches:
+        return math.inf
+    m = re.search(r"rtol=(\S+) atol=(\S+)", comparison.tolerance or "")
+    if m is None:
+        return 0.0 if comparison.ok else math.inf
+    rtol, atol = float(m.group(1)), float(m.group(2))
+    abs_err, rel_err = comparison.max_abs_error, comparison.max_rel_error
+    if not abs_err:
+        ratio = 0.0
+    else:
+        ratio = min(abs_err / atol if atol > 0 else math.inf,
+                    rel_err / rtol if rtol > 0 else math.inf)
+    if comparison.ok:
+        return min(ratio, 1.0)
+    return ratio if ratio > 1.0 else math.nextafter(1.0, 2.0)
+
+
+def tolerance_ratio(outcome: Outcome) -> float:
+    """The largest :func:`bound_ratio` over the modes that compared values, or NaN when none
+    did (an access out of bounds, a crash, an error: no value error to show)."""
+    ratios = [bound_ratio(m.comparison) for m in outcome.modes.values()
+              if m.comparison is not None and m.status in ("ok", "mismatch")]
+    return max(ratios) if ratios else math.nan
+
+
 def case_record(case: Case, outcome: Outcome) -> tuple[str, str, str, str, float]:
-    """(dtype, layout kinds joined by ``+``, size class, verdict, error score) of one case: what
-    the HTML report's heatmaps and error plots are drawn from. The dtype is the first tensor's;
-    the layout kinds are those of every tensor; the size is the largest tensor's numel."""
+    """(dtype, layout kinds joined by ``+``, size class, verdict, error over bound) of one case:
+    what the HTML report's heatmaps and error plots are drawn from. The dtype is the first
+    tensor's; the layout kinds are those of every tensor; the size is the largest tensor's
+    numel; the error is :func:`tolerance_ratio` (NaN when no mode compared values)."""
     tensors = list(case.tensors.values())
     dtype = tensors[0].dtype if tensors else "-"
     kinds: set[str] = set()
@@ -163,7 +202,7 @@ def case_record(case: Case, outcome: Outcome) -> tuple[str, str, str, str, float
             kinds.add("strided")
     layout = "+".join(k for k in LAYOUT_KINDS if k in kinds) or "contiguous"
     numel = max((t.numel for t in tensors), default=1)
-    return (dtype, layout, size_class(numel), outcome.verdict, float(outcome.score or 0.0))
+    return (dtype, layout, size_class(numel), outcome.verdict, tolerance_ratio(outcome))
 
 
 @dataclass

@@ -2,10 +2,11 @@
 
 Per target: a coverage heatmap per dtype (rows: layout kinds, columns: size classes of the
 largest tensor's numel; a cell's shade is the number of cases there, a red border marks cells
-with failing cases) and the error distribution (cases per verdict, and a histogram of the error
-score ``log2(1 + max ULP error)`` of the cases that had one). Drawn from
-:attr:`fuzzkern.engine.TargetResult.records` (every case, or a uniform sample of at most
-``RECORD_LIMIT`` of them). The SVG is written by hand: no plotting dependency, no script, no
+with failing cases; layout kinds the target's strategies cannot draw are left out) and the
+error distribution (cases per verdict, and a histogram of each case's worst error in units of
+its tolerance, error / bound, with the pass line at 1: how close to the line the kernel came).
+Drawn from :attr:`fuzzkern.engine.TargetResult.records` (every case, or a uniform sample of
+at most ``RECORD_LIMIT`` of them). The SVG is written by hand: no plotting dependency, no script, no
 network.
 """
 
@@ -59,8 +60,12 @@ def _shade(n: int, peak: int) -> str:
     return f"rgb({r},{g},{b})"
 
 
-def heatmap_svg(records: Iterable[tuple[str, str, str, str, float]], dtype: str) -> str:
-    """Cases of one dtype by layout kind (rows) and size class (columns)."""
+def heatmap_svg(records: Iterable[tuple[str, str, str, str, float]], dtype: str,
+                kinds: Iterable[str] | None = None) -> str:
+    """Cases of one dtype by layout kind (rows) and size class (columns). ``kinds``: the
+    layout kinds the target can draw (default: all); rows for the others are left out, as
+    they would look like coverage gaps."""
+    possible = set(LAYOUT_KINDS if kinds is None else kinds)
     counts: Counter[tuple[str, str]] = Counter()
     fails: Counter[tuple[str, str]] = Counter()
     for d, layout, size, verdict, _ in records:
@@ -68,11 +73,13 @@ def heatmap_svg(records: Iterable[tuple[str, str, str, str, float]], dtype: str)
             continue
         for kind in layout.split("+"):
             counts[kind, size] += 1
+            possible.add(kind)  # drawn after all: never hide what happened
             if verdict in Verdict.FAILURES:
                 fails[kind, size] += 1
+    rows = [k for k in LAYOUT_KINDS if k in possible]
     peak = max(counts.values(), default=1)
     w = _LABEL_W + _CELL * len(SIZE_CLASSES) + 4
-    h = _HEAD_H + _CELL * len(LAYOUT_KINDS) + 22
+    h = _HEAD_H + _CELL * len(rows) + 22
     out = [f'<svg class="heatmap" data-dtype="{_e(dtype)}" xmlns="http://www.w3.org/2000/svg" '
            f'width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
            f'aria-label="coverage heatmap for {_e(dtype)}">',
@@ -81,7 +88,7 @@ def heatmap_svg(records: Iterable[tuple[str, str, str, str, float]], dtype: str)
         x = _LABEL_W + j * _CELL + _CELL / 2
         out.append(f'<text x="{x}" y="{_HEAD_H - 4}" font-size="10" text-anchor="middle">'
                    f'{_e(size)}</text>')
-    for i, kind in enumerate(LAYOUT_KINDS):
+    for i, kind in enumerate(rows):
         y = _HEAD_H + i * _CELL
         out.append(f'<text x="{_LABEL_W - 6}" y="{y + _CELL / 2 + 4}" font-size="11" '
                    f'text-anchor="end">{_e(kind)}</text>')
@@ -130,39 +137,58 @@ def verdicts_svg(counts: Counter[str]) -> str:
     return "".join(out)
 
 
-#: histogram bins of the error score log2(1 + max ULP): [lo, hi) and a label
-_BINS = [(0.0, 1e-9, "0"), (1e-9, 1.0, "<1"), (1.0, 2.0, "1-3"), (2.0, 4.0, "3-15"),
-         (4.0, 8.0, "≤255"), (8.0, 16.0, "≤2^16"), (16.0, 32.0, "≤2^32"),
-         (32.0, 64.0, ">2^32"), (64.0, 1e9, "NaN/shape")]
+#: histogram bins of error / bound (the worst element's error in units of its tolerance):
+#: (lo, hi] and a label; the pass line lies between the "≤1" and "≤2" bins
+_BINS = [(-1.0, 0.0, "0"), (0.0, 1 / 64, "≤1/64"), (1 / 64, 1 / 8, "≤1/8"),
+         (1 / 8, 1 / 2, "≤1/2"), (1 / 2, 1.0, "≤1"), (1.0, 2.0, "≤2"), (2.0, 8.0, "≤8"),
+         (8.0, 64.0, "≤64"), (64.0, math.inf, ">64"), (math.inf, math.inf, "NaN/inf")]
+_PASS_BINS = 5  # bins at or under the tolerance
+
+
+def _bin(ratio: float) -> int:
+    if ratio == math.inf:
+        return len(_BINS) - 1
+    return next(k for k, (lo, hi, _) in enumerate(_BINS) if lo < ratio <= hi)
 
 
 def errors_svg(records: Iterable[tuple[str, str, str, str, float]]) -> str:
-    """Histogram of error scores: how far from the reference the cases landed (max ULP)."""
+    """Histogram of each case's worst error over its tolerance bound (error / bound), with the
+    pass line at 1. Cases that compared no values (out of bounds, crash, error) are counted
+    under the plot, not in a bin."""
     bins = [0] * len(_BINS)
     bad = [0] * len(_BINS)
-    for *_, verdict, s in records:
-        for k, (lo, hi, _) in enumerate(_BINS):
-            if lo <= s < hi:
-                bins[k] += 1
-                bad[k] += verdict in Verdict.FAILURES
-                break
+    other: Counter[str] = Counter()
+    for *_, verdict, ratio in records:
+        if math.isnan(ratio):
+            other[verdict] += 1
+            continue
+        k = _bin(ratio)
+        bins[k] += 1
+        bad[k] += verdict in Verdict.FAILURES
     peak = max(bins) or 1
-    col_w, plot_h, top = 60, 120, 36
-    w, h = col_w * len(_BINS) + 20, top + plot_h + 52
+    col_w, plot_h, top = 54, 120, 36
+    w, h = col_w * len(_BINS) + 20, top + plot_h + 66
+    line_x = 10 + _PASS_BINS * col_w - 3
     out = [f'<svg class="errors" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
-           f'viewBox="0 0 {w} {h}" role="img" aria-label="error distribution">',
-           '<text x="0" y="14" font-size="13" font-weight="bold">error distribution '
-           '(cases by max ULP error)</text>',
-           f'<line x1="0" y1="{top + plot_h}" x2="{w}" y2="{top + plot_h}" stroke="#bdbdbd"/>']
+           f'viewBox="0 0 {w} {h}" role="img" aria-label="error over tolerance">',
+           '<text x="0" y="14" font-size="13" font-weight="bold">error / tolerance bound '
+           '(cases by their worst element)</text>',
+           f'<line x1="0" y1="{top + plot_h}" x2="{w}" y2="{top + plot_h}" stroke="#bdbdbd"/>',
+           f'<line class="pass-line" x1="{line_x}" y1="{top - 8}" x2="{line_x}" '
+           f'y2="{top + plot_h + 4}" stroke="{_FAIL}" stroke-width="1.5" '
+           'stroke-dasharray="4 3"/>',
+           f'<text x="{line_x - 4}" y="{top - 10}" font-size="10" text-anchor="end" '
+           f'fill="{_OK}">pass</text>',
+           f'<text x="{line_x + 4}" y="{top - 10}" font-size="10" fill="{_FAIL}">fail</text>']
     for k, (_, _, label) in enumerate(_BINS):
         x = 10 + k * col_w
         n = bins[k]
         bh = plot_h * (math.log1p(n) / math.log1p(peak)) if n else 0
         good_h = bh * (n - bad[k]) / n if n else 0
         out.append(f'<rect class="bin" x="{x}" y="{top + plot_h - bh:.1f}" width="{col_w - 6}" '
-                   f'height="{bh - good_h:.1f}" fill="{_FAIL}" data-count="{n}" '
-                   f'data-failures="{bad[k]}"><title>{label}: {n} case(s), {bad[k]} failing'
-                   '</title></rect>')
+                   f'height="{bh - good_h:.1f}" fill="{_FAIL}" data-label="{_e(label)}" '
+                   f'data-count="{n}" data-failures="{bad[k]}"><title>error/bound {label}: '
+                   f'{n} case(s), {bad[k]} failing</title></rect>')
         out.append(f'<rect x="{x}" y="{top + plot_h - good_h:.1f}" width="{col_w - 6}" '
                    f'height="{good_h:.1f}" fill="#64b5f6"/>')
         if n:
@@ -170,10 +196,23 @@ def errors_svg(records: Iterable[tuple[str, str, str, str, float]]) -> str:
                        f'font-size="10" text-anchor="middle">{n}</text>')
         out.append(f'<text x="{x + (col_w - 6) / 2}" y="{top + plot_h + 14}" font-size="9" '
                    f'text-anchor="middle">{_e(label)}</text>')
-    out.append(f'<text x="{w / 2}" y="{h - 8}" font-size="10" text-anchor="middle" '
-               'fill="#616161">max ULP error of the case (log height; red: failing cases)</text>')
+    out.append(f'<text x="{w / 2}" y="{top + plot_h + 32}" font-size="10" '
+               'text-anchor="middle" fill="#616161">worst error / its tolerance bound (1: on '
+               'the line; log height; red: failing cases)</text>')
+    if other:
+        listed = ", ".join(f"{v} {n}" for v, n in sorted(other.items()))
+        out.append(f'<text class="no-values" x="{w / 2}" y="{h - 8}" font-size="10" '
+                   f'text-anchor="middle" fill="#616161">no values compared: {_e(listed)}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+def layout_kinds(target: Any) -> set[str]:
+    """The layout kinds any tensor input of ``target`` can be drawn with."""
+    kinds = {"contiguous"}
+    for spec in target.inputs.tensors.values():
+        kinds |= spec.layout_kinds()
+    return kinds
 
 
 def _gpus(r: TargetResult) -> str:
@@ -183,8 +222,11 @@ def _gpus(r: TargetResult) -> str:
 
 
 def render(results: list[TargetResult], *, budget: float, elapsed: float,
-           modes: tuple[str, ...], failures_text: dict[str, list[str]] | None = None) -> str:
-    """The whole page. ``failures_text``: per target id, the diagnosis of each failure."""
+           modes: tuple[str, ...], failures_text: dict[str, list[str]] | None = None,
+           layout_kinds: dict[str, set[str]] | None = None) -> str:
+    """The whole page. ``failures_text``: per target id, the diagnosis of each failure;
+    ``layout_kinds``: per target id, the layout kinds its strategies can draw (the heatmaps
+    leave out the others)."""
     from fuzzkern import __version__
 
     failures_text = failures_text or {}
@@ -220,7 +262,8 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
         parts.append("<div class='plots'>")
         if dtypes:
             parts.append("<figure><div class='plots'>")
-            parts += [heatmap_svg(r.records, d) for d in dtypes]
+            kinds = (layout_kinds or {}).get(r.target_id)
+            parts += [heatmap_svg(r.records, d, kinds) for d in dtypes]
             parts.append("</div><figcaption>Coverage: cases per layout kind and size, one map "
                          "per dtype (a case with several layout kinds counts in each; red "
                          "border: failing cases there).</figcaption></figure>")

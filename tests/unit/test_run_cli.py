@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -12,8 +14,9 @@ from types import SimpleNamespace
 import pytest
 
 from fuzzkern import htmlreport, loader, schedule
-from fuzzkern.engine import RECORD_LIMIT, TargetResult, case_record, size_class
+from fuzzkern.engine import RECORD_LIMIT, TargetResult, bound_ratio, case_record, size_class
 from fuzzkern.errors import TargetError
+from fuzzkern.outcome import Comparison, ModeResult
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MISBEHAVING = os.path.join(HERE, "targets", "misbehaving.py")
@@ -196,19 +199,76 @@ def test_case_record_names_dtype_layout_and_size():
     x = TensorCase.build((4, 8), "float16", layout=Layout((1, 0), (1, 2), (0, 0), 1))
     y = TensorCase.build((300,), "float32")
     case = Case({}, {"x": x, "y": y})
-    assert case_record(case, Outcome("kernel-bug", "", {}, score=5.0)) == (
-        "float16", "permuted+strided+offset", "129-1024", "kernel-bug", 5.0)
+    mismatch = Comparison(False, 3, 300, max_abs_error=0.5, max_rel_error=0.25,
+                          tolerance="rtol=0.001 atol=1e-05 (float16 default)")
+    outcome = Outcome("kernel-bug", "", {"interpret": ModeResult("interpret", "mismatch",
+                                                                 comparison=mismatch)})
+    # error / bound: the oracle's figures, min(0.5 / 1e-05, 0.25 / 0.001)
+    assert case_record(case, outcome) == (
+        "float16", "permuted+strided+offset", "129-1024", "kernel-bug", 250.0)
+    # no values compared (out of bounds): no error figure
+    oob = Outcome("oob-view", "", {"interpret": ModeResult("interpret", "oob-view")})
+    assert math.isnan(case_record(case, oob)[4])
+
+
+def test_bound_ratio_is_error_in_units_of_the_tolerance():
+    def cmp(ok, abs_err, rel_err, **kw):
+        return Comparison(ok, 0 if ok else 1, 10, max_abs_error=abs_err, max_rel_error=rel_err,
+                          tolerance="rtol=1.3e-06 atol=1e-05 (float32 default)", **kw)
+
+    # A near-zero output judged by atol: huge in ulp, well inside the tolerance.
+    assert bound_ratio(cmp(True, 2e-6, 1.0)) == pytest.approx(0.2)
+    assert bound_ratio(cmp(True, 0.0, 0.0)) == 0.0
+    assert bound_ratio(cmp(True, 1.0, 1.0)) == 1.0  # a passing case never lands past the line
+    assert bound_ratio(cmp(False, 3e-5, 2.6e-6)) == pytest.approx(2.0)
+    assert bound_ratio(cmp(False, 1e-7, 1e-7)) > 1.0  # failing: past the line
+    assert bound_ratio(cmp(False, 1.0, 1.0, nonfinite_mismatches=1)) == math.inf
+    # The oracle's own figure, once it reports one, is used as is.
+    c = cmp(True, 2e-6, 1.0)
+    c.bound_ratio = 0.75
+    assert bound_ratio(c) == 0.75
 
 
 def test_html_report_draws_heatmaps_and_error_plots():
-    r = TargetResult("ops.add", "ref", cases=3, slices=1)
-    r.counts = Counter({"pass": 2, "kernel-bug": 1})
+    r = TargetResult("ops.add", "ref", cases=4, slices=1)
+    r.counts = Counter({"pass": 2, "kernel-bug": 1, "oob-view": 1})
     r.records = [("float16", "contiguous", "1", "pass", 0.0),
                  ("float16", "strided+offset", ">1024", "kernel-bug", 12.0),
-                 ("float32", "expanded", "2-16", "pass", 0.5)]
+                 ("float32", "expanded", "2-16", "pass", 0.5),
+                 ("float32", "strided", "2-16", "oob-view", math.nan)]
     page = htmlreport.render([r], budget=60, elapsed=61.0, modes=("interpret",),
                              failures_text={"ops.add": ["ops.add: kernel-bug <x>"]})
     assert page.count('class="heatmap"') == 2  # one per dtype
     assert 'data-failures="1"' in page and 'class="errors"' in page
     assert 'data-verdict="kernel-bug"' in page
     assert "&lt;x&gt;" in page  # escaped
+    # The histogram is in units of the tolerance, with the pass line drawn at 1.
+    svg = htmlreport.errors_svg(r.records)
+    assert 'class="pass-line"' in svg
+    bins = dict(re.findall(r'data-label="([^"]+)" data-count="(\d+)"', svg))
+    assert bins["0"] == "1" and bins["≤1/2"] == "1" and bins["≤64"] == "1"
+    assert sum(map(int, bins.values())) == 3  # the oob-view case compared no values
+    assert "no values compared: oob-view 1" in svg
+
+
+def test_heatmaps_leave_out_layouts_a_target_cannot_draw():
+    from fuzzkern import strategies as fks
+    from fuzzkern.target import Target
+
+    one_d = Target(launcher=lambda x: x, reference=lambda x: x,
+                   inputs=fks.inputs(x=fks.tensors(("N",))), dims={"N": fks.sizes()})
+    two_d = Target(launcher=lambda x: x, reference=lambda x: x,
+                   inputs=fks.inputs(x=fks.tensors(("M", "N"), expand=True)),
+                   dims={"M": fks.sizes(), "N": fks.sizes()})
+    assert htmlreport.layout_kinds(one_d) == {"contiguous", "strided", "offset"}
+    assert htmlreport.layout_kinds(two_d) == {"contiguous", "permuted", "strided", "offset",
+                                              "expanded"}
+    records = [("float32", "strided", "2-16", "pass", 0.0)]
+    rows = re.findall(r'text-anchor="end">(\w+)</text>',
+                      htmlreport.heatmap_svg(records, "float32", {"contiguous", "strided",
+                                                                   "offset"}))
+    assert rows == ["contiguous", "strided", "offset"]
+    # a kind that did occur is drawn even when not expected: nothing that happened is hidden
+    rows = re.findall(r'text-anchor="end">(\w+)</text>',
+                      htmlreport.heatmap_svg(records, "float32", {"contiguous"}))
+    assert rows == ["contiguous", "strided"]

@@ -246,6 +246,22 @@ class TensorsStrategy(FuzzkernStrategy[TensorCase]):
         self._layouts_inplace: st.SearchStrategy[Layout] | None = None
         self._values: st.SearchStrategy[Values] = st.nothing()
 
+    def layout_kinds(self) -> set[str]:
+        """The layout kinds (``fuzzkern.case.Layout.kinds`` and ``contiguous``) this strategy
+        can draw: the HTML report hides the others instead of showing them as gaps."""
+        self.check()
+        layout = self._layout_arg
+        if layout is False:
+            return {"contiguous"}
+        if layout is not True:  # a strategy of the user's: anything it may draw
+            return {"contiguous", "permuted", "strided", "offset", "expanded"}
+        kinds = {"contiguous", "strided", "offset"}
+        if len(self.shape) >= 2:
+            kinds.add("permuted")
+        if self.expand:
+            kinds.add("expanded")
+        return kinds
+
     def _check(self) -> None:
         self.shape = check_shape(self._shape_arg)
         ndim = len(self.shape)
