@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fuzzkern.errors import FuzzkernError
+from fuzzkern.outcome import Verdict
 
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE = 0, 1, 2
 
@@ -279,7 +280,40 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         click.echo(f"fuzzkern: error: no case ran within --budget {budget} (the budget ran out "
                    "before the first case finished); raise --budget", err=True)
         sys.exit(EXIT_USAGE)
+    untested = [r for r in results if r.cases and _tested(r) <= 0]
+    if not failures and untested and len(untested) == len([r for r in results if r.cases]):
+        # Every case ended unsupported or rejected by a precondition: nothing was tested.
+        counts = ", ".join(f"{n} {v}" for v, n in _untested_counts(untested).items() if n)
+        why = _first_unsupported_reason(untested)
+        click.echo(f"fuzzkern: error: no case was tested: all {sum(r.cases for r in untested)} "
+                   f"cases ended {counts}" + (f" ({why})" if why else ""), err=True)
+        sys.exit(EXIT_USAGE)
+    for r in untested:
+        if not quiet:
+            console.print(f"warning: {r.target_id}: none of its {r.cases} cases was tested "
+                          "(all unsupported or rejected by a precondition)")
     sys.exit(EXIT_FAILURES if failures else EXIT_OK)
+
+
+def _tested(r: Any) -> int:
+    return int(r.cases - r.counts.get(Verdict.PRECONDITION, 0)
+               - r.counts.get(Verdict.UNSUPPORTED, 0))
+
+
+def _untested_counts(results: list[Any]) -> dict[str, int]:
+    out = {"unsupported": 0, "precondition": 0}
+    for r in results:
+        out["unsupported"] += r.counts.get(Verdict.UNSUPPORTED, 0)
+        out["precondition"] += r.counts.get(Verdict.PRECONDITION, 0)
+    return out
+
+
+def _first_unsupported_reason(results: list[Any]) -> str | None:
+    for r in results:
+        reason = getattr(r, "unsupported_reason", None)
+        if reason:
+            return f"{r.target_id}: {reason}"
+    return None
 
 
 @main.command("list")

@@ -241,6 +241,8 @@ class TargetResult:
     minimize_runs: int = 0
     #: compiled mode: the GPUs this target's cases ran on (:func:`device_label`) -> cases
     devices: Counter[str] = field(default_factory=Counter)
+    #: the message of the first ``unsupported`` case (why a mode could not run the kernel)
+    unsupported_reason: str | None = None
 
     def add_record(self, record: tuple[str, str, str, str, float]) -> None:
         """Keep ``record`` (the ``cases``-th, already counted) in a bounded uniform sample."""
@@ -367,6 +369,8 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         result.cases += 1
         result.case_seconds += outcome.seconds
         result.counts[outcome.verdict] += 1
+        if outcome.verdict == Verdict.UNSUPPORTED and result.unsupported_reason is None:
+            result.unsupported_reason = outcome.message.splitlines()[0] if outcome.message else None
         compiled = outcome.modes.get("compiled")
         if compiled is not None:
             result.compiles += int(compiled.detail.get("compiles", 0))

@@ -134,8 +134,10 @@ def devices_text(devices: Mapping[str, int]) -> str:
 
 def result_row(r: TargetResult) -> dict[str, Any]:
     rate = r.cases / r.seconds if r.seconds else 0.0
+    tested = (r.cases - r.counts.get(Verdict.PRECONDITION, 0)
+              - r.counts.get(Verdict.UNSUPPORTED, 0))
     status = "FAIL" if r.failures else ("ERROR" if r.error else ("skipped" if r.skipped else
-              ("ok" if r.cases else "no cases")))
+              ("no cases" if not r.cases else "untested" if tested <= 0 else "ok")))
     return {
         "target": r.target_id,
         "status": status,
@@ -145,6 +147,7 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "passed": r.counts.get(Verdict.PASS, 0),
         "preconditions": r.counts.get(Verdict.PRECONDITION, 0),
         "unsupported": r.counts.get(Verdict.UNSUPPORTED, 0),
+        "unsupported_reason": r.unsupported_reason,
         "interpreter_divergences": r.counts.get(Verdict.INTERPRETER_DIVERGENCE, 0),
         "failures": [f.outcome.verdict for f in r.failures],
         "seconds": round(r.seconds, 2),

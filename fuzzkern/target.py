@@ -110,6 +110,9 @@ class Target:
     - ``preconditions``: exception types the launcher raises to reject an input on purpose;
       such cases are counted, not failures.
     - ``timeout``: seconds one case may run before it is reported as a hang.
+    - ``checks``: hygiene checks to turn on or off for this target by name (see
+      ``fuzzkern.executors.run.DEFAULT_CHECKS``), e.g. ``{"view": False}`` or
+      ``{"view_strict": True}``; a run's own ``checks`` (``--no-check``) apply on top.
     """
 
     launcher: Callable[..., Any]
@@ -125,6 +128,7 @@ class Target:
     upcast: bool = True
     timeout: float = 60.0
     clobbers: str | Sequence[str] | None = None
+    checks: Mapping[str, bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from fuzzkern.strategies._internal.inputs import InputsStrategy
@@ -167,6 +171,15 @@ class Target:
             raise InvalidArgument(
                 "Expected a positive timeout in seconds but got "
                 f"{describe('timeout', self.timeout)}."
+            )
+        from fuzzkern.executors.run import DEFAULT_CHECKS
+
+        unknown = sorted(set(self.checks) - set(DEFAULT_CHECKS)) if isinstance(
+            self.checks, Mapping) else None
+        if unknown is None or unknown:
+            raise InvalidArgument(
+                f"Expected checks to map check names among {sorted(DEFAULT_CHECKS)} to bools "
+                f"but got {describe('checks', self.checks)}."
             )
         self.inputs.validate_against(self)
         for name in self.clobber_names:

@@ -69,6 +69,8 @@ from triton.runtime.errors import InterpreterError
 from triton.runtime.jit import JITFunction, TensorWrapper
 
 from fuzzkern.errors import FuzzkernError
+from fuzzkern.executors import interp_fidelity
+from fuzzkern.executors.interp_fidelity import FidelityInterpretedFunction
 from fuzzkern.executors.kernels import kernel_name
 
 __all__ = [
@@ -257,12 +259,18 @@ class InterpreterSession:
 
     check_bounds: bool = True
     check_views: bool = True
+    #: with ``check_views``: a load outside the views raises (else it is recorded in
+    #: ``view_reads`` and the caller judges it by the outputs)
+    strict_views: bool = True
     debug: bool = False
     configs: Mapping[str, int] = dataclasses.field(default_factory=dict)
     labels: Mapping[int, str] = dataclasses.field(default_factory=dict)
     launches: int = 0
     configs_used: dict[str, int] = dataclasses.field(default_factory=dict)
     leaked: tuple[str, ...] = ()
+    #: with ``strict_views=False``: the first load outside the views passed (an
+    #: :class:`OOBView` not raised) and how many such loads there were; None if none
+    view_reads: tuple[OOBView, int] | None = None
     # tuning keys seen per autotuner in this session: the first call with a key is "cold"
     _seen_keys: dict[int, set[Any]] = dataclasses.field(default_factory=dict, repr=False)
 
@@ -309,7 +317,7 @@ _INTERPRETED: dict[Callable[..., Any], Any] = {}
 def _interpreted(jit_fn: JITFunction) -> Any:
     interp = _INTERPRETED.get(jit_fn.fn)
     if interp is None:
-        interp = _INTERPRETED[jit_fn.fn] = _interp.InterpretedFunction(jit_fn.fn)
+        interp = _INTERPRETED[jit_fn.fn] = FidelityInterpretedFunction(jit_fn.fn)
     # share the kernel's pre-run hooks, as JITFunction.run would call them
     interp.pre_run_hooks = getattr(jit_fn, "pre_run_hooks", [])
     return interp
@@ -705,11 +713,18 @@ def _check_view(op: str, addr: np.ndarray, mask: Any, size: int,
     views = "; ".join(
         f"shape {tuple(v[0])}, strides {tuple(v[1])}, offset {v[2]}" for v in a.views if v)
     gx, gy, gz = _interp.interpreter_builder.grid_idx or (0, 0, 0)
-    raise OOBView(op=op, program_id=(int(gx), int(gy), int(gz)), lane=lane, address=address,
+    err = OOBView(op=op, program_id=(int(gx), int(gy), int(gz)), lane=lane, address=address,
                   n_bad=int(bad.sum()), n_lanes=int(bad.size), parameter=a.parameter,
                   argument=a.label or a.parameter, storage_index=off // size, region=region,
                   view=views, element_size=size, allocation_bytes=a.hi - a.lo,
                   location=kernel_location())
+    session = _STATE.session
+    if op == "load" and not session.strict_views:
+        # Inside the storage, so reading is safe: let the outputs say whether it mattered.
+        first, count = session.view_reads or (err, 0)
+        session.view_reads = (first, count + 1)
+        return
+    raise err
 
 
 def _distance(a: _Allocation, address: int, size: int) -> tuple[int, bool]:
@@ -843,7 +858,8 @@ _BUILDER_PATCHES = _builder_patches()
 def _snapshot_targets() -> list[Any]:
     targets: list[Any] = [tl, tl_core, tl_math, tl_standard, _interp, JITFunction, Autotuner,
                           Heuristics, _interp.GridExecutor, _Builder, _interp.InterpretedFunction,
-                          tl_core.tensor, tl_core.dtype]
+                          tl_core.tensor, tl_core.dtype, _interp.ReduceOps,
+                          *interp_fidelity.libdevice_modules().values()]
     for name in ("condition", "tensor_descriptor_base", "tensor_descriptor"):
         cls = getattr(tl_core, name, None)
         if isinstance(cls, type):
@@ -869,6 +885,8 @@ def _install() -> None:
     _set(_interp.GridExecutor, "_init_args_hst", _init_args_hst)
     for name, fn in _BUILDER_PATCHES:
         _set(_Builder, name, fn)
+    for obj, name, value in interp_fidelity.patches():
+        _set(obj, name, value)
     if _NEEDS_INDEX_FIX:
         _set(_interp, "_patch_lang_tensor", _patch_lang_tensor)
     if _NEEDS_REDUCE_FIX:
@@ -926,7 +944,7 @@ def _uninstall() -> tuple[str, ...]:
 
 @contextlib.contextmanager
 def interpreter_mode(*, check_bounds: bool = True, check_views: bool = True,
-                     debug: bool = False,
+                     strict_views: bool = True, debug: bool = False,
                      configs: Mapping[str, int] | None = None,
                      labels: Mapping[int, str] | None = None) -> Iterator[InterpreterSession]:
     """Run every ``@triton.jit`` launch inside the block in Triton's interpreter.
@@ -935,9 +953,12 @@ def interpreter_mode(*, check_bounds: bool = True, check_views: bool = True,
     storages of the launch's tensor arguments and raise :class:`OOBAccess` before touching
     memory. ``check_views`` (with ``check_bounds``): an active lane must also address an
     element of a view passed to the launch, not a gap of its storage or storage outside the
-    view; else :class:`OOBView`. ``debug``: turn on ``tl.device_assert`` and integer overflow
-    checks (a kernel launched with ``debug=True`` or declared ``@triton.jit(debug=True)`` gets
-    them as well, as compiled). ``configs``: autotuned kernel name -> index into its
+    view; else :class:`OOBView`. ``strict_views=False``: a *load* outside the views (inside
+    the storage) does not raise; the first one and a count are recorded in the session's
+    ``view_reads`` for the caller to judge (a base-pointer use reads correct data).
+    ``debug``: turn on ``tl.device_assert`` and integer overflow checks (a kernel launched
+    with ``debug=True`` or declared ``@triton.jit(debug=True)`` gets them as well, as
+    compiled). ``configs``: autotuned kernel name -> index into its
     ``configs`` to force (names as :func:`~fuzzkern.executors.kernels.autotuner_config_counts`
     reports them); kernels not named run their first pruned config, and nothing is ever
     benchmarked. ``labels``: storage
@@ -959,7 +980,8 @@ def interpreter_mode(*, check_bounds: bool = True, check_views: bool = True,
                 f"{name!r}: {index!r} (type={type(index).__name__})."
             )
     session = InterpreterSession(check_bounds=bool(check_bounds),
-                                 check_views=bool(check_bounds and check_views), debug=bool(debug),
+                                 check_views=bool(check_bounds and check_views),
+                                 strict_views=bool(strict_views), debug=bool(debug),
                                  configs=forced, labels=dict(labels or {}))
     INTERPRETER_LOCK.acquire()
     try:

@@ -51,18 +51,24 @@ for _name in ("float8_e4m3fnuz", "float8_e5m2fnuz"):
     if hasattr(torch, _name):
         INTERPRETER_SUBSTITUTES[getattr(torch, _name)] = torch.float32
 
-#: Hygiene checks, all on by default; ``options["checks"]`` overrides any of them:
-#: ``bounds`` (interpreter: every access inside an argument's storage), ``view`` (interpreter:
-#: inside the view passed, not a gap), ``poison`` (``torch.empty`` memory poisoned, unwritten
-#: outputs told apart), ``mutation`` (inputs compared bytewise before/after each launch; gaps of
-#: every input too), ``redzone`` (compiled: guard bands around every storage).
-DEFAULT_CHECKS = {"bounds": True, "view": True, "poison": True, "mutation": True,
-                  "redzone": True}
+#: Hygiene checks, on by default but ``view_strict``; a target's ``checks=`` and then
+#: ``options["checks"]`` override any of them: ``bounds`` (interpreter: every access inside an
+#: argument's storage), ``view`` (interpreter: inside the view passed, not a gap; a *load*
+#: outside the view counts only when an output is also wrong: a kernel that uses a re-strided
+#: view as a base pointer and reads its storage correctly is not reported), ``view_strict``
+#: (with ``view``: every load outside the view is ``oob-view``, whatever the outputs say),
+#: ``poison`` (``torch.empty`` memory poisoned, unwritten outputs told apart), ``mutation``
+#: (inputs compared bytewise before/after each launch; gaps of every input too), ``redzone``
+#: (compiled: guard bands around every storage).
+DEFAULT_CHECKS = {"bounds": True, "view": True, "view_strict": False, "poison": True,
+                  "mutation": True, "redzone": True}
 
 
-def checks_of(options: Mapping[str, Any]) -> dict[str, bool]:
-    """:data:`DEFAULT_CHECKS` updated with ``options["checks"]`` (unknown names are errors)."""
-    given = dict(options.get("checks") or {})
+def checks_of(options: Mapping[str, Any], target: Any = None) -> dict[str, bool]:
+    """:data:`DEFAULT_CHECKS` updated with ``target.checks`` and then ``options["checks"]``
+    (unknown names are errors)."""
+    given = dict(getattr(target, "checks", None) or {})
+    given.update(options.get("checks") or {})
     unknown = sorted(set(given) - set(DEFAULT_CHECKS))
     if unknown:
         raise ValueError(f"Expected check names among {sorted(DEFAULT_CHECKS)} but got "
@@ -208,7 +214,7 @@ class _Run:
         detail: dict[str, Any] = {}
         if substituted:
             detail["substituted"] = substituted
-        checks = checks_of(self.options)
+        checks = checks_of(self.options, self.target)
         before = ({name: hygiene.storage_bytes(t).clone() for name, t in tensors.items()}
                   if checks["mutation"] else None)
         start = time.perf_counter()
@@ -220,10 +226,11 @@ class _Run:
                     interpreter_mode(
                         check_bounds=checks["bounds"],
                         check_views=checks["view"],
+                        strict_views=checks["view_strict"],
                         debug=bool(self.options.get("debug", False)),
                         configs=dict(self.case.configs),
                         labels=_storage_labels(tensors),
-                    ):
+                    ) as session:
                 result = call_with(self.target.launcher, {**self.scalars, **tensors})
         except Exception as e:
             inner = _unwrap(e)
@@ -260,7 +267,8 @@ class _Run:
             self.storage_checks({n: (t, before[n], hygiene.storage_bytes(t))
                                  for n, t in tensors.items()}, detail)
         outputs = self._outputs(result, tensors)
-        return self._compare("interpret", outputs, detail, seconds, substituted, allocations)
+        compared = self._compare("interpret", outputs, detail, seconds, substituted, allocations)
+        return _judge_view_reads(compared, session)
 
     def storage_checks(self, storages: Mapping[str, tuple[torch.Tensor, torch.Tensor,
                                                           torch.Tensor]],
@@ -526,3 +534,25 @@ def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, 
     target = _target(ref)
     case = Case.from_json(case_json)
     return run_case(target, case, options).to_json()
+
+
+def _judge_view_reads(result: ModeResult, session: Any) -> ModeResult:
+    """The view rule for loads: a load outside the views passed (inside the storage) is
+    ``oob-view`` only with evidence that it mattered, an output that disagrees with the
+    reference; with the outputs right it is a base-pointer use, noted in the detail."""
+    seen = getattr(session, "view_reads", None)
+    if seen is None:
+        return result
+    err, count = seen
+    text = err.describe() + (f"\n  at {err.location}" if getattr(err, "location", None) else "")
+    if result.status == "mismatch":
+        detail = {**result.detail, "oob": _oob_detail(err), "view_reads": count}
+        why = result.comparison.summary() if result.comparison is not None else ""
+        return ModeResult("interpret", "oob-view",
+                          error=f"{text}\n  and an output is wrong ({count} load"
+                          f"{'' if count == 1 else 's'} outside the view)"
+                          + (f": {why.splitlines()[0]}" if why else ""),
+                          detail=detail, seconds=result.seconds)
+    result.detail["view_reads"] = {"loads": count, "first": text,
+                                   "judged": "outputs right: base-pointer use, not reported"}
+    return result

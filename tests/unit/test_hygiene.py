@@ -310,6 +310,94 @@ def test_run_case_reports_oob_view_and_the_value_verdict_without_it():
     assert ok.verdict == Verdict.PASS
 
 
+@triton.jit
+def _gather_rows(table_ptr, idx_ptr, out_ptr, n_idx, D, row_stride, BLOCK: tl.constexpr):
+    # table_ptr is only a base pointer: rows are addressed with the table's own row stride
+    i = tl.program_id(0)
+    row = tl.load(idx_ptr + i)
+    cols = tl.arange(0, BLOCK)
+    m = cols < D
+    tl.store(out_ptr + i * D + cols, tl.load(table_ptr + row * row_stride + cols, mask=m),
+             mask=m)
+
+
+def _launch_gather(table, idx, restride):
+    n, d = idx.shape[0], table.shape[1]
+    out = torch.empty((n, d), dtype=table.dtype, device=table.device)
+    # what a library launcher does: hand the kernel a re-strided (stride-0) view of the table
+    base = table.as_strided((n, d), (0, table.stride(1))) if restride else table
+    _gather_rows[(n,)](base, idx, out, n, d, table.stride(0), BLOCK=8)
+    return out
+
+
+def _launch_gather_wrong(table, idx):
+    n, d = idx.shape[0], table.shape[1]
+    out = torch.empty((n, d), dtype=table.dtype, device=table.device)
+    base = table.as_strided((n, d), (0, table.stride(1)))
+    _gather_rows[(n,)](base, idx, out, n, d, table.stride(0), BLOCK=8)
+    return out[:, :1].expand(n, d).contiguous() if n > 0 else out
+
+
+def test_a_stride0_view_used_as_a_base_pointer_is_not_oob_view():
+    table = torch.arange(12.0).reshape(4, 3)
+    idx = torch.tensor([3, 0, 2], dtype=torch.int32)
+    with interpreter_mode(strict_views=False) as session:
+        out = _launch_gather(table, idx, restride=True)
+    assert torch.equal(out, table[idx.long()])
+    first, count = session.view_reads  # the loads were outside the view, and recorded
+    assert first.parameter == "table_ptr" and first.op == "load" and count == 2
+    with pytest.raises(OOBView):  # the strict rule still reports them
+        with interpreter_mode():
+            _launch_gather(table, idx, restride=True)
+
+
+def _run_gather(launcher, checks=None, target_checks=None):
+    idx = torch.tensor([3, 0, 2], dtype=torch.int32)
+
+    def launch(table):
+        return launcher(table, idx.to(table.device))
+
+    target = fuzzkern.Target(launcher=launch, reference=lambda table: table[idx.long()],
+                             inputs=fks.inputs(table=fks.tensors(("V", "D"))),
+                             dims={"V": fks.sizes(min_value=4, max_value=8),
+                                   "D": fks.sizes(max_value=8)},
+                             checks=target_checks or {})
+    case = Case({"V": 4, "D": 3}, {"table": _tc((4, 3))})
+    return run_case(target, case, {"modes": ["interpret"], **({"checks": checks} if checks
+                                                             else {})})
+
+
+def test_run_case_judges_loads_outside_the_view_by_the_outputs():
+    ok = _run_gather(lambda t, i: _launch_gather(t, i, restride=True))
+    assert ok.verdict == Verdict.PASS, ok.message
+    note = ok.modes["interpret"].detail["view_reads"]
+    assert note["loads"] == 2 and "base-pointer use" in note["judged"]
+    bad = _run_gather(_launch_gather_wrong)  # same reads, and now an output is wrong
+    assert bad.verdict == Verdict.OOB_VIEW, bad.message
+    assert "an output is wrong" in bad.message and "table_ptr" in bad.message
+    # the rule is explicit and configurable: strict per run or per target
+    strict_target = _run_gather(lambda t, i: _launch_gather(t, i, restride=True),
+                                checks={"view_strict": True})
+    assert strict_target.modes["interpret"].detail["oob"]["region"] == "after the view"
+    assert _run_gather(lambda t, i: _launch_gather(t, i, restride=True),
+                       checks=None).verdict == Verdict.PASS
+
+
+def test_target_checks_are_validated_and_applied():
+    from fuzzkern.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="check names"):
+        _run_gather(lambda t, i: _launch_gather(t, i, restride=True),
+                    target_checks={"nope": True})
+    o = _run_gather(lambda t, i: _launch_gather(t, i, restride=True),
+                    target_checks={"view_strict": True})
+    assert o.verdict == Verdict.OOB_VIEW
+    # a run's checks apply on top of the target's
+    o = _run_gather(lambda t, i: _launch_gather(t, i, restride=True), checks={"view": False},
+                    target_checks={"view_strict": True})
+    assert o.verdict == Verdict.PASS
+
+
 def _launch_fill(x, y):
     # x.copy_(y) that ignores x's stride: writes x's gaps (x is declared in-place)
     _copy[(1,)](y, x, y.shape[0], y.stride(0), 1, BLOCK=16)
