@@ -71,7 +71,7 @@ from triton.runtime.jit import JITFunction, TensorWrapper
 from fuzzkern.errors import FuzzkernError
 from fuzzkern.executors import interp_fidelity
 from fuzzkern.executors.interp_fidelity import FidelityInterpretedFunction
-from fuzzkern.executors.kernels import kernel_name
+from fuzzkern.executors.kernels import autotuner_classes, kernel_name
 
 __all__ = [
     "INTERPRETER_LOCK",
@@ -297,6 +297,8 @@ class _State:
         self.snapshots: list[tuple[Any, dict[str, Any]]] = []
         self.saved_options: Any = None
         self.autotuners: dict[int, tuple[Autotuner, dict[Any, Any], Any]] = {}
+        #: the ``run`` of Autotuner and of each subclass with its own, while installed
+        self.autotuner_runs: dict[type, Any] = {}
         self.allocs: list[_Allocation] | None = None
         self.options_on: Any = None
         self.options_off: Any = None
@@ -429,7 +431,9 @@ def _tuning_key(at: Autotuner, args: tuple[Any, ...], kwargs: Mapping[str, Any])
 def _autotuner_run(self: Autotuner, *args: Any, **kwargs: Any) -> Any:
     if not _STATE.mine():
         with INTERPRETER_LOCK:
-            return _ORIG_AUTOTUNER_RUN(self, *args, **kwargs)
+            runs = _STATE.autotuner_runs or {Autotuner: _ORIG_AUTOTUNER_RUN}
+            own = next(c for c in type(self).__mro__ if c in runs)
+            return runs[own](self, *args, **kwargs)
     session = _STATE.session
     name = kernel_name(self)
     if id(self) not in _STATE.autotuners:  # first touch in this block: snapshot for exit
@@ -880,7 +884,9 @@ def _install() -> None:
     _set(JITFunction, "run", _jit_run)
     _set(JITFunction, "__call__", _jit_call)
     _set(JITFunction, "__get__", _jit_get)
-    _set(Autotuner, "run", _autotuner_run)
+    _STATE.autotuner_runs = {cls: vars(cls)["run"] for cls in autotuner_classes()}
+    for cls in _STATE.autotuner_runs:
+        _set(cls, "run", _autotuner_run)
     _set(_interp.GridExecutor, "__call__", _grid_call)
     _set(_interp.GridExecutor, "_init_args_hst", _init_args_hst)
     for name, fn in _BUILDER_PATCHES:

@@ -116,6 +116,24 @@ def _referenced_values(fn: types.FunctionType) -> list[Any]:
     return values
 
 
+#: modules whose objects never wrap a user's kernel (not searched for attributes)
+_FOREIGN = frozenset({"torch", "builtins", "numpy", "triton.runtime.jit"})
+
+
+def autotuner_classes() -> list[type[Autotuner]]:
+    """``Autotuner`` and every subclass of it that defines its own ``run`` (a library's
+    autotuner with its own benchmarking): each gets fuzzkern's ``run`` while configs are
+    forced, so configs are drawn per case and nothing is benchmarked."""
+    out: list[type[Autotuner]] = [Autotuner]
+    todo = list(Autotuner.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if "run" in vars(cls):
+            out.append(cls)
+    return out
+
+
 def autotuners_of(launcher: Callable[..., Any]) -> dict[str, Autotuner]:
     """The ``triton.runtime.autotuner.Autotuner`` objects a host launcher uses, by kernel name.
 
@@ -148,7 +166,28 @@ def autotuners_of(launcher: Callable[..., Any]) -> dict[str, Autotuner]:
             visit_value(v.__func__, depth)
             return
         if isinstance(v, types.FunctionType):
+            wrapped = getattr(v, "__wrapped__", None)  # functools.wraps around a kernel
+            if wrapped is not None and wrapped is not v:
+                visit_value(wrapped, depth)
             visit_function(v, depth + 1)
+            return
+        if depth < MAX_DEPTH and not isinstance(v, (type, types.ModuleType)):
+            # a library's own wrapper object around a kernel (a launch cache, a decorator
+            # class): the kernels it holds as attributes
+            visit_attributes(v, depth + 1)
+
+    def visit_attributes(obj: Any, depth: int) -> None:
+        attrs = getattr(obj, "__dict__", None)
+        if not isinstance(attrs, dict) or id(obj) in visited:
+            return
+        visited.add(id(obj))
+        for a in list(attrs.values())[:64]:
+            if isinstance(a, (Autotuner, Heuristics, types.FunctionType, functools.partial,
+                              types.MethodType)):
+                visit_value(a, depth)
+            elif type(a).__module__ not in _FOREIGN and hasattr(a, "__dict__") and not \
+                    isinstance(a, (type, types.ModuleType)):
+                visit_value(a, depth)
 
     def visit_function(fn: types.FunctionType, depth: int) -> None:
         if depth > MAX_DEPTH or id(fn) in visited:
@@ -167,11 +206,12 @@ def autotuners_of(launcher: Callable[..., Any]) -> dict[str, Autotuner]:
     elif isinstance(fn, (Autotuner, Heuristics)):
         visit_value(fn, 0)
     else:
-        # a callable object: search its class's __call__
+        # a callable object: search its class's __call__, and the kernels it holds
         call = next((vars(c)["__call__"] for c in type(fn).__mro__ if "__call__" in vars(c)),
                     None)
         if isinstance(call, types.FunctionType):
             visit_function(call, 0)
+        visit_attributes(fn, 0)
     return found
 
 
@@ -230,14 +270,16 @@ def forced_configs(configs: Mapping[str, int]) -> Iterator[None]:
     if not configs:
         yield
         return
-    original = Autotuner.run
+    classes = autotuner_classes()
+    originals = {cls: vars(cls)["run"] for cls in classes}
     touched: dict[int, tuple[Any, dict[Any, Any], Any]] = {}
     missing = object()
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         name = kernel_name(self)
         if name not in configs:
-            return original(self, *args, **kwargs)
+            own = next(c for c in type(self).__mro__ if c in originals)
+            return originals[own](self, *args, **kwargs)
         index = configs[name]
         if not (isinstance(index, int) and 0 <= index < len(self.configs)):
             from fuzzkern.executors.interpreter import ForcedConfigError
@@ -258,11 +300,13 @@ def forced_configs(configs: Mapping[str, int]) -> Iterator[None]:
         finally:
             self.nargs = None
 
-    Autotuner.run = run  # type: ignore[method-assign]
+    for cls in classes:
+        cls.run = run  # type: ignore[method-assign]
     try:
         yield
     finally:
-        Autotuner.run = original  # type: ignore[method-assign]
+        for cls, original in originals.items():
+            cls.run = original  # type: ignore[method-assign]
         for at, cache, best in touched.values():
             at.cache.clear()
             at.cache.update(cache)

@@ -252,3 +252,81 @@ def overflow_kernel(a, b, out_ptr):
 def debug_declared_assert_kernel(x_ptr, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, BLOCK))
     tl.device_assert(x >= 0, "declared debug")
+
+
+# -- autotuners behind a library's own wrappers ----------------------------------------------------
+
+
+class LaunchCache:
+    """A library's decorator around an autotuned kernel (a launch cache): the Autotuner is
+    an attribute, reached by ``self.kernel``, never by a name in a launcher's code."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.launches = 0
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.launches += 1
+            return self.kernel[grid](*args, **kwargs)
+
+        return launch
+
+
+def launch_cache(kernel):
+    return LaunchCache(kernel)
+
+
+@launch_cache
+@triton.autotune(configs=[triton.Config({"BLOCK": 8}), triton.Config({"BLOCK": 16}),
+                          triton.Config({"BLOCK": 32})], key=["n"])
+@triton.jit
+def cached_kernel(x_ptr, out_ptr, blk_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+    tl.store(blk_ptr, BLOCK)
+
+
+def cached(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(x)
+    blk = torch.zeros(1, dtype=torch.int32)
+    n = x.numel()
+    cached_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, blk, n)
+    return out, blk
+
+
+class BenchingAutotuner(triton.runtime.autotuner.Autotuner):
+    """A library's Autotuner subclass with its own ``run`` and its own benchmarking."""
+
+    bench_calls = 0
+
+    def run(self, *args, **kwargs):
+        type(self).bench_calls += 1  # its own timing loop, which needs a GPU
+        raise RuntimeError("BenchingAutotuner benchmarked: no GPU here")
+
+
+def benching_autotune(configs, key):
+    def decorator(fn):
+        return BenchingAutotuner(fn, fn.arg_names, configs, key, reset_to_zero=None,
+                                 restore_value=None)
+
+    return decorator
+
+
+@benching_autotune(configs=[triton.Config({"BLOCK": 8}), triton.Config({"BLOCK": 32})],
+                   key=["n"])
+@triton.jit
+def subclass_kernel(x_ptr, out_ptr, blk_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 5, mask=mask)
+    tl.store(blk_ptr, BLOCK)
+
+
+def subclassed(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(x)
+    blk = torch.zeros(1, dtype=torch.int32)
+    n = x.numel()
+    subclass_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, blk, n)
+    return out, blk

@@ -527,3 +527,36 @@ def test_integer_masks_work_as_in_compiled_triton():
     with interpreter_mode():
         _int_mask_kernel[(3,)](x, out, 3, 4, BLOCK=8)
     assert torch.equal(out, 2 * x)
+
+
+def test_autotuners_behind_a_library_wrapper_and_a_subclass_are_found_and_forced():
+    counts = autotuner_config_counts(K.cached)
+    assert counts == {"cached_kernel": 3}  # through the LaunchCache object's attribute
+    assert autotuner_config_counts(K.subclassed) == {"subclass_kernel": 2}
+    x = torch.arange(20.0)
+    for index, block in [(0, 8), (2, 32)]:
+        with interpreter_mode(configs={"cached_kernel": index}) as session:
+            out, blk = K.cached(x)
+        assert int(blk) == block and session.configs_used == {"cached_kernel": index}
+        torch.testing.assert_close(out, x + 1)
+    before = K.BenchingAutotuner.bench_calls
+    own_run = vars(K.BenchingAutotuner)["run"]
+    for index, block in [(0, 8), (1, 32)]:
+        with interpreter_mode(configs={"subclass_kernel": index}) as session:
+            out, blk = K.subclassed(x)
+        assert int(blk) == block and session.configs_used == {"subclass_kernel": index}
+        torch.testing.assert_close(out, 5 * x)
+    with interpreter_mode():  # not forced: the first config, still no benchmarking
+        _, blk = K.subclassed(x)
+    assert int(blk) == 8
+    assert K.BenchingAutotuner.bench_calls == before  # its own run never ran
+    assert vars(K.BenchingAutotuner)["run"] is own_run  # and is back after the block
+
+
+def test_forced_configs_in_compiled_mode_reach_autotuner_subclasses():
+    from fuzzkern.executors.kernels import forced_configs
+
+    own_run = vars(K.BenchingAutotuner)["run"]
+    with forced_configs({"subclass_kernel": 1}):
+        assert vars(K.BenchingAutotuner)["run"] is not own_run
+    assert vars(K.BenchingAutotuner)["run"] is own_run
