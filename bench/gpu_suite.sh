@@ -11,9 +11,13 @@
 #   bash bench/gpu_suite.sh throughput  # bench/throughput.py, interpreter and compiled
 #   bash bench/gpu_suite.sh campaign  # every built-in target, both modes, 60 s each ~8 min
 #   bash bench/gpu_suite.sh hygiene   # bench/hygiene.py --mode compiled: red zones' cost ~2 min
+#   bash bench/gpu_suite.sh fidelity  # bench/fidelity.py --compiled: the interpreter-vs-compiled
+#                                     # self-check (tests/fidelity/corpus.py) and
+#                                     # docs/interpreter.md regenerated with its results ~1 min
 #   JOBS=2 bash bench/gpu_suite.sh scaling  # fuzzkern run -j $JOBS --modes compiled
 #                                     # --budget ${BUDGET:-5m} on the first $JOBS GPUs
-#   bash bench/gpu_suite.sh all       # tests, sanitize, bench, throughput, campaign, hygiene
+#   bash bench/gpu_suite.sh all       # tests, sanitize, bench, throughput, campaign, hygiene,
+#                                     # fidelity
 #                                     # (several calls' worth)
 # Writes logs and JSON under ${OUT:-bench/results/gpu}; results carry date and machine.
 set -uo pipefail
@@ -69,6 +73,11 @@ if [[ $what == hygiene || $what == all ]]; then
   python3 bench/hygiene.py --mode compiled --out "$out/hygiene-compiled.json" 2>&1 \
     | tee "$out/hygiene-compiled.log"
   rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == fidelity || $what == all ]]; then
+  python3 bench/fidelity.py --compiled --out "$out/fidelity.json" 2>&1 | tee "$out/fidelity.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+  python3 bench/fidelity.py --table "$out/interpreter.md" --gpu-json "$out/fidelity.json"
 fi
 if [[ $what == scaling ]]; then
   jobs=${JOBS:-$gpus}

@@ -288,6 +288,9 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         click.echo(f"fuzzkern: error: no case was tested: all {sum(r.cases for r in untested)} "
                    f"cases ended {counts}" + (f" ({why})" if why else ""), err=True)
         sys.exit(EXIT_USAGE)
+    for r in results:
+        for note in r.slow if not quiet else ():
+            console.print(f"note: {r.target_id}: {note}")
     for r in untested:
         if not quiet:
             console.print(f"warning: {r.target_id}: none of its {r.cases} cases was tested "

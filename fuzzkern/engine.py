@@ -15,6 +15,7 @@ so far is kept, so nothing found is ever lost.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import random
@@ -241,6 +242,8 @@ class TargetResult:
     minimize_runs: int = 0
     #: compiled mode: the GPUs this target's cases ran on (:func:`device_label`) -> cases
     devices: Counter[str] = field(default_factory=Counter)
+    #: cases that ran past the timeout once and finished on a re-run (not hangs), in words
+    slow: list[str] = field(default_factory=list)
     #: the message of the first ``unsupported`` case (why a mode could not run the kernel)
     unsupported_reason: str | None = None
 
@@ -494,6 +497,35 @@ def _replay_corpus(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
             result.corpus_problems.append(f"cannot replay {path}: {r.reason}")
 
 
+#: a hang is re-run once with this many times the timeout before it is reported and saved
+HANG_CONFIRM_FACTOR = 2.0
+
+
+def _confirm_hangs(lt: LoadedTarget, pool: WorkerPool, result: TargetResult,
+                   found: list[Failure], run_options: dict[str, Any],
+                   timeout: float) -> list[Failure]:
+    """Re-run each ``hang`` once with :data:`HANG_CONFIRM_FACTOR` times the timeout: a case
+    that finishes then is slow, not hung (noted in ``result.slow``; reported with the verdict
+    of the re-run if that one fails); one that runs past it again is a confirmed hang."""
+    out = []
+    for f in found:
+        if f.outcome.verdict != Verdict.HANG:
+            out.append(f)
+            continue
+        again = pool.run(lt.ref, f.case.to_json(), run_options, HANG_CONFIRM_FACTOR * timeout)
+        result.cases += 1
+        if again.verdict == Verdict.HANG:
+            f.outcome.message += (f" (confirmed: a re-run with {HANG_CONFIRM_FACTOR * timeout:g}"
+                                  " s ran past it too)")
+            out.append(f)
+            continue
+        result.slow.append(f"a case ran past the {timeout:g} s timeout, then finished in "
+                           f"{again.seconds:.1f} s on a re-run ({again.verdict}): slow, not hung")
+        if again.failed:
+            out.append(dataclasses.replace(f, outcome=again))
+    return out
+
+
 def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
                       result: TargetResult, found: list[Failure], run_options: dict[str, Any],
                       timeout: float) -> None:
@@ -501,6 +533,7 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
     from fuzzkern import corpus, explain
     from fuzzkern.errors import FuzzkernError
 
+    found = _confirm_hangs(lt, pool, result, found, run_options, timeout)
     for f in found:
         if opts.explain:
             try:

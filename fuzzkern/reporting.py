@@ -148,6 +148,7 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "preconditions": r.counts.get(Verdict.PRECONDITION, 0),
         "unsupported": r.counts.get(Verdict.UNSUPPORTED, 0),
         "unsupported_reason": r.unsupported_reason,
+        "slow": list(r.slow),
         "interpreter_divergences": r.counts.get(Verdict.INTERPRETER_DIVERGENCE, 0),
         "failures": [f.outcome.verdict for f in r.failures],
         "seconds": round(r.seconds, 2),

@@ -109,6 +109,8 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.corpus_failing += piece.corpus_failing
     into.corpus_passing += piece.corpus_passing
     into.corpus_problems += piece.corpus_problems
+    into.slow += piece.slow
+    into.unsupported_reason = into.unsupported_reason or piece.unsupported_reason
     rng = random.Random(into.cases)
     for rec in piece.records:
         if len(into.records) < RECORD_LIMIT:

@@ -71,3 +71,18 @@ def test_undeclared_exception_is_an_error_shrunk_to_the_boundary():
     failure = result.failures[0]
     assert failure.case.dims == {"N": 4}
     assert "only up to 3 elements" in failure.outcome.message
+
+
+def test_hang_is_confirmed_by_a_rerun_before_it_is_reported():
+    result, _ = _fuzz("sleeps", budget=40.0)
+    (failure,) = result.failures
+    assert failure.outcome.verdict == "hang"
+    assert "confirmed: a re-run with 4 s ran past it too" in failure.outcome.message
+    assert result.slow == []
+
+
+def test_a_slow_case_is_not_a_hang():
+    result, _ = _fuzz("slow", budget=30.0)
+    assert result.failures == []  # nothing reported, nothing to save
+    assert len(result.slow) == 1 and "slow, not hung" in result.slow[0]
+    assert "finished in 3." in result.slow[0]

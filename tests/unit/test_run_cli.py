@@ -272,3 +272,46 @@ def test_heatmaps_leave_out_layouts_a_target_cannot_draw():
     rows = re.findall(r'text-anchor="end">(\w+)</text>',
                       htmlreport.heatmap_svg(records, "float32", {"contiguous"}))
     assert rows == ["contiguous", "strided"]
+
+
+_UNSUPPORTED_FILE = """
+import fuzzkern
+import triton
+import triton.language as tl
+from fuzzkern import strategies as fks
+
+
+@triton.jit
+def asm_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32,
+                                  is_pure=True, pack=1)
+    tl.store(out_ptr + offs, y, mask=m)
+
+
+def launch(x):
+    out = x.new_empty(x.shape)
+    asm_kernel[(1,)](x, out, x.shape[0], BLOCK=16)
+    return out
+
+
+asm = fuzzkern.Target(launcher=launch, reference=lambda x: x,
+                      inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
+                      dims={"N": fks.sizes(max_value=16)}, modes=("interpret",))
+"""
+
+
+def test_a_run_where_every_case_is_unsupported_exits_2_with_the_reason(tmp_path):
+    (tmp_path / "asm_target.py").write_text(_UNSUPPORTED_FILE)
+    res = _run(["run", "asm_target.py", "--budget", "6s", "--no-db", "--no-corpus",
+                "--report", "r.json", "-j", "1"], tmp_path)
+    assert res.returncode == 2, res.stdout + res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("fuzzkern: error: no case was tested: all ")
+    assert "unsupported" in line and "inline_asm" in line
+    report = json.loads((tmp_path / "r.json").read_text())
+    (row,) = report["targets"]
+    assert row["status"] == "untested" and row["cases"] == row["unsupported"] > 0
+    assert report["failures"] == []  # nothing shrunk, nothing saved

@@ -45,6 +45,20 @@ sleeps = fuzzkern.Target(
     timeout=2.0,
 )
 
+def _slow_launcher(x, MODE):
+    if MODE == 1:
+        time.sleep(3.0)  # past the 2 s timeout, well within twice it: slow, not hung
+    return x.clone()
+
+
+slow = fuzzkern.Target(
+    launcher=_slow_launcher,
+    reference=lambda x: x,
+    inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"]), MODE=st.integers(0, 1)),
+    dims={"N": fks.sizes(max_value=8)},
+    timeout=2.0,
+)
+
 rejects = fuzzkern.Target(
     launcher=_raise_launcher,
     reference=lambda x: x,
