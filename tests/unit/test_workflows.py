@@ -18,6 +18,7 @@ yaml = pytest.importorskip("yaml")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKFLOWS = os.path.join(ROOT, ".github", "workflows")
 NIGHTLY_COMMAND = "bash .ci/nightly.sh"
+NIGHTLY_STEP = "bash .ci/nightly-step.sh"
 
 
 def _require(what: str) -> None:
@@ -95,12 +96,15 @@ def test_nightly_workflow_and_tox_run_the_same_command():
     assert tox_commands == [NIGHTLY_COMMAND + " {posargs}"]
     modes = {}
     for job in ("interpret", "compiled"):
-        fuzz = [s for s in _run_steps(wf, job) if "nightly.sh" in s["run"]]
-        assert len(fuzz) == 1 and fuzz[0]["run"].strip() == NIGHTLY_COMMAND, fuzz
+        fuzz = [s for s in _run_steps(wf, job) if "nightly" in s["run"]]
+        assert len(fuzz) == 1 and fuzz[0]["run"].strip() == NIGHTLY_STEP, fuzz
+        assert fuzz[0]["id"] == "fuzz" and "continue-on-error" not in fuzz[0]
         modes[job] = fuzz[0]["env"]["FUZZKERN_MODES"]
     assert modes == {"interpret": "interpret", "compiled": "interpret,compiled"}
     assert wf["jobs"]["compiled"]["runs-on"] == ["self-hosted", "gpu"]
     assert wf["jobs"]["interpret"]["runs-on"] == "ubuntu-latest"
+    with open(os.path.join(ROOT, ".ci", "nightly-step.sh")) as fh:
+        assert '\nbash .ci/nightly.sh "$@" || status=$?\n' in fh.read()
     with open(os.path.join(ROOT, ".ci", "nightly.sh")) as fh:
         script = fh.read()
     words = shlex.split(script.split("exec ", 1)[1].replace("\\\n", " "))
@@ -119,11 +123,66 @@ def test_nightly_workflow_keeps_the_database_and_proposes_the_corpus():
         pr = [s for s in wf["jobs"][job]["steps"]
               if s.get("uses", "").startswith("peter-evans/create-pull-request@")]
         assert pr and pr[0]["with"]["add-paths"] == "corpus/**"
+        # only real failures get a corpus pull request, with a token that triggers CI
+        assert pr[0]["if"] == "steps.fuzz.outputs.outcome == 'failures'"
+        assert pr[0]["with"]["token"] == "${{ secrets.FUZZKERN_PR_TOKEN || github.token }}"
+        last = wf["jobs"][job]["steps"][-1]
+        assert last["if"] == "steps.fuzz.outputs.outcome != 'clean'"
+        assert last["run"].rstrip().endswith("exit 1")
+
+
+def test_nightly_installs_pinned_torch_and_keeps_gpu_venv_and_triton_cache():
+    wf = _workflow("nightly.yml")
+    cpu = " ".join(s["run"] for s in _run_steps(wf, "interpret"))
+    assert ("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+            in cpu)
+    gpu_steps = _run_steps(wf, "compiled")
+    install = next(s for s in gpu_steps if "venv" in s["run"])
+    assert install["env"]["VENV"].startswith("${{ runner.tool_cache }}/")
+    assert "torch==2.13.0" in install["run"] and ".fuzzkern-key" in install["run"]
+    fuzz = next(s for s in gpu_steps if s.get("id") == "fuzz")
+    assert fuzz["env"]["TRITON_CACHE_DIR"].startswith("${{ runner.tool_cache }}/")
+
+
+def _nightly_step(tmp_path, env, *args):
+    """.ci/nightly-step.sh for real (the `fuzzkern` on PATH is this checkout's), in a copy of
+    the .ci folder so its reports and corpus land in tmp_path."""
+    shutil.copytree(os.path.join(ROOT, ".ci"), tmp_path / ".ci",
+                    ignore=shutil.ignore_patterns("actionlint"))
+    out = tmp_path / "github_output"
+    out.write_text("")
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    full = {**os.environ, "PATH": path, "GITHUB_OUTPUT": str(out),
+            "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **env}
+    proc = subprocess.run(["bash", str(tmp_path / ".ci" / "nightly-step.sh"), *args],
+                          cwd=tmp_path, env=full, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # later steps must still run
+    return dict(line.split("=", 1) for line in out.read_text().splitlines()), proc.stdout
+
+
+FAILING_TARGET = os.path.join(ROOT, "tests", "unit", "targets", "misbehaving.py") + "::raises"
+
+
+@pytest.mark.parametrize("case, env, args, expected", [
+    ("clean", {"FUZZKERN_BUDGET": "4s"}, ["fuzzkern.targets.builtin:axpy", "--no-db",
+                                          "--max-examples", "5"], ("0", "clean")),
+    ("failures", {"FUZZKERN_BUDGET": "20s"}, [FAILING_TARGET, "--no-db"], ("1", "failures")),
+    ("bad budget", {"FUZZKERN_BUDGET": "soon"}, [], ("2", "error")),
+    ("no case ran", {"FUZZKERN_BUDGET": "1ms"}, ["fuzzkern.targets.builtin:axpy", "--no-db"],
+     ("2", "error")),
+])
+def test_nightly_step_tells_failures_from_errors(tmp_path, case, env, args, expected):
+    outputs, log = _nightly_step(tmp_path, env, *args)
+    assert (outputs["status"], outputs["outcome"]) == expected, log
+    # a corpus pull request is opened only for real failures, and then has entries to propose
+    assert bool(list((tmp_path / "corpus").rglob("*.json"))) == (expected[1] == "failures")
 
 
 def test_tests_workflow_runs_the_readme_test_command():
     with open(os.path.join(ROOT, "README.md")) as fh:
         readme = fh.read()
     assert "python -m pytest -n 2" in readme
+    with open(os.path.join(ROOT, ".ci", "run")) as fh:
+        assert "\npython -m pytest -n 2\n" in fh.read()
     runs = [s["run"].strip() for s in _run_steps(_workflow("tests.yml"), "tests")]
     assert "python -m pytest -n 2" in runs
