@@ -30,6 +30,9 @@ def test_last_failed_and_failed_first_include_fuzzkern_items(pytester):
     pytester.makepyfile(test_ops=WITH_PLAIN_FAILURE)
     first = _run(pytester, *CI, "-p", "cacheprovider")
     first.assert_outcomes(passed=2, failed=2)
+    # the ci profile saves no corpus entry: the repeat command names the file relative to here
+    # and the profile's seed
+    first.stdout.fnmatch_lines(["replay: fuzzkern run test_ops.py::bad --budget 30s --seed 0"])
 
     lf = _run(pytester, *CI, "-p", "cacheprovider", "--lf", "-v")
     lf.assert_outcomes(failed=2)

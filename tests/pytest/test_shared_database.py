@@ -172,3 +172,27 @@ def test_a_campaign_goes_on_when_its_redis_drops(redis_server, tmp_path):
     assert "fuzzkern: warning: the example database redis://" in out
     assert "going on with the local database .hypothesis/examples" in out
     assert (tmp_path / ".hypothesis" / "examples").is_dir()
+
+
+def test_a_pytest_session_goes_on_when_its_redis_drops(pytester, redis_server, monkeypatch):
+    """The plugin's items after the drop use the local database under the rootdir, with a
+    DatabaseFallbackWarning in pytest's warnings summary."""
+    monkeypatch.setenv("FUZZKERN_TEST_REDIS_PID", str(redis_server.proc.pid))
+    pytester.makeconftest('''
+        import os, signal
+
+        def pytest_runtest_setup(item):
+            if item.nodeid == "test_ops.py::bad[fuzz]":  # test_first.py used the database
+                os.kill(int(os.environ["FUZZKERN_TEST_REDIS_PID"]), signal.SIGKILL)
+    ''')
+    pytester.makepyfile(test_ops=TARGET)
+    pytester.makepyfile(test_first=TARGET)
+    result = pytester.runpytest("--fuzzkern-db", redis_server.url, "--fuzzkern-max-examples",
+                                "5", "-p", "no:randomly", "test_first.py", "test_ops.py")
+    redis_server.proc.wait(10)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 2, result.stdout.str()  # the bug, found both times
+    assert "cannot reach the Redis database" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*DatabaseFallbackWarning: the example database redis://*"
+                                 "dropped*going on with the local database*"])
+    assert (pytester.path / ".hypothesis" / "examples").is_dir()
