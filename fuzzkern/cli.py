@@ -240,6 +240,8 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     if report_path:
         report = {
             "budget_seconds": seconds,
+            "seed": run_seed,
+            "seeded": seed is not None,
             "elapsed_seconds": round(elapsed, 2),
             "modes": list(modes),
             "targets": [reporting.result_row(r) for r in results],

@@ -4,6 +4,7 @@ current folder as `python -m` finds them."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -62,7 +63,9 @@ def test_every_run_prints_its_seed_and_failures_a_relative_repeat_command(tmp_pa
             in res.stdout.splitlines())
     assert "fuzzkern summary (" in res.stdout and f"seed {seed.group(1)})" in res.stdout
     seeded = _fuzzkern(tmp_path, ["run", "misbehaving.py::raises", "--budget", "60s", "--no-db",
-                                  "--no-corpus", "-j", "1", "--seed", "3"])
+                                  "--no-corpus", "-j", "1", "--seed", "3", "--report", "r.json"])
+    report = json.loads((tmp_path / "work" / "r.json").read_text())
+    assert (report["seed"], report["seeded"]) == (3, True)
     assert "seed 3 (" not in seeded.stdout and ", seed 3\n" in seeded.stdout
     assert ("replay: fuzzkern run misbehaving.py::raises --budget 30s --seed 3"
             in seeded.stdout.splitlines())
