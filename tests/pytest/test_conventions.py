@@ -70,11 +70,13 @@ def test_every_item_prints_a_seed_that_repeats_its_draws(pytester):
 
 def test_hypothesis_seed_option_seeds_fuzzkern_items(pytester):
     pytester.makepyfile(test_ops=TARGETS)
-    result = _run(pytester, *FAST, "-k", "add", "-rP", "--hypothesis-seed", "5")
+    # A subprocess: Hypothesis's plugin sets a process-wide forced seed (core.global_force_seed)
+    # that would leave every later in-process session seeded and database-less.
+    result = pytester.runpytest_subprocess(*FAST, "-k", "add", "-rP", "--hypothesis-seed", "5")
     result.assert_outcomes(passed=1, deselected=2)
     result.stdout.fnmatch_lines(["fuzzkern: seed 5 (--hypothesis-seed); *",
                                  "8 cases in * seed 5, no database*"])
-    bad = _run(pytester, "--hypothesis-seed", "abc")
+    bad = pytester.runpytest_subprocess("--hypothesis-seed", "abc")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["ERROR: fuzzkern: --hypothesis-seed: Expected an integer seed*"])
 
