@@ -6,6 +6,7 @@ Exit codes (DESIGN contract): 0 no failure, 1 failures found, 2 usage or configu
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -14,6 +15,7 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fuzzkern.errors import FuzzkernError
 from fuzzkern.outcome import Verdict
@@ -24,6 +26,28 @@ EXIT_OK, EXIT_FAILURES, EXIT_USAGE = 0, 1, 2
 def _fail_usage(message: str) -> None:
     click.echo(f"fuzzkern: error: {message}", err=True)
     sys.exit(EXIT_USAGE)
+
+
+def _check_timeout(timeout: float | None) -> None:
+    if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
+        raise click.BadParameter(f"expected a positive, finite number of seconds, got {timeout}",
+                                 param_hint="--timeout")
+
+
+def _output_path(path: str | None, option: str) -> None:
+    """Check up front that a report can be written to ``path`` (creating its folder, as pytest's
+    --junitxml does), so a run never ends with a traceback after its whole budget."""
+    if not path:
+        return
+    if os.path.isdir(path):
+        _fail_usage(f"{option} {path}: is a folder; expected a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        _fail_usage(f"{option} {path}: cannot create the folder {folder}: {e.strerror or e}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        _fail_usage(f"{option} {path}: the folder {folder} is not writable")
 
 
 def _modes(text: str) -> tuple[str, ...]:
@@ -150,12 +174,15 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         if not torch.cuda.is_available():
             _fail_usage("--modes compiled needs a CUDA GPU, and torch sees none here "
                         "(torch.cuda.is_available() is False); use --modes interpret")
-    if timeout is not None and timeout <= 0:
-        raise click.BadParameter(f"expected a positive number of seconds, got {timeout}",
-                                 param_hint="--timeout")
+    _check_timeout(timeout)
     if heartbeat < 0:
         raise click.BadParameter(f"expected a number of seconds >= 0, got {heartbeat:g}",
                                  param_hint="--heartbeat")
+    if max_examples is not None and max_examples < 1:
+        raise click.BadParameter(f"expected a number of cases >= 1, got {max_examples}",
+                                 param_hint="--max-examples")
+    _output_path(report_path, "--report")
+    _output_path(html_path, "--html")
     if repeat_compiled < 1:
         raise click.BadParameter(f"expected a number of runs >= 1, got {repeat_compiled}",
                                  param_hint="--repeat-compiled")
@@ -205,12 +232,13 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     if not quiet:
         console.print(f"fuzzkern: {len(loaded)} target(s), budget {budget}, "
                       f"modes {','.join(modes)}, {jobs} process(es), seed {run_seed}"
-                      + ("" if seed is not None else f" (--seed {run_seed} repeats the draws)"))
+                      + ("" if seed is not None else f" (--seed {run_seed} repeats the draws)"),
+                      markup=False)
     if seed is not None and database is not None:
         # hypothesis.seed() runs without the example database: say so rather than surprise
         console.print(f"note: --seed {seed} runs without the example database ({db_path}): "
                       "Hypothesis neither replays nor records examples in a seeded run; the "
-                      "corpus still replays and records failures")
+                      "corpus still replays and records failures", markup=False)
 
     start = time.monotonic()
     display = _Display(console, [lt.id for lt in loaded], seconds,
@@ -225,7 +253,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     failures = [f for r in results for f in r.failures]
     for f in failures:
         ref = next((r.ref for r in results if r.target_id == f.target_id), f.target_id)
-        console.rule(f"[bold red]{f.target_id}: {f.outcome.verdict}")
+        console.rule(Text(f"{f.target_id}: {f.outcome.verdict}", style="bold red"))
         console.print(reporting.failure_text(f, ref, run_seed), markup=False)
     table = summary_table(results, f"fuzzkern summary ({elapsed:.1f} s, seed {run_seed})",
                           console.width)
@@ -233,7 +261,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     _print_corpus(console, results)
     errors = [r for r in results if r.error]
     for r in errors:
-        console.print(f"[red]error[/red] in {r.target_id}: {r.error}", markup=True)
+        console.print(Text.assemble(("error", "red"), f" in {r.target_id}: {r.error}"))
     for r in results:
         if r.skipped and not r.error:
             console.print(f"skipped {r.target_id}: {r.skipped}", markup=False)
@@ -256,7 +284,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         }
         tmp = f"{report_path}.tmp{os.getpid()}"
         with open(tmp, "w") as fh:
-            json.dump(report, fh, indent=2, default=str)
+            json.dump(_encode(report), fh, indent=2, allow_nan=False)
         os.replace(tmp, report_path)
     if html_path:
         from fuzzkern import htmlreport
@@ -274,7 +302,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
             fh.write(page)
         os.replace(tmp, html_path)
         if not quiet:
-            console.print(f"HTML report: {_shown(html_path)}")
+            console.print(f"HTML report: {_shown(html_path)}", markup=False)
     if errors and not failures:
         sys.exit(EXIT_USAGE)
     if not failures and sum(r.cases for r in results) == 0:
@@ -339,7 +367,8 @@ def list_targets(targets: tuple[str, ...]) -> None:
         table.add_column(col, overflow="fold")
     for lt in loaded:
         t = lt.target
-        table.add_row(t.id, lt.ref, ", ".join(sorted(t.dims)) or "-", ",".join(t.modes))
+        table.add_row(Text(t.id), Text(lt.ref), Text(", ".join(sorted(t.dims)) or "-"),
+                      ",".join(t.modes))
     console.print(table)
 
 
@@ -386,7 +415,7 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
     for name in shown:
         table.add_column(name, no_wrap=True, overflow="ellipsis")
     for k in range(len(results)):
-        table.add_row(*[styled[k] if n == "status" else columns[n][k] for n in shown])
+        table.add_row(*[styled[k] if n == "status" else Text(columns[n][k]) for n in shown])
     return table
 
 
@@ -419,9 +448,17 @@ def _jobs(text: str) -> int | None:
     return n
 
 
-def _styled(status: str) -> str:
+def _styled(status: str) -> Text:
     style = {"FAIL": "bold red", "ERROR": "bold yellow", "ok": "green", "skipped": "dim"}
-    return f"[{style.get(status, '')}]{status}[/]" if status in style else status
+    return Text(status, style=style.get(status, ""))
+
+
+def _encode(obj: Any) -> Any:
+    """``obj`` with non-finite floats as ``{"$float": "inf"}`` (strict JSON, as the corpus
+    writes them)."""
+    from fuzzkern.corpus import _encode as encode
+
+    return encode(obj)
 
 
 class _Display:
@@ -500,8 +537,9 @@ class _Display:
             t.add_column(col, justify="right")
         for p in self.rows.values():
             state = p.status if p.state == "done" and p.status else p.state
-            t.add_row(p.target_id, _styled(state), str(p.cases), f"{p.cases_per_s:.1f}",
-                      f"[bold red]{p.failures}[/]" if p.failures else "0", str(p.compiles),
+            t.add_row(Text(p.target_id), _styled(state), str(p.cases), f"{p.cases_per_s:.1f}",
+                      Text(str(p.failures), style="bold red") if p.failures else "0",
+                      str(p.compiles),
                       str(p.coverage))
         return t
 
@@ -536,13 +574,13 @@ def _print_corpus(console: Console, results: list[Any]) -> None:
     passing = [p for r in results for p in r.corpus_passing]
     if replayed:
         console.print(f"corpus: {replayed} entr{'y' if replayed == 1 else 'ies'} replayed: "
-                      f"{still} still failing, {len(passing)} now passing")
+                      f"{still} still failing, {len(passing)} now passing", markup=False)
     for p in passing:
         console.print(f"  now passing: {_shown(p)} (keep it as a regression test, or delete it)",
                       markup=False)
     for r in results:
         for problem in r.corpus_problems:
-            console.print(f"[yellow]corpus:[/yellow] {problem}", markup=True, highlight=False)
+            console.print(Text.assemble(("corpus:", "yellow"), f" {problem}"), highlight=False)
 
 
 def _shown(path: str) -> str:
@@ -561,12 +599,17 @@ def _shown(path: str) -> str:
                    "this machine cannot run).")
 @click.option("--timeout", type=float, default=None,
               help="Seconds one case may run before it counts as a hang (default: per target).")
+@click.option("--allow-outside-root", is_flag=True,
+              help="Also import target files and modules an entry names outside its project "
+                   "root (the corpus folder's parent). Only for entries you trust.")
 def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
-           timeout: float | None) -> None:
+           timeout: float | None, allow_outside_root: bool = False) -> None:
     """Replay corpus entries: PATHS are entry .json files or folders (default: ./corpus).
 
     Says per entry whether it still fails, now passes, or cannot be replayed (and why). Exits 1
-    when an entry still fails, 2 on a usage error, 0 otherwise.
+    when an entry still fails, 2 on a usage error or when no entry could be replayed at all,
+    0 otherwise. An entry whose target lies outside its project root is refused unless
+    --allow-outside-root is given.
     """
     from fuzzkern import corpus
     from fuzzkern.worker import WorkerPool
@@ -575,9 +618,7 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
     if not console.is_terminal:
         console = Console(highlight=False, width=160)
     modes = _modes(modes_text) if modes_text else None
-    if timeout is not None and timeout <= 0:
-        raise click.BadParameter(f"expected a positive number of seconds, got {timeout}",
-                                 param_hint="--timeout")
+    _check_timeout(timeout)
     items: list[tuple[str, Any]] = []
     for path in paths or ("corpus",):
         if os.path.isdir(path):
@@ -597,7 +638,7 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
     table = Table(title=f"fuzzkern replay ({len(items)} entries)")
     for col in ("entry", "target", "verdict", "status", "reason"):
         table.add_column(col, overflow="fold")
-    still = 0
+    still = replayed = 0
     pool = WorkerPool()
     try:
         for path, entry in items:
@@ -605,28 +646,41 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
                 reason = str(entry)
                 if reason.startswith(path + ": "):
                     reason = reason[len(path) + 2:]
-                table.add_row(_shown(path), "?", "?", "[yellow]cannot replay[/yellow]", reason)
+                table.add_row(Text(_shown(path)), "?", "?", Text("cannot replay", style="yellow"),
+                              Text(reason))
                 continue
-            r = corpus.replay(entry, pool, ref=ref, modes=modes, timeout=timeout)
+            r = corpus.replay(entry, pool, ref=ref, modes=modes, timeout=timeout,
+                              allow_outside_root=allow_outside_root)
+            replayed += r.status != corpus.CANNOT_REPLAY
             style = {"still-failing": "red", "now-passing": "green"}.get(r.status, "yellow")
             still += r.status == corpus.STILL_FAILING
-            table.add_row(_shown(path), entry.target_id, entry.verdict,
-                          f"[{style}]{r.status.replace('-', ' ')}[/{style}]",
-                          r.reason.splitlines()[0] if r.reason else "")
+            table.add_row(Text(_shown(path)), Text(entry.target_id), Text(entry.verdict),
+                          Text(r.status.replace('-', ' '), style=style),
+                          Text(r.reason.splitlines()[0] if r.reason else ""))
     finally:
         pool.close()
     console.print(table)
-    sys.exit(EXIT_FAILURES if still else EXIT_OK)
+    if still:
+        sys.exit(EXIT_FAILURES)
+    if not replayed:
+        click.echo(f"fuzzkern: error: none of the {len(items)} corpus entries could be replayed "
+                   "(see the reasons above)", err=True)
+        sys.exit(EXIT_USAGE)
+    sys.exit(EXIT_OK)
 
 
 @main.command()
 @click.argument("entry_path", metavar="ENTRY.json")
 @click.option("-o", "--output", default=None,
               help="Where to write the script (default: repro_<id>.py here; - for stdout).")
-def repro(entry_path: str, output: str | None) -> None:
+@click.option("--allow-outside-root", is_flag=True,
+              help="Let the script import files and modules the entry names outside its "
+                   "project root (the corpus folder's parent). Only for entries you trust.")
+def repro(entry_path: str, output: str | None, allow_outside_root: bool = False) -> None:
     """Write a standalone script that reproduces a corpus entry's failure.
 
     The script needs only torch, triton, safetensors and your own code; run it with python.
+    Everything it takes from the entry is embedded as data (a JSON string), never as code.
     """
     from fuzzkern import corpus
     from fuzzkern import repro as repro_module
@@ -635,6 +689,11 @@ def repro(entry_path: str, output: str | None) -> None:
         entry = corpus.load(entry_path)
     except FuzzkernError as e:
         _fail_usage(str(e))
+    outside = [] if allow_outside_root else corpus.outside_root(entry)
+    if outside:
+        _fail_usage(f"{entry_path}: refused: the entry names code outside its project root "
+                    f"{entry.root}: {', '.join(outside)} (pass --allow-outside-root if you "
+                    "trust it)")
     if output == "-":
         click.echo(repro_module.script(entry), nl=False)
         return

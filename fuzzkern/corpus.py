@@ -78,6 +78,8 @@ def entry_id(target_id: str, verdict: str, case: Case) -> str:
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: what an entry id may be: it names the entry's files and its reproducer
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def target_dirname(target_id: str) -> str:
@@ -246,6 +248,10 @@ def _from_json(d: Any, where: str) -> Entry:
         d = migrate(dict(d))
         version += 1
         d["schema_version"] = version
+    eid = d.get("id")
+    if not isinstance(eid, str) or not _ID.fullmatch(eid):
+        raise CorpusError(f"{where}: bad entry id {eid!r} (expected 1-64 letters, digits, _ "
+                          "or -; an id names files, so no path separators or dots)")
     try:
         d = _decode(d)
         target = dict(d["target"])
@@ -451,7 +457,8 @@ _FILE_MODE = _file_mode()
 
 def _write_atomic(path: str, data: bytes) -> None:
     folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.{os.getpid()}.",
+                               suffix=".tmp")
     try:
         os.fchmod(fd, _FILE_MODE)  # mkstemp makes 0600; entries are shared files
         with os.fdopen(fd, "wb") as fh:
@@ -686,13 +693,34 @@ def save(
 STALE_SECONDS = 600.0
 
 
+def _writer_gone(name: str) -> bool:
+    """Whether the process that wrote temporary file ``name`` (``.<file>.<pid>.<random>.tmp``)
+    no longer runs on this machine."""
+    parts = name.split(".")
+    if len(parts) < 4 or not parts[-3].isdigit():
+        return False
+    try:
+        os.kill(int(parts[-3]), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError, ValueError):
+        return False
+    return False
+
+
 def _remove_stale_temporaries(folder: str) -> None:
+    """Remove temporary files that killed writers left: those whose writer process is gone,
+    and any older than :data:`STALE_SECONDS` (a writer on another machine, a reused pid)."""
     now = time.time()
-    for name in os.listdir(folder):
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
         if name.startswith(".") and name.endswith(".tmp"):
             path = os.path.join(folder, name)
             try:
-                if now - os.stat(path).st_mtime > STALE_SECONDS:
+                if _writer_gone(name) or now - os.stat(path).st_mtime > STALE_SECONDS:
                     os.unlink(path)
             except OSError:
                 pass  # another writer removed it first
@@ -723,6 +751,7 @@ def scan(corpus_dir: str | os.PathLike[str], target_id: str | None = None
     for folder in sorted(folders):
         if not os.path.isdir(folder):
             continue
+        _remove_stale_temporaries(folder)
         top = os.path.abspath(folder) == os.path.abspath(corpus_dir) and target_id is None
         for name in sorted(os.listdir(folder)):
             path = os.path.join(folder, name)
@@ -798,6 +827,73 @@ def signature_problems(target: Target, case: Case) -> list[str]:
     return problems
 
 
+#: top-level modules an entry may name without living under the project root: fuzzkern itself
+#: (built-in targets) and the libraries references are commonly taken from (torch.add)
+TRUSTED_MODULES = frozenset({"fuzzkern", "torch", "triton", "numpy", "math", "operator"})
+
+
+def _under(path: str, root: str) -> bool:
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _module_outside(name: str, root: str) -> bool:
+    """Whether importing module ``name`` runs code from outside ``root`` (and fuzzkern's
+    trusted libraries). Only the top-level package is located: finding it runs none of it."""
+    import importlib.util
+
+    top = name.split(".")[0]
+    if top in TRUSTED_MODULES:
+        return False
+    if not top.isidentifier():
+        return True
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return True
+    if spec is None:
+        return True
+    places = list(spec.submodule_search_locations or ()) or ([spec.origin] if spec.origin else [])
+    return not places or not all(_under(p, root) for p in places)
+
+
+def outside_root(entry: Entry, ref: str | None = None, *, locators: bool = True) -> list[str]:
+    """The code ``entry`` would import (its target file or module, its launcher's, reference's
+    and autotuners' files and modules) that lies outside the entry's project root (the corpus
+    folder's parent): an entry may come from someone else's pull request, so replaying or
+    reproducing it must not import files it names elsewhere. ``ref`` (given by the user, e.g.
+    ``--ref``) replaces the entry's own target ref and is trusted. ``locators=False``: only the
+    target ref (what a replay imports; a reproducer imports the locators too)."""
+    root = entry.root
+    if root is None:
+        return []
+    out: list[str] = []
+
+    def check_ref(r: str) -> None:
+        if "::" in r:
+            path = r.partition("::")[0]
+            if not _under(path, root):
+                out.append(f"target file {path}")
+        elif _module_outside(r.partition(":")[0], root):
+            out.append(f"target module {r.partition(':')[0]}")
+
+    if ref is None:
+        check_ref(entry.resolved_ref())
+    locs = [entry.target.get("launcher"), entry.target.get("reference"),
+            *list(entry.target.get("autotuners") or ())] if locators else []
+    for loc in locs:
+        if not isinstance(loc, dict):
+            continue
+        file = entry.resolve_path(loc.get("file"), loc.get("file_relative"))
+        if file and not _under(str(file), root):
+            out.append(f"file {file}")
+        module = loc.get("module")
+        if isinstance(module, str) and module and not module.startswith("fuzzkern_target_") \
+                and module != "__main__" and _module_outside(module, root):
+            out.append(f"module {module}")
+    return list(dict.fromkeys(out))
+
+
 def _cuda_available() -> bool:
     try:
         import torch
@@ -809,13 +905,15 @@ def _cuda_available() -> bool:
 
 def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
            modes: Iterable[str] | None = None, timeout: float | None = None,
-           debug: bool = False) -> ReplayResult:
+           debug: bool = False, allow_outside_root: bool = True) -> ReplayResult:
     """Run ``entry``'s case again, from its stored input bytes, in a worker of ``pool``.
 
     ``ref`` points the entry at another target (e.g. the fixed twin of the one that failed);
     by default it replays against the target it was saved from. ``modes`` defaults to the
     entry's modes, less those this machine cannot run. Never raises for a kernel's behaviour
     or a damaged entry: those are ``cannot-replay`` results with a reason.
+    ``allow_outside_root=False`` (``fuzzkern replay``) refuses an entry whose own target lies
+    outside its project root (:func:`outside_root`) without importing it.
     """
     from fuzzkern import loader
 
@@ -823,6 +921,12 @@ def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
 
     def cannot(reason: str) -> ReplayResult:
         return ReplayResult(CANNOT_REPLAY, reason, None, entry, use_ref)
+
+    if not allow_outside_root and ref is None:
+        outside = outside_root(entry, ref, locators=False)
+        if outside:
+            return cannot(f"refused: it names code outside the project root {entry.root}: "
+                          f"{', '.join(outside)} (pass --allow-outside-root if you trust it)")
 
     try:
         loaded = loader.load(use_ref)

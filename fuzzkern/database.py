@@ -93,7 +93,11 @@ def open_database(spec: str | os.PathLike[str] | None, *, read_only: bool = Fals
         db = FallbackDatabase(_open_redis(text, connect_timeout), fallback,
                               describe_spec(text))
     else:
-        db = DirectoryBasedExampleDatabase(os.path.expanduser(text))
+        folder = os.path.expanduser(text)
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise DatabaseError(f"Expected a folder for the example database but {text!r} is a "
+                                "file; pass a folder, redis://host:port/n or none.")
+        db = DirectoryBasedExampleDatabase(folder)
     return ReadOnlyDatabase(db) if read_only else db
 
 

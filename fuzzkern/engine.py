@@ -63,8 +63,8 @@ def parse_budget(text: str) -> float:
         pos = m.end()
         if m.group(2) is None and pos < len(s):
             raise BudgetError(f"Expected a unit after {m.group(1)!r} in budget={text!r}.")
-    if total <= 0:
-        raise BudgetError(f"Expected a positive duration but got budget={text!r}.")
+    if not math.isfinite(total) or total <= 0:
+        raise BudgetError(f"Expected a positive, finite duration but got budget={text!r}.")
     return total
 
 

@@ -57,6 +57,10 @@ def _import_file(path: str) -> ModuleType:
     except Exception as e:
         del sys.modules[name]
         raise TargetError(f"importing {path!r} failed: {type(e).__name__}: {e}") from e
+    except SystemExit as e:  # sys.exit() at import must not end fuzzkern with its status
+        del sys.modules[name]
+        raise TargetError(f"importing {path!r} failed: it called sys.exit({e.code!r}) at "
+                          "import") from None
     _file_modules[path] = module
     return module
 
@@ -73,6 +77,9 @@ def _import_module(name: str) -> ModuleType:
         raise TargetError(f"cannot import module {name!r}: {e}") from e
     except Exception as e:
         raise TargetError(f"importing module {name!r} failed: {type(e).__name__}: {e}") from e
+    except SystemExit as e:  # sys.exit() at import must not end fuzzkern with its status
+        raise TargetError(f"importing module {name!r} failed: it called sys.exit({e.code!r}) "
+                          "at import") from None
 
 
 def _targets_in(module: ModuleType, prefix: str, default_name: str) -> list[LoadedTarget]:
@@ -128,6 +135,7 @@ def load_all(specs: list[str]) -> list[LoadedTarget]:
             if t.ref not in seen:
                 seen.add(t.ref)
                 out.append(t)
+    _check_unique_ids(out)
     return out
 
 
@@ -190,4 +198,16 @@ def expand(specs: list[str]) -> list[LoadedTarget]:
             if t.ref not in seen:
                 seen.add(t.ref)
                 out.append(t)
+    _check_unique_ids(out)
     return out
+
+
+def _check_unique_ids(loaded: list[LoadedTarget]) -> None:
+    """Two targets with one id would share corpus entries and database keys, and one entry
+    would show as both still failing and now passing: refuse them up front."""
+    by_id: dict[str, str] = {}
+    for t in loaded:
+        other = by_id.setdefault(t.id, t.ref)
+        if other != t.ref:
+            raise TargetError(f"two targets are named {t.id!r} ({other} and {t.ref}); give "
+                              "one of them another name= (names key the corpus and database)")

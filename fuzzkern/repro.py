@@ -30,7 +30,7 @@ script cannot run here (no GPU for the compiled mode, inputs missing).
 
 from __future__ import annotations
 
-import math
+import json
 import os
 from typing import Any
 
@@ -39,22 +39,9 @@ from fuzzkern.corpus import Entry
 from fuzzkern.errors import CorpusError
 
 
-def _py(v: Any) -> str:
-    """Python source for a plain value (NaN and infinities included)."""
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "float('nan')"
-        if math.isinf(v):
-            return "float('inf')" if v > 0 else "float('-inf')"
-        return repr(v)
-    if isinstance(v, tuple):
-        inner = ", ".join(_py(x) for x in v)
-        return f"({inner},)" if len(v) == 1 else f"({inner})"
-    if isinstance(v, list):
-        return "[" + ", ".join(_py(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{_py(k)}: {_py(x)}" for k, x in v.items()) + "}"
-    return repr(v)
+def _quoted(text: str) -> str:
+    """``text`` JSON-escaped, without the quotes: ASCII, no line breaks (safe in a comment)."""
+    return json.dumps(str(text), ensure_ascii=True)[1:-1]
 
 
 def _comment(text: str, width: int = 96) -> list[str]:
@@ -130,23 +117,16 @@ def script(entry: Entry, script_path: str | None = None) -> str:
             mismatch = m.comparison.summary()
             break
     env = entry.environment
+    found = (f"{env.get('date', '?')} with fuzzkern {env.get('fuzzkern', '?')}, torch "
+             f"{env.get('torch', '?')}, triton {env.get('triton', '?')}, Python "
+             f"{env.get('python', '?')}" + (f", {env['gpu']}" if env.get("gpu") else ""))
+    # Everything taken from the entry is data: one JSON document in ASCII-only Python string
+    # literals (repr), decoded at run time, and JSON-escaped comment lines for people. Nothing
+    # from the entry becomes source (a name or message may come from someone else's pull
+    # request), and nothing lands on lines 1-2, where a comment could declare the encoding.
     header = [
         "#!/usr/bin/env python3",
-        f'"""Standalone reproducer for fuzzkern corpus entry {entry.id}.',
-        "",
-        f"target:  {entry.target_id}",
-        f"verdict: {entry.verdict}",
-    ]
-    header += ["  " + ln for ln in _comment(entry.message)]
-    header += ["case:"] + ["  " + ln for ln in _comment(entry.case.describe())]
-    if entry.explanations:
-        header += ["explanations:"] + [f"  - {e}" for e in entry.explanations]
-    if mismatch:
-        header += ["fuzzkern saw:"] + ["  " + ln for ln in mismatch.splitlines()]
-    header += [
-        f"found:   {env.get('date', '?')} with fuzzkern {env.get('fuzzkern', '?')}, torch "
-        f"{env.get('torch', '?')}, triton {env.get('triton', '?')}, Python "
-        f"{env.get('python', '?')}" + (f", {env['gpu']}" if env.get("gpu") else ""),
+        '"""Standalone reproducer of a fuzzkern corpus entry (see ENTRY below).',
         "",
         "Run:  python THIS_SCRIPT [--mode interpret|compiled] [--timeout SECONDS] [--inputs FILE]",
         "",
@@ -159,37 +139,79 @@ def script(entry: Entry, script_path: str | None = None) -> str:
         "out of bounds shows as changed red-zone bytes, a read as NaN in the output. A hang is",
         "stopped after the timeout. Exit status: 1 the failure shows, 0 it does not (fixed?),",
         "2 cannot run here.",
+        "",
+        "What the entry says (the comments below quote it JSON-escaped; the data is ENTRY).",
         '"""',
+        "",
+        f"# entry:   {_quoted(entry.id)}",
+        f"# target:  {_quoted(entry.target_id)}",
+        f"# verdict: {_quoted(entry.verdict)}",
     ]
+    header += ["#   " + ln for ln in _comment(_quoted(entry.message))]
+    header += ["# case:"] + ["#   " + ln for ln in _comment(_quoted(entry.case.describe()))]
+    if entry.explanations:
+        header += ["# explanations:"] + [f"#   - {_quoted(e)}" for e in entry.explanations]
+    if mismatch:
+        header += ["# fuzzkern saw:"] + ["#   " + _quoted(ln) for ln in mismatch.splitlines()]
+    header += [f"# found:   {_quoted(found)}"]
+    document = {
+        "entry_id": entry.id,
+        "target_id": entry.target_id,
+        "verdict": entry.verdict,
+        "message": entry.message,
+        # where the code under test lives (a module name to import, else the file to load)
+        "launcher": launcher,
+        "reference": reference,
+        # name -> [dtype, shape, strides, storage offset, storage elements, sha256]
+        "tensors": tensors,
+        "scalars": scalars,
+        "order": list(entry.case.inputs),
+        "dims": dict(entry.case.dims),
+        # autotuned kernels: the config forced in every mode
+        "configs": configs,
+        "inplace": list(info.get("inplace", ())),
+        "upcast": bool(info.get("upcast", True)),
+        "reduction": reduction,
+        "reduction_length": entry.case.dims.get(reduction, 1) if reduction else 1,
+        "tolerance": dict(tolerance),
+        "failing_modes": list(entry.failing_modes or entry.modes or ("interpret",)),
+        "timeout": float(info.get("timeout", 60.0)),
+        "oob": oob,
+        "debug": bool(entry.options.get("debug", False)),
+        "inputs_file": inputs_abs,
+        # the same file relative to this script's folder
+        "inputs_file_relative": inputs_rel,
+    }
+    text = json.dumps(document, indent=1, ensure_ascii=True, allow_nan=True)
     data = [
         "",
-        "# ---- the entry, as data " + "-" * 71,
-        f"ENTRY_ID = {entry.id!r}",
-        f"TARGET_ID = {entry.target_id!r}",
-        f"VERDICT = {entry.verdict!r}",
-        "# where the code under test lives (a module name to import, else the file to load)",
-        f"LAUNCHER = {_py(launcher)}",
-        f"REFERENCE = {_py(reference)}",
-        "# tensors: name -> (dtype, shape, strides, storage offset, storage elements, sha256)",
-        "TENSORS = {",
-        *[f"    {name!r}: {_py(t)}," for name, t in tensors.items()],
-        "}",
-        f"SCALARS = {_py(scalars)}",
-        f"ORDER = {_py(list(entry.case.inputs))}",
-        f"DIMS = {_py(dict(entry.case.dims))}",
-        "# autotuned kernels: the config forced in every mode",
-        f"CONFIGS = {_py(configs)}",
-        f"INPLACE = {_py(tuple(info.get('inplace', ())))}",
-        f"UPCAST = {_py(bool(info.get('upcast', True)))}",
-        f"REDUCTION = {_py(reduction)}",
-        f"REDUCTION_LENGTH = {_py(entry.case.dims.get(reduction, 1) if reduction else 1)}",
-        f"TOLERANCE = {_py(dict(tolerance))}",
-        f"FAILING_MODES = {_py(tuple(entry.failing_modes or entry.modes or ('interpret',)))}",
-        f"TIMEOUT = {_py(float(info.get('timeout', 60.0)))}",
-        f"OOB = {_py(oob)}",
-        f"DEBUG = {_py(bool(entry.options.get('debug', False)))}",
-        f"INPUTS_FILE = {inputs_abs!r}",
-        f"INPUTS_FILE_RELATIVE = {_py(inputs_rel)}  # to this script's folder",
+        "# ---- the entry, as data (JSON) " + "-" * 63,
+        "import json  # noqa: E402",
+        "",
+        "ENTRY = json.loads(",
+        *["    " + repr(line + "\n") for line in text.splitlines()],
+        ")",
+        'ENTRY_ID = ENTRY["entry_id"]',
+        'TARGET_ID = ENTRY["target_id"]',
+        'VERDICT = ENTRY["verdict"]',
+        'LAUNCHER = ENTRY["launcher"]',
+        'REFERENCE = ENTRY["reference"]',
+        'TENSORS = {name: tuple(t) for name, t in ENTRY["tensors"].items()}',
+        'SCALARS = ENTRY["scalars"]',
+        'ORDER = ENTRY["order"]',
+        'DIMS = ENTRY["dims"]',
+        'CONFIGS = ENTRY["configs"]',
+        'INPLACE = tuple(ENTRY["inplace"])',
+        'UPCAST = bool(ENTRY["upcast"])',
+        'REDUCTION = ENTRY["reduction"]',
+        'REDUCTION_LENGTH = ENTRY["reduction_length"]',
+        'TOLERANCE = ENTRY["tolerance"]',
+        'FAILING_MODES = tuple(ENTRY["failing_modes"])',
+        'TIMEOUT = float(ENTRY["timeout"])',
+        'OOB = ENTRY["oob"]',
+        'DEBUG = bool(ENTRY["debug"])',
+        'INPUTS_FILE = ENTRY["inputs_file"]',
+        'INPUTS_FILE_RELATIVE = ENTRY["inputs_file_relative"]',
         "",
     ]
     return "\n".join(header + data) + _BODY

@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,9 +53,10 @@ class Tolerance:
     def __post_init__(self) -> None:
         for name in ("rtol", "atol"):
             v = getattr(self, name)
-            if v is not None and (not isinstance(v, (int, float)) or v < 0):
+            if v is not None and (not isinstance(v, (int, float)) or not math.isfinite(v)
+                                  or v < 0):
                 raise InvalidArgument(
-                    f"Expected a non-negative number but got {describe(name, v)}. "
+                    f"Expected a finite non-negative number but got {describe(name, v)}. "
                     f"Pass e.g. Tolerance({name}=1e-3), or leave it None for the dtype default."
                 )
 
