@@ -4,10 +4,16 @@ Nothing here may run torch or triton code: the server forks workers, and a forke
 process that started torch's thread pools or a CUDA context is unsafe.
 """
 
-import numpy  # noqa: F401
-import torch  # noqa: F401
-import triton  # noqa: F401
-import triton.language  # noqa: F401
+from fuzzkern.worker import die_with_parent
 
-import fuzzkern.case  # noqa: F401
-import fuzzkern.executors.run  # noqa: F401
+# The fork server dies with the fuzzkern process that started it (PR_SET_PDEATHSIG), and its
+# workers die with it: SIGKILL of fuzzkern leaves no process behind.
+die_with_parent()
+
+import numpy  # noqa: F401, E402
+import torch  # noqa: F401, E402
+import triton  # noqa: F401, E402
+import triton.language  # noqa: F401, E402
+
+import fuzzkern.case  # noqa: F401, E402
+import fuzzkern.executors.run  # noqa: F401, E402

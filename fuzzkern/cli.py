@@ -244,10 +244,11 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     display = _Display(console, [lt.id for lt in loaded], seconds,
                        live=console.is_terminal and not quiet, quiet=quiet,
                        heartbeat=0.0 if console.is_terminal or quiet else heartbeat)
-    with display:
+    with engine.handle_interrupts(), display:
         results = engine.run_campaign(loaded, opts, on_event=display.on_event, jobs=jobs,
                                       database_spec=None if no_db else db_path,
                                       devices=devices)
+        signum = engine.interrupted()
     elapsed = time.monotonic() - start
 
     failures = [f for r in results for f in r.failures]
@@ -303,6 +304,14 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         os.replace(tmp, html_path)
         if not quiet:
             console.print(f"HTML report: {_shown(html_path)}", markup=False)
+    if signum is not None:
+        import signal
+
+        saved = sum(1 for f in failures if f.corpus_path and not f.replayed)
+        click.echo(f"fuzzkern: interrupted by {signal.Signals(signum).name}: stopped the search; "
+                   f"{len(failures)} failure(s) found"
+                   + (f", {saved} saved to the corpus" if opts.corpus else ""), err=True)
+        sys.exit(128 + signum)
     if errors and not failures:
         sys.exit(EXIT_USAGE)
     if not failures and sum(r.cases for r in results) == 0:

@@ -23,7 +23,8 @@ import re
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,67 @@ def parse_budget(text: str) -> float:
     if not math.isfinite(total) or total <= 0:
         raise BudgetError(f"Expected a positive, finite duration but got budget={text!r}.")
     return total
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived while fuzzing: stop the search, keep what was found."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Interrupts:
+    """The signal handlers :func:`handle_interrupts` installs and their state: the first
+    signal is recorded; an :class:`Interrupted` is raised only inside :func:`interruptible`
+    sections (running cases, shrinking), never while a failure is being saved."""
+
+    signum: int | None = None
+    armed: bool = False
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    if _Interrupts.signum is None:
+        _Interrupts.signum = signum
+    if _Interrupts.armed:
+        _Interrupts.armed = False
+        raise Interrupted(signum)
+
+
+def interrupted() -> int | None:
+    """The signal that interrupted this process's campaign, if one did."""
+    return _Interrupts.signum
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """A section a SIGINT/SIGTERM may cut short (raising :class:`Interrupted` in it)."""
+    if _Interrupts.signum is not None:
+        raise Interrupted(_Interrupts.signum)
+    was = _Interrupts.armed
+    _Interrupts.armed = True
+    try:
+        yield
+    finally:
+        _Interrupts.armed = was
+
+
+@contextmanager
+def handle_interrupts() -> Iterator[None]:
+    """While active (main thread only), SIGINT and SIGTERM stop the campaign gracefully: the
+    search stops, every failure found so far is saved (shrunk as far as it got), and
+    :func:`interrupted` says which signal came."""
+    import signal
+
+    _Interrupts.signum = None
+    _Interrupts.armed = False
+    old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        _Interrupts.armed = False
 
 
 class _BudgetExhausted(BaseException):
@@ -125,6 +187,8 @@ class Failure:
     replayed: bool = False
     #: smaller failing cases fuzzkern.minimize accepted after Hypothesis's shrink (0: none)
     minimized: int = 0
+    #: True when SIGINT/SIGTERM stopped the run before shrinking finished
+    interrupted: bool = False
 
 
 #: most per-case records a TargetResult keeps (a uniform sample of all cases beyond that)
@@ -246,6 +310,8 @@ class TargetResult:
     slow: list[str] = field(default_factory=list)
     #: the message of the first ``unsupported`` case (why a mode could not run the kernel)
     unsupported_reason: str | None = None
+    #: the signal (SIGINT, SIGTERM) that stopped this target's fuzzing early, if one did
+    interrupted: int | None = None
 
     def add_record(self, record: tuple[str, str, str, str, float]) -> None:
         """Keep ``record`` (the ``cases``-th, already counted) in a bounded uniform sample."""
@@ -364,7 +430,13 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     last_failure: dict[str, tuple[Case, Outcome]] = {}
     emit = on_event or (lambda *a: None)
     if opts.corpus and replay_corpus:
-        _replay_corpus(lt, pool, opts, result)
+        try:
+            with interruptible():
+                _replay_corpus(lt, pool, opts, result)
+        except Interrupted as e:
+            result.interrupted = e.signum
+            result.seconds = time.monotonic() - start
+            return result
 
     def run_case(case: Case) -> Outcome:
         """Run one case in a worker and count it in ``result``."""
@@ -387,6 +459,8 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         return outcome
 
     def body(case: Case) -> None:
+        if _Interrupts.signum is not None:  # also when the handler's raise was swallowed
+            raise Interrupted(_Interrupts.signum)
         now = time.monotonic()
         if now > (shrink_deadline if last_failure else deadline):
             raise _BudgetExhausted
@@ -423,7 +497,11 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     flaky = False
     shrunk = True
     try:
-        test()
+        with interruptible():
+            test()
+    except Interrupted as e:
+        shrunk = not last_failure
+        result.interrupted = e.signum
     except _BudgetExhausted:
         shrunk = not last_failure
         result.ran_out = True
@@ -437,11 +515,19 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         result.error = f"{type(e).__name__}: {e}"
     except Exception as e:  # misuse surfacing at draw time (InvalidArgument, CaseError, ...)
         result.error = f"{type(e).__name__}: {e}"
-    found = [Failure(target.id, case, outcome, shrunk=shrunk, flaky=flaky)
+    found = [Failure(target.id, case, outcome, shrunk=shrunk, flaky=flaky,
+                     interrupted=result.interrupted is not None)
              for case, outcome in last_failure.values()]
-    if opts.minimize_runs > 0 and not flaky:  # a flaky case would accept anything or nothing
-        result.minimize_runs += _minimize(target, found, run_case, shrink_deadline,
-                                          opts.minimize_runs)
+    if opts.minimize_runs > 0 and not flaky and result.interrupted is None:
+        # (a flaky case would accept anything or nothing)
+        try:
+            with interruptible():
+                result.minimize_runs += _minimize(target, found, run_case, shrink_deadline,
+                                                  opts.minimize_runs)
+        except Interrupted as e:
+            result.interrupted = e.signum
+            for f in found:
+                f.interrupted = True
     _explain_and_save(lt, pool, opts, result, found, run_options, timeout)
     result.seconds = time.monotonic() - start
     emit("done", result, None)
@@ -535,10 +621,15 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
 
     found = _confirm_hangs(lt, pool, result, found, run_options, timeout)
     for f in found:
-        if opts.explain:
+        if opts.explain and result.interrupted is None:
             try:
-                f.explanations = explain.explain(lt.ref, f.case, f.outcome, pool, run_options,
-                                                 target=lt.target, timeout=timeout)
+                with interruptible():
+                    f.explanations = explain.explain(lt.ref, f.case, f.outcome, pool,
+                                                     run_options, target=lt.target,
+                                                     timeout=timeout)
+            except Interrupted as e:  # saving comes first
+                result.interrupted = e.signum
+                f.explanations = ["(no explanation: interrupted)"]
             except Exception as e:  # an explanation is a bonus; never lose the failure
                 f.explanations = [f"(no explanation: {type(e).__name__}: {e})"]
         if opts.corpus:

@@ -71,7 +71,9 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
     if failure.case.dims:
         lines.append("dims: " + ", ".join(f"{k}={v}" for k, v in failure.case.dims.items()))
     if not failure.shrunk:
-        lines.append("(the budget ran out while shrinking: this case may not be minimal)")
+        lines.append("(interrupted while shrinking: this case may not be minimal)"
+                     if getattr(failure, "interrupted", False) else
+                     "(the budget ran out while shrinking: this case may not be minimal)")
     if failure.flaky:
         lines.append("(flaky: the case did not fail the same way every time it ran)")
     for m in o.modes.values():

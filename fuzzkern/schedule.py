@@ -50,6 +50,7 @@ from fuzzkern.engine import (
     CampaignOptions,
     TargetResult,
     fuzz_target,
+    interrupted,
 )
 from fuzzkern.loader import LoadedTarget
 from fuzzkern.worker import WorkerPool
@@ -59,6 +60,8 @@ ROUNDS = 4
 BASE_WEIGHT = 0.25
 #: seconds between two progress snapshots of one slice
 PROGRESS_EVERY = 0.2
+#: seconds fuzzing processes get to save their findings after an interrupt before being killed
+INTERRUPT_GRACE = 30.0
 
 #: ``on_event(kind, Progress or TargetResult, outcome or None)``
 Event = Callable[[str, Any, Any], None]
@@ -120,6 +123,7 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.max_score = max(into.max_score, piece.max_score)
     into.slices += piece.slices
     into.ran_out = piece.ran_out
+    into.interrupted = into.interrupted or piece.interrupted
 
 
 @dataclass
@@ -198,6 +202,8 @@ def run(targets: list[LoadedTarget], opts: CampaignOptions, *, on_event: Event |
         runner = _Parallel(opts, jobs, database_spec, devices, emit)
     try:
         for rnd in range(ROUNDS):
+            if interrupted():
+                break
             left = opts.budget - (time.monotonic() - start)
             if left <= 0 and rnd > 0:
                 break
@@ -220,7 +226,8 @@ def run(targets: list[LoadedTarget], opts: CampaignOptions, *, on_event: Event |
         runner.close()
     for s in slots:
         if s.total.slices == 0:
-            s.total.skipped = "budget spent before its turn"
+            s.total.skipped = ("interrupted before its turn" if interrupted() else
+                               "budget spent before its turn")
         if s.active or s.total.slices == 0:
             s.snapshot(state="done")
             emit("done", s.total, None)
@@ -279,6 +286,19 @@ _child: dict[str, Any] = {}
 
 
 def _child_init(events: Any, device_queue: Any, sanitize: str | None) -> None:
+    import signal
+
+    from fuzzkern import engine
+    from fuzzkern.worker import die_with_parent
+
+    # Die with the fork server, which dies with fuzzkern: nothing fuzzes or writes the corpus
+    # after the campaign's process is gone.
+    die_with_parent()
+    # SIGINT/SIGTERM (from the terminal, or forwarded by the parent) end the slice gracefully:
+    # what was found is saved and returned.
+    engine._Interrupts.signum = None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, engine._on_signal)
     env: dict[str, str] = {}
     if device_queue is not None:
         try:
@@ -349,11 +369,21 @@ class _Parallel:
             by_ref[slot.lt.ref] = slot
         out = []
         pending = set(futures)
+        forwarded: float | None = None
         while pending:
             done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             self._drain(by_ref)
+            if interrupted() and forwarded is None:
+                forwarded = time.monotonic()
+                self._forward()
+                for fut in pending:
+                    fut.cancel()  # slices not started yet
+            if forwarded is not None and time.monotonic() - forwarded > INTERRUPT_GRACE:
+                self._kill()  # the pending futures then fail: broken process pool
             for fut in done:
                 slot = futures[fut]
+                if fut.cancelled():
+                    continue
                 try:
                     piece = fut.result()
                 except Exception as e:  # a broken process pool, an unpicklable result
@@ -373,7 +403,34 @@ class _Parallel:
             if slot is not None:
                 self.emit("progress", slot.snapshot(cases, 0, compiles, specs, seconds), None)
 
+    def _processes(self) -> list[Any]:
+        return list((getattr(self.executor, "_processes", None) or {}).values())
+
+    def _forward(self) -> None:
+        """Pass the interrupt on to the fuzzing processes (a SIGTERM sent to this process alone
+        does not reach them), so each saves what it found and returns."""
+        import signal
+
+        for p in self._processes():
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except (OSError, AttributeError, TypeError):
+                pass
+
+    def _kill(self) -> None:
+        for p in self._processes():
+            try:
+                p.kill()
+            except (OSError, AttributeError):
+                pass
+
     def close(self) -> None:
+        if interrupted():
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            for p in self._processes():
+                p.join(INTERRUPT_GRACE)
+            self._kill()
+            return
         self.executor.shutdown(wait=True, cancel_futures=True)
 
 

@@ -32,6 +32,22 @@ def _context() -> Any:
     return ctx
 
 
+def die_with_parent(parent: int | None = None) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (``PR_SET_PDEATHSIG``, Linux),
+    and exit now if the parent already died before the request took effect (its children are
+    reparented: ``getppid()`` changed). ``parent``: the pid the caller's parent must have
+    (default: the parent at the time of the call, which only catches a reparenting to init)."""
+    expected = os.getppid() if parent is None else parent
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # pragma: no cover - not Linux
+        return
+    if os.getppid() != expected or expected == 1:
+        os._exit(1)
+
+
 def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     """Loop of one worker: receive (ref, case, options), run it, send back the outcome."""
     os.environ.update(env)
@@ -46,13 +62,12 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except Exception:  # pragma: no cover
         pass
-    # Die with the parent rather than linger as an orphan holding a GPU context.
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:  # pragma: no cover - not Linux
-        pass
+    # Die with the parent (the fork server, which dies with fuzzkern) rather than linger as an
+    # orphan spinning on a case or holding a GPU context.
+    die_with_parent()
+    # Ctrl-C reaches the whole process group: the parent decides what an interrupt means (it
+    # kills this worker when it stops); a KeyboardInterrupt here would read as a kernel error.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import torch
 
     # One intra-op thread: cases are small, and torch's thread pool costs more than it saves
@@ -157,6 +172,16 @@ class WorkerPool:
 
     def run(self, ref: str, case_json: dict[str, Any], options: dict[str, Any],
             timeout: float) -> Outcome:
+        try:
+            return self._run(ref, case_json, options, timeout)
+        except BaseException:
+            # Interrupted (SIGINT/SIGTERM) mid-case: the worker still runs that case and its
+            # answer would be read as the next case's; it goes.
+            self.replace()
+            raise
+
+    def _run(self, ref: str, case_json: dict[str, Any], options: dict[str, Any],
+             timeout: float) -> Outcome:
         worker = self._get()
         start = time.monotonic()
         try:
