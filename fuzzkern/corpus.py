@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import json
@@ -34,7 +35,7 @@ import platform
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -678,15 +679,81 @@ def save(
         },
     )
     os.makedirs(folder, exist_ok=True)
-    blob = safetensors.torch.save(
-        flat, metadata={"format": FORMAT, "schema_version": str(SCHEMA_VERSION), "entry": eid}
-    )
-    _write_atomic(os.path.join(folder, f"{eid}.safetensors"), blob)
-    text = dumps(entry.to_json()) + "\n"
-    _write_atomic(json_path, text.encode())
-    _fsync_dir(folder)
+    with _locked(folder):
+        # Several processes finding one failure write one entry: an unshrunk case yields to an
+        # entry of the same failure (target and verdict family) that is shrunk or no larger,
+        # and a shrunk one replaces the unshrunk entries of its failure.
+        same = _same_failure(folder, target_id, outcome.verdict, exclude=json_path)
+        size = _case_bytes(case)
+        if not shrunk:
+            for other in same:
+                if other.shrunk or _case_bytes(other.case) <= size:
+                    assert other.path is not None
+                    return other.path
+        blob = safetensors.torch.save(
+            flat, metadata={"format": FORMAT, "schema_version": str(SCHEMA_VERSION),
+                            "entry": eid}
+        )
+        _write_atomic(os.path.join(folder, f"{eid}.safetensors"), blob)
+        text = dumps(entry.to_json()) + "\n"
+        _write_atomic(json_path, text.encode())
+        for other in same:
+            if not other.shrunk and (shrunk or _case_bytes(other.case) > size):
+                _remove_entry(other)
+        _fsync_dir(folder)
     _remove_stale_temporaries(folder)
     return json_path
+
+
+@contextlib.contextmanager
+def _locked(folder: str) -> Iterator[None]:
+    """An exclusive lock on a target folder (``flock`` on the folder itself: no lock file
+    to commit), held while an entry is checked against its neighbours and written."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _case_bytes(case: Case) -> int:
+    """How big a case's inputs are (elements weighted by their dtype's width)."""
+    import torch
+
+    return sum(tc.storage_size * getattr(torch, tc.dtype, torch.float32).itemsize
+               for tc in case.tensors.values())
+
+
+def _same_failure(folder: str, target_id: str, verdict: str, exclude: str) -> list[Entry]:
+    """The entries in ``folder`` of ``target_id`` whose verdict is of ``verdict``'s family."""
+    from fuzzkern.engine import verdict_family
+
+    family = verdict_family(verdict)
+    out = []
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if name.startswith(".") or not name.endswith(".json") or path == exclude:
+            continue
+        try:
+            entry = load(path)
+        except CorpusError:
+            continue
+        if entry.target_id == target_id and verdict_family(entry.verdict) == family:
+            out.append(entry)
+    return out
+
+
+def _remove_entry(entry: Entry) -> None:
+    """Delete an entry superseded by a better one (JSON first: never a JSON without inputs)."""
+    for path in (entry.path, entry.storages_path):
+        if path:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
 
 
 #: A temporary file older than this is left over from a writer that was killed.

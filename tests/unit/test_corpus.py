@@ -461,7 +461,11 @@ def test_cli_replay_table_and_exit_codes(tmp_path, pool, monkeypatch):
         fh.write("{")
     runner = CliRunner()
     monkeypatch.chdir(tmp_path)
+    # the entry's target file lives outside tmp_path (the project root): refused by default
     res = runner.invoke(cli.main, ["replay"])  # default: ./corpus
+    assert res.exit_code == 2, res.output
+    assert "refused" in res.output and "could be replayed" in res.output
+    res = runner.invoke(cli.main, ["replay", "--allow-outside-root"])
     assert res.exit_code == 1, res.output
     assert "still failing" in res.output and "broken.json" in res.output
     assert "cannot replay" in res.output
@@ -471,6 +475,9 @@ def test_cli_replay_table_and_exit_codes(tmp_path, pool, monkeypatch):
     res = runner.invoke(cli.main, ["replay", str(tmp_path / "nowhere")])
     assert res.exit_code == 2 and "no such file or folder" in res.output
     res = runner.invoke(cli.main, ["repro", entry.path, "-o", str(tmp_path / "r.py")])
+    assert res.exit_code == 2 and "refused" in res.output, res.output
+    res = runner.invoke(cli.main, ["repro", entry.path, "-o", str(tmp_path / "r.py"),
+                                   "--allow-outside-root"])
     assert res.exit_code == 0, res.output
     assert "ENTRY_ID = " in (tmp_path / "r.py").read_text()
     res = runner.invoke(cli.main, ["repro", bad])
