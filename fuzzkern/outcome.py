@@ -130,6 +130,10 @@ class Outcome:
     #: largest ULP error seen (what ``hypothesis.target`` climbs)
     score: float = 0.0
     seconds: float = 0.0
+    #: what the case printed to stdout and stderr in the worker (the first
+    #: :data:`fuzzkern.worker.OUTPUT_LIMIT` bytes), and how many bytes it printed in all
+    output: str = ""
+    output_bytes: int = 0
 
     @property
     def failed(self) -> bool:
@@ -155,5 +159,6 @@ class Outcome:
                 m.get("seconds", 0.0),
             )
         return Outcome(
-            d["verdict"], d.get("message", ""), modes, d.get("score", 0.0), d.get("seconds", 0.0)
+            d["verdict"], d.get("message", ""), modes, d.get("score", 0.0), d.get("seconds", 0.0),
+            str(d.get("output", "") or ""), int(d.get("output_bytes", 0) or 0),
         )

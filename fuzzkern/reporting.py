@@ -62,6 +62,22 @@ def _hygiene_lines(m: ModeResult) -> list[str]:
     return lines
 
 
+#: lines and characters of a case's captured output a failure report shows
+OUTPUT_LINES, OUTPUT_CHARS = 20, 2000
+
+
+def output_lines(o: Any) -> list[str]:
+    """What the failing case printed (stdout and stderr, captured per case in the worker)."""
+    if not getattr(o, "output_bytes", 0):
+        return []
+    text = o.output[:OUTPUT_CHARS]
+    shown = text.splitlines()[:OUTPUT_LINES]
+    head = f"output of the case ({o.output_bytes} bytes"
+    if o.output_bytes > len(text.encode()) or len(shown) < len(text.splitlines()):
+        head += ", the start shown"
+    return [head + "):"] + [f"  | {ln[:200]}" for ln in shown]
+
+
 def failure_text(failure: Failure, ref: str | None = None, seed: int | None = None) -> str:
     """A failure in words. ``seed``: the seed of the run that found it, for the command that
     repeats the run when there is no corpus entry to replay."""
@@ -78,6 +94,7 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
         lines.append("(flaky: the case did not fail the same way every time it ran)")
     for m in o.modes.values():
         lines += _mode_lines(m)
+    lines += output_lines(o)
     explanations = getattr(failure, "explanations", None)
     if explanations:
         lines += [f"  · {e}" for e in explanations]

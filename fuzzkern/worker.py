@@ -83,15 +83,91 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         if msg is None:
             return
         ref, case_json, options = msg
-        try:
-            result = run_case_json(ref, case_json, options)
-        except BaseException as e:  # the harness itself failed: still an outcome, never silence
-            result = Outcome(
-                Verdict.ERROR,
-                f"fuzzkern worker error: {type(e).__name__}: {e}",
-                {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
-            ).to_json()
+        with _Capture() as captured:
+            try:
+                result = run_case_json(ref, case_json, options)
+            except BaseException as e:  # the harness failed: still an outcome, never silence
+                result = Outcome(
+                    Verdict.ERROR,
+                    f"fuzzkern worker error: {type(e).__name__}: {e}",
+                    {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
+                ).to_json()
+        if captured.total:
+            result["output"] = captured.text()
+            result["output_bytes"] = captured.total
         conn.send(result)
+
+
+#: bytes of a case's stdout/stderr a worker keeps (the rest is counted, not kept)
+OUTPUT_LIMIT = 16 * 1024
+
+
+class _Capture:
+    """Captures file descriptors 1 and 2 (Python's prints, C's printf, Triton's device_print)
+    while a case runs, through a pipe a thread drains: the first :data:`OUTPUT_LIMIT` bytes are
+    kept, the rest counted and dropped, so a kernel printing gigabytes neither floods the
+    terminal nor fills a disk."""
+
+    def __init__(self, limit: int = OUTPUT_LIMIT) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.total = 0
+
+    def __enter__(self) -> _Capture:
+        import sys
+        import threading
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # pragma: no cover
+                pass
+        r, w = os.pipe()
+        self.saved = (os.dup(1), os.dup(2))
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        os.close(w)
+        self.thread = threading.Thread(target=self._drain, args=(r,), daemon=True)
+        self.thread.start()
+        return self
+
+    def _drain(self, r: int) -> None:
+        try:
+            while True:
+                chunk = os.read(r, 1 << 16)
+                if not chunk:
+                    return
+                self.total += len(chunk)
+                room = self.limit - len(self.kept)
+                if room > 0:
+                    self.kept += chunk[:room]
+        finally:
+            os.close(r)
+
+    def __exit__(self, *exc: Any) -> None:
+        import sys
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # pragma: no cover
+                pass
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).fflush(None)  # C stdio buffers (printf from native code)
+        except Exception:  # pragma: no cover
+            pass
+        os.dup2(self.saved[0], 1)
+        os.dup2(self.saved[1], 2)
+        os.close(self.saved[0])
+        os.close(self.saved[1])
+        # the pipe's last write end is closed now, unless the case left a process or thread
+        # holding it: then what it printed so far is what there is
+        self.thread.join(1.0)
+
+    def text(self) -> str:
+        return bytes(self.kept).decode("utf-8", errors="replace")
 
 
 class Worker:
