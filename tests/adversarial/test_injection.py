@@ -1,0 +1,135 @@
+"""Attacks through corpus entries: an entry may come from someone else's pull request, so
+nothing read from it may run as code (reproducers, replay), and malformed ones are refused
+with one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.adversarial.conftest import KERNELS, corpus_entries, one_error_line, run
+
+#: each payload, if it ever ran as Python, creates the file named by {mark}
+PAYLOADS = [
+    '"""\nopen({mark!r}, "w").close()\n"""',
+    "'''\nopen({mark!r}, 'w').close()\n'''",
+    '\\N{{BOGUS NAME}} \\x00 \\ trailing backslash \\',
+    '\r__import__("os").mknod({mark!r})\r',
+    "x\n# coding: utf-7\n+AAo-open({mark!r}, 'w').close()",
+    '"); open({mark!r}, "w").close(); ("',
+    "[/dev/shm/x] [bold]markup[/] \u2028 \u0000 done",
+]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A project folder with the test kernels and one corpus entry found by fuzzkern."""
+    root = tmp_path_factory.mktemp("project")
+    shutil.copy(KERNELS, root / "kernels.py")
+    res = run(["run", "kernels.py::wrong", "--budget", "20s", "--seed", "1", "--no-db",
+               "-j", "1", "-q"], root)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert len(corpus_entries(root / "corpus")) == 1
+    return root
+
+
+def _tampered(project: Path, tmp_path: Path, change) -> Path:
+    """A copy of the project whose entry ``change(entry_dict)`` edited."""
+    dst = tmp_path / "p"
+    shutil.copytree(project, dst)
+    path = corpus_entries(dst / "corpus")[0]
+    d = json.loads(path.read_text())
+    change(d)
+    path.write_text(json.dumps(d))
+    return path
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_reproducer_runs_no_payload(project, tmp_path, payload):
+    """Item 1: the target name, message, explanations and environment of an entry are data in
+    its reproducer; the script still runs and shows the failure."""
+    mark = tmp_path / "PWNED"
+    text = payload.format(mark=str(mark))
+
+    def change(d):
+        d["message"] = text
+        d["target"]["id"] = "wrong" + text
+        d["explanations"] = [text]
+        d["environment"]["fuzzkern"] = text
+        d["environment"]["gpu"] = text
+
+    entry = _tampered(project, tmp_path, change)
+    res = run(["repro", str(entry), "-o", str(tmp_path / "repro.py")], entry.parents[2])
+    assert res.returncode == 0, res.stdout + res.stderr
+    proc = subprocess.run([sys.executable, str(tmp_path / "repro.py")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert not mark.exists(), "a payload in the entry ran as code"
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the failure reproduces" in proc.stdout
+
+
+def test_replay_and_repro_refuse_code_outside_the_project(project, tmp_path):
+    """Item 2: an entry naming a target file outside its project root is neither imported by
+    replay nor by a reproducer, unless --allow-outside-root."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    mark = tmp_path / "IMPORTED"
+    (elsewhere / "evil.py").write_text(
+        f"open({str(mark)!r}, 'w').close()\n" + (project / "kernels.py").read_text())
+
+    def change(d):
+        d["target"]["ref"] = f"{elsewhere / 'evil.py'}::wrong"
+        d["target"]["ref_relative"] = "../elsewhere/evil.py::wrong"
+        for key in ("launcher", "reference"):
+            if d["target"].get(key):
+                d["target"][key]["file"] = str(elsewhere / "evil.py")
+                d["target"][key]["file_relative"] = None
+
+    entry = _tampered(project, tmp_path, change)
+    root = entry.parents[2]
+    res = run(["replay"], root)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "refused" in res.stdout and not mark.exists()
+    res = run(["repro", str(entry), "-o", str(tmp_path / "r.py")], root)
+    assert res.returncode == 2 and not (tmp_path / "r.py").exists()
+    assert "outside its project root" in one_error_line(res.stderr)
+    assert not mark.exists()
+    # the flag is the user's explicit trust
+    res = run(["replay", "--allow-outside-root"], root)
+    assert mark.exists(), res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("bad_id", ["../../x", "a/b", "..", "x.y", "", "a" * 65])
+def test_entry_ids_cannot_name_paths(project, tmp_path, bad_id):
+    """Item 2: an id names files; one with separators or dots is a malformed entry."""
+
+    def change(d):
+        d["id"] = bad_id
+
+    entry = _tampered(project, tmp_path, change)
+    res = run(["repro", str(entry)], tmp_path)
+    assert res.returncode == 2
+    assert "bad entry id" in one_error_line(res.stderr)
+    assert not list(tmp_path.rglob("repro_*.py")) and not (tmp_path.parent / "x.py").exists()
+
+
+@pytest.mark.parametrize("content", [b"{", b"[]", b'{"format": "fuzzkern-corpus-entry"}',
+                                     b"\xff\xfe", b'{"format": "fuzzkern-corpus-entry", '
+                                     b'"schema_version": 1, "id": "x", "target": 5}'])
+def test_malformed_entries_one_line_and_non_zero(tmp_path, content):
+    """Item 6: a corpus of only broken entries does not replay green; repro of one is one
+    error line."""
+    folder = tmp_path / "corpus" / "t"
+    folder.mkdir(parents=True)
+    (folder / "e.json").write_bytes(content)
+    res = run(["replay"], tmp_path)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "could be replayed" in one_error_line(res.stderr)
+    res = run(["repro", str(folder / "e.json")], tmp_path)
+    assert res.returncode == 2
+    one_error_line(res.stderr)

@@ -1,0 +1,142 @@
+"""Signals at the worst moments: nothing found is lost, nothing outlives fuzzkern."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.adversarial.conftest import (
+    KERNELS,
+    corpus_entries,
+    descendants,
+    start,
+    survivors,
+    wait_for,
+    worker_spinning,
+)
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    shutil.copy(KERNELS, tmp_path / "kernels.py")
+    return tmp_path
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_kill_while_a_case_spins_leaves_no_process(project, sig):
+    """Item 3: SIGKILL/SIGTERM of fuzzkern alone while its worker spins at 100% CPU: the
+    worker, the fork server and the resource tracker go too."""
+    proc = start(["run", "kernels.py::spins", "--budget", "60s", "--no-db", "-j", "1"], project)
+    try:
+        wait_for(lambda: worker_spinning(proc.pid), 60, "a spinning worker", proc)
+        pids = descendants(proc.pid)
+        assert len(pids) >= 3
+        proc.send_signal(sig)
+        proc.communicate(timeout=60)
+        if sig == signal.SIGTERM:
+            assert proc.returncode == 143
+        assert survivors(pids - {proc.pid}) == []
+    finally:
+        proc.kill()
+
+
+def test_sigkill_with_two_processes_leaves_nothing_running_or_writing(project):
+    """Item 3: with -j 2, SIGKILL of the parent ends both fuzzing processes and their workers
+    at once: none finishes its slice or writes the corpus afterwards."""
+    mark = project / "found"
+    proc = start(["run", "kernels.py::spins", "kernels.py::slow_wrong", "--budget", "120s",
+                  "--no-db", "-j", "2"], project,
+                 {"FUZZKERN_TEST_MARK": str(mark), "FUZZKERN_TEST_SLOW": "0.5"})
+    try:
+        wait_for(lambda: worker_spinning(proc.pid) and mark.exists(), 90,
+                 "a spinning worker and a failure being shrunk", proc)
+        pids = descendants(proc.pid)
+        proc.kill()
+        proc.communicate(timeout=30)
+        assert survivors(pids - {proc.pid}) == []
+        time.sleep(2)
+        assert corpus_entries(project / "corpus") == []
+    finally:
+        proc.kill()
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_interrupt_while_shrinking_saves_the_failure(project, sig, code, jobs):
+    """Items 3 and 4: a signal while a found failure shrinks stops the run, saves the failure
+    shrunk as far as it got (marked unshrunk), prints the summary and exits 128+signal; with
+    --seed the example database is off, so the corpus is all there is."""
+    mark = project / "found"
+    targets = ["kernels.py::slow_wrong"] + (["kernels.py::spins"] if jobs == "2" else [])
+    proc = start(["run", *targets, "--budget", "120s", "--seed", "3", "--no-db", "-j", jobs],
+                 project, {"FUZZKERN_TEST_MARK": str(mark), "FUZZKERN_TEST_SLOW": "0.5"})
+    try:
+        # a second failing case has started: the first failure is recorded and Hypothesis is
+        # shrinking it (each failing case takes 0.5 s)
+        wait_for(lambda: mark.exists() and mark.stat().st_size >= 2, 90, "shrinking", proc)
+        pids = descendants(proc.pid)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, out + err
+    assert "fuzzkern summary" in out and "Traceback" not in err
+    assert f"interrupted by {sig.name}" in err
+    entries = corpus_entries(project / "corpus")
+    assert len(entries) == 1, out + err
+    d = json.loads(entries[0].read_text())
+    assert d["verdict"] == "kernel-bug" and d["shrunk"] is False
+    assert d["case"]["dims"]["N"] > 3
+    assert survivors(pids - {proc.pid}) == []
+
+
+def test_kill_loop_over_concurrent_writers(tmp_path):
+    """Item 8: writers SIGKILLed at random moments mid-write: every visible entry is whole
+    (loads, inputs match their checksums), and the next scan sweeps the dead writers' .tmp
+    files."""
+    import random
+    import subprocess
+    import sys
+
+    from fuzzkern import corpus
+
+    corpus_dir = tmp_path / "corpus"
+    code = (
+        "import sys\n"
+        "from tests.unit import _corpus_writers as w\n"
+        "from fuzzkern import corpus\n"
+        "i = int(sys.argv[1])\n"
+        "while True:\n"
+        "    i += 1\n"
+        "    corpus.save(sys.argv[2], w.TARGET_ID, w.REF, w.case_for(i % 50, n=50_000),\n"
+        "                w.outcome(), modes=('interpret',))\n"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[2]),
+                                         env.get("PYTHONPATH", "")])
+    rng = random.Random(0)
+    folder = corpus_dir / corpus.target_dirname("tests.corpus.writers")
+    for rnd in range(4):
+        before = len(list(folder.glob("*.json"))) if folder.exists() else 0
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(rnd * 1000 + k * 7),
+                                   str(corpus_dir)], env=env) for k in range(3)]
+        try:
+            wait_for(lambda: folder.exists() and len(list(folder.glob("*.json"))) > before + 2,
+                     120, "writers at work")
+            time.sleep(rng.random())  # then kill them wherever they are
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    scanned = corpus.scan(corpus_dir)
+    assert scanned, "no writer got an entry out"
+    for path, entry in scanned:
+        assert not isinstance(entry, Exception), entry
+        corpus.check_storages(entry)
+    assert not [n for n in os.listdir(folder) if n.endswith(".tmp")]
