@@ -127,7 +127,7 @@ def test_kill_loop_over_concurrent_writers(tmp_path):
         procs = [subprocess.Popen([sys.executable, "-c", code, str(rnd * 1000 + k * 7),
                                    str(corpus_dir)], env=env) for k in range(3)]
         try:
-            wait_for(lambda: folder.exists() and len(list(folder.glob("*.json"))) > before + 2,
+            wait_for(lambda b=before: folder.exists() and len(list(folder.glob("*.json"))) > b + 2,
                      120, "writers at work")
             time.sleep(rng.random())  # then kill them wherever they are
         finally:
@@ -136,7 +136,7 @@ def test_kill_loop_over_concurrent_writers(tmp_path):
                 p.wait()
     scanned = corpus.scan(corpus_dir)
     assert scanned, "no writer got an entry out"
-    for path, entry in scanned:
+    for _path, entry in scanned:
         assert not isinstance(entry, Exception), entry
         corpus.check_storages(entry)
     assert not [n for n in os.listdir(folder) if n.endswith(".tmp")]
