@@ -263,12 +263,16 @@ def _hypothesis_options(config: pytest.Config, s: _Settings) -> None:
 
 def _profile_limits(s: _Settings) -> tuple[int | None, int | None, str]:
     """``(max_examples, seed, source)`` of the Hypothesis profile in force: the one
-    ``--hypothesis-profile`` loaded, else ``fuzzkern-<profile>``."""
+    ``--hypothesis-profile`` loaded, else one the project loaded itself (``settings.
+    load_profile(...)`` in a conftest), else ``fuzzkern-<profile>``. Hypothesis's own
+    ``default`` and ``ci`` (which it loads under CI) leave the fuzzkern profile in charge."""
+    from hypothesis import settings
+
     from fuzzkern import profiles
 
-    if s.hypothesis_profile:
-        return (*profiles.limits_of(s.hypothesis_profile),
-                f"Hypothesis profile {s.hypothesis_profile!r}")
+    name = s.hypothesis_profile or settings.get_current_profile_name()
+    if name not in (None, "default", "ci"):
+        return (*profiles.limits_of(name), f"Hypothesis profile {name!r}")
     return (*profiles.effective(s.profile), f"Hypothesis profile 'fuzzkern-{s.profile.name}'")
 
 

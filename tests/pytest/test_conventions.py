@@ -102,6 +102,20 @@ def test_hypothesis_profile_option_sets_the_case_limit_and_the_header_says_so(py
         "4 cases in * s (budget 10 s, max 4 cases, modes interpret, seed 0, no database)*"])
 
 
+def test_a_profile_the_project_loads_applies_like_hypothesis_profile(pytester):
+    pytester.makeconftest('''
+        from hypothesis import settings
+        settings.register_profile("mine", max_examples=2, deadline=None)
+        settings.load_profile("mine")
+    ''')
+    pytester.makepyfile(test_ops=TARGETS)
+    result = pytester.runpytest_subprocess("-k", "add", "-rP")
+    result.assert_outcomes(passed=1, deselected=2)
+    result.stdout.fnmatch_lines([
+        "fuzzkern 0.1.0: *at most 2 cases per target (Hypothesis profile 'mine'); *",
+        "2 cases in * s (budget 10 s, max 2 cases, *"])
+
+
 def test_hypothesis_show_statistics_lists_fuzzkern_items(pytester):
     pytester.makepyfile(test_ops=TARGETS)
     result = _run(pytester, *FAST, "-k", "add", "--hypothesis-show-statistics")
