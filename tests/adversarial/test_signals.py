@@ -85,6 +85,7 @@ def test_interrupt_while_shrinking_saves_the_failure(project, sig, code, jobs):
         out, err = proc.communicate(timeout=90)
     finally:
         proc.kill()
+    left = survivors(pids - {proc.pid})  # first: a failing test leaves nothing running either
     assert proc.returncode == code, out + err
     assert "fuzzkern summary" in out and "Traceback" not in err
     assert f"interrupted by {sig.name}" in err
@@ -93,7 +94,7 @@ def test_interrupt_while_shrinking_saves_the_failure(project, sig, code, jobs):
     d = json.loads(entries[0].read_text())
     assert d["verdict"] == "kernel-bug" and d["shrunk"] is False
     assert d["case"]["dims"]["N"] > 3
-    assert survivors(pids - {proc.pid}) == []
+    assert left == []
 
 
 def test_kill_loop_over_concurrent_writers(tmp_path):
