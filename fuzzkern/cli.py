@@ -233,7 +233,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         console.print(f"fuzzkern: {len(loaded)} target(s), budget {budget}, "
                       f"modes {','.join(modes)}, {jobs} process(es), seed {run_seed}"
                       + ("" if seed is not None else f" (--seed {run_seed} repeats the draws)"),
-                      markup=False)
+                      markup=False, soft_wrap=True)
     if seed is not None and database is not None:
         # hypothesis.seed() runs without the example database: say so rather than surprise
         console.print(f"note: --seed {seed} runs without the example database ({db_path}): "
@@ -255,7 +255,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     for f in failures:
         ref = next((r.ref for r in results if r.target_id == f.target_id), f.target_id)
         console.rule(Text(f"{f.target_id}: {f.outcome.verdict}", style="bold red"))
-        console.print(reporting.failure_text(f, ref, run_seed), markup=False)
+        console.print(reporting.failure_text(f, ref, run_seed), markup=False, soft_wrap=True)
     table = summary_table(results, f"fuzzkern summary ({elapsed:.1f} s, seed {run_seed})",
                           console.width)
     console.print(table)
@@ -516,7 +516,8 @@ class _Display:
     def _heartbeats(self) -> None:
         """Logs and CI: a line every ``heartbeat`` seconds, so a long run is never silent."""
         while not self._stop.wait(self.heartbeat):
-            self.console.print(self.heartbeat_line(), markup=False)
+            # one line, never wrapped: logs are grepped and read line by line
+            self.console.print(self.heartbeat_line(), markup=False, soft_wrap=True)
 
     def heartbeat_line(self) -> str:
         """``[1:30 of 30:00, 28:30 left] 3/15 targets done, 4120 cases, 0 failures; running:
@@ -573,7 +574,7 @@ class _Display:
                 f"in {row['seconds']:.1f} s ({row['cases_per_s']:.1f}/s), "
                 f"coverage {len(obj.specializations)}"
                 + (f" — {', '.join(row['failures'])}" if row["failures"] else "")
-                + (f" — {obj.error}" if obj.error else ""), markup=False)
+                + (f" — {obj.error}" if obj.error else ""), markup=False, soft_wrap=True)
 
 
 def _print_corpus(console: Console, results: list[Any]) -> None:

@@ -55,7 +55,7 @@ def test_every_run_prints_its_seed_and_failures_a_relative_repeat_command(tmp_pa
     (tmp_path / "work").mkdir()
     shutil.copy(MISBEHAVING, tmp_path / "work" / "misbehaving.py")
     res = _fuzzkern(tmp_path, ["run", "misbehaving.py::raises", "--budget", "60s", "--no-db",
-                               "--no-corpus", "-j", "1"])
+                               "--no-corpus", "-j", "1"], env={"COLUMNS": "70"})
     assert res.returncode == 1, res.stdout + res.stderr
     seed = re.search(r"seed (\d+) \(--seed \1 repeats the draws\)", res.stdout)
     assert seed, res.stdout
@@ -72,9 +72,11 @@ def test_every_run_prints_its_seed_and_failures_a_relative_repeat_command(tmp_pa
 
 
 def test_logs_get_a_heartbeat_line_at_a_steady_interval(tmp_path):
+    # a narrow log ($COLUMNS): the summary drops columns, the plain lines never wrap
     res = _fuzzkern(tmp_path, ["run", "fuzzkern.targets.builtin:vector_add",
                                "fuzzkern.targets.builtin:axpy", "--budget", "9s", "--no-db",
-                               "--no-corpus", "-j", "1", "--heartbeat", "2"])
+                               "--no-corpus", "-j", "1", "--heartbeat", "2"],
+                    env={"COLUMNS": "60"})
     assert res.returncode == 0, res.stdout + res.stderr
     beats = [ln for ln in res.stdout.splitlines() if ln.startswith("[")]
     assert len(beats) >= 3, res.stdout
