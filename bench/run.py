@@ -166,7 +166,8 @@ def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) ->
         modes = MODE_SETS[mode]
         opts = engine.CampaignOptions(
             budget=budget, modes=modes, seed=seed, database=None, explain=False,
-            grace_min=grace, grace_fraction=0.0, debug=bool(spec.get("debug", False)))
+            grace_min=grace, grace_fraction=0.0, debug=bool(spec.get("debug", False)),
+            max_failures=1)  # time to the planted bug: the first failure ends the run
         first: dict[str, Any] = {}
         start = time.monotonic()
 

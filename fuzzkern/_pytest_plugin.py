@@ -47,6 +47,9 @@ _OPTIONS = {
                           "Wall-clock budget per fuzz item: 10s, 2m, 1h (default: the profile's)"),
     "--fuzzkern-max-examples": ("fuzzkern_max_examples", "N",
                                 "Cases per fuzz item at most (default: the profile's)"),
+    "--fuzzkern-max-failures": ("fuzzkern_max_failures", "N",
+                                "Distinct failures per fuzz item before it stops; fuzzing goes "
+                                "on after each one (default: 5)"),
     "--fuzzkern-modes": ("fuzzkern_modes", "MODES",
                          "Comma-separated modes: interpret, compiled (default: interpret, "
                          "plus compiled when CUDA is present)"),
@@ -79,6 +82,7 @@ class _Settings:
     budget_from_cli: bool = False
     max_examples: int | None = None
     max_examples_from_cli: bool = False
+    max_failures: int | None = None
     modes: tuple[str, ...] | None = None
     modes_from_cli: bool = False
     seed: int | None = None
@@ -218,6 +222,9 @@ def _settings(config: pytest.Config) -> _Settings:
     s.max_examples, s.max_examples_from_cli = _option(
         config, "fuzzkern_max_examples",
         lambda v, _: testing.check_positive_int("max_examples", _int(v)))
+    s.max_failures, _ = _option(
+        config, "fuzzkern_max_failures",
+        lambda v, _: testing.check_positive_int("max_failures", _int(v)))
     s.modes, s.modes_from_cli = _option(
         config, "fuzzkern_modes", lambda v, _: testing.check_modes(v))
     s.seed, s.seed_from_cli = _option(
@@ -451,6 +458,8 @@ class FuzzkernItem(pytest.Item):
             "seed": pick(s.seed, s.seed_from_cli, own.seed, seed),
             "modes": modes,
         }
+        if s.max_failures is not None:
+            kw["max_failures"] = s.max_failures
         # Hypothesis ignores the database of a seeded run (hypothesis.seed sets database=None):
         # don't open one, so a derandomized CI job does not even need the Redis server.
         kw["database"] = None if kw["seed"] is not None else state.database()

@@ -117,6 +117,9 @@ def main() -> None:
               help="Seconds one case may run before it counts as a hang (default: per target).")
 @click.option("--max-examples", type=int, default=None,
               help="Stop each target after this many cases, even with budget left.")
+@click.option("--max-failures", type=int, default=5, show_default=True,
+              help="Distinct failures (verdict and location) to find per target before it "
+                   "stops; fuzzing goes on after each one, each is shrunk and saved.")
 @click.option("--report", "report_path", default=None, help="Write a JSON report here.")
 @click.option("--html", "html_path", default=None,
               help="Write an HTML report here: per target, coverage heatmaps (dtype x layout x "
@@ -150,7 +153,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         report_path: str | None, debug_kernels: bool, quiet: bool, corpus_dir: str,
         no_corpus: bool, sanitize: bool = False, repeat_compiled: int = 1,
         no_checks: tuple[str, ...] = (), html_path: str | None = None,
-        jobs_text: str = "auto", heartbeat: float = 30.0) -> None:
+        jobs_text: str = "auto", heartbeat: float = 30.0, max_failures: int = 5) -> None:
     """Fuzz TARGETS (path.py, path.py::name, package.module[:name], or a folder: every .py
     file under it that defines targets) for a wall-clock budget spread across them.
 
@@ -186,6 +189,9 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     if repeat_compiled < 1:
         raise click.BadParameter(f"expected a number of runs >= 1, got {repeat_compiled}",
                                  param_hint="--repeat-compiled")
+    if max_failures < 1:
+        raise click.BadParameter(f"expected a number of failures >= 1, got {max_failures}",
+                                 param_hint="--max-failures")
     if repeat_compiled > 1 and "compiled" not in modes:
         _fail_usage("--repeat-compiled compares repeated runs of the compiled kernel and needs "
                     "the compiled mode (a CUDA GPU); the interpreter runs programs one after "
@@ -228,7 +234,8 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
                                   max_examples=max_examples, timeout=timeout, debug=debug_kernels,
                                   corpus=None if no_corpus else corpus_dir,
                                   checks={name: False for name in no_checks},
-                                  repeat_compiled=repeat_compiled, sanitize=sanitizer)
+                                  repeat_compiled=repeat_compiled, sanitize=sanitizer,
+                                  max_failures=max_failures)
     if not quiet:
         console.print(f"fuzzkern: {len(loaded)} target(s), budget {budget}, "
                       f"modes {','.join(modes)}, {jobs} process(es), seed {run_seed}"

@@ -16,6 +16,7 @@ so far is kept, so nothing found is ever lost.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import os
 import random
@@ -23,7 +24,7 @@ import re
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,12 +162,93 @@ def verdict_family(verdict: str) -> str:
     return VERDICT_FAMILIES.get(verdict, verdict)
 
 
-def _failure_type(verdict: str) -> type[KernelFailure]:
-    verdict = verdict_family(verdict)
-    if verdict not in _failure_types:
-        name = "".join(p.capitalize() for p in verdict.split("-"))
-        _failure_types[verdict] = type(name, (KernelFailure,), {})
-    return _failure_types[verdict]
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def failure_location(outcome: Outcome) -> str:
+    """Where a failure shows, in words that stay the same across the cases of one bug: the
+    argument of an out-of-bounds access, a mutated input or a written gap; the exception type
+    and the last frame it was raised from; the first output that disagrees."""
+    for m in outcome.modes.values():
+        if m.status in ("oob", "oob-view"):
+            # the kernel line (the argument's name varies: the same load reads past `x` or,
+            # past every allocation, names the pointer `x_ptr`)
+            oob = m.detail.get("oob") or {}
+            where = str(oob.get("location") or "").split(": ", 1)[0]
+            return f"{oob.get('op', 'access')} at {where}" if where else str(
+                oob.get("argument", "?"))
+        for key in ("oob_write", "mutated"):
+            if m.detail.get(key):
+                return str(m.detail[key][0].get("argument", "?"))
+    for m in outcome.modes.values():
+        if m.status in ("error", "reference-error", "crash", "overflow") and m.error:
+            kind = m.error.split(":", 1)[0].strip().split("\n")[0]
+            frames = _FRAME.findall(str(m.detail.get("traceback", "")))
+            if frames:
+                path, line = frames[-1]
+                kind += f" at {os.path.basename(path)}:{line}"
+            return kind
+    for m in outcome.modes.values():
+        c = m.comparison
+        if c is not None and not c.ok:
+            if c.structural:
+                return "structure"
+            return f"output {c.first[0].output}" if c.first else "values"
+    return ""
+
+
+def failure_key(outcome: Outcome) -> str:
+    """What makes two failures distinct: the verdict family and the location
+    (:func:`failure_location`). A run reports one shrunk failure per key."""
+    location = failure_location(outcome)
+    family = verdict_family(outcome.verdict)
+    return f"{family} @ {location}" if location else family
+
+
+def _failure_type(key: str) -> type[KernelFailure]:
+    """One exception type per failure key: Hypothesis tells failures apart by exception type
+    and line (its ``interesting_origin``), so each key shrinks separately."""
+    if key not in _failure_types:
+        name = "".join(p.capitalize() for p in re.split(r"[^A-Za-z0-9]+", key) if p)
+        _failure_types[key] = type(name or "KernelFailure", (KernelFailure,), {"key": key})
+    return _failure_types[key]
+
+
+class _RunDatabase(ExampleDatabase):
+    """The example database as one fuzzing attempt sees it.
+
+    - Hypothesis saves the case a test body was interrupted in, whatever the exception: the
+      case cut short at the deadline is no failure, so saves stop once ``stopping`` is set.
+    - With ``keep_known``, known failures count as passes: Hypothesis deletes a stored example
+      that no longer fails when it replays it, but a known failure's example must stay for
+      the next run. Only examples saved during this attempt are then deleted or moved.
+    """
+
+    def __init__(self, db: ExampleDatabase, keep_known: bool) -> None:
+        super().__init__()
+        self.db = db
+        self.keep_known = keep_known
+        self.stopping = False
+        self.saved: set[bytes] = set()
+
+    def save(self, key: bytes, value: bytes) -> None:
+        if self.stopping:
+            return
+        self.saved.add(value)
+        self.db.save(key, value)
+
+    def fetch(self, key: bytes) -> Any:
+        return self.db.fetch(key)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        if not self.keep_known or value in self.saved:
+            self.db.delete(key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        if not self.keep_known or value in self.saved:
+            self.db.move(src, dest, value)
+        elif not self.stopping:
+            self.db.save(dest, value)
 
 
 @dataclass
@@ -189,6 +271,11 @@ class Failure:
     minimized: int = 0
     #: True when SIGINT/SIGTERM stopped the run before shrinking finished
     interrupted: bool = False
+
+    @property
+    def key(self) -> str:
+        """Verdict family and location: what tells distinct failures apart."""
+        return failure_key(self.outcome)
 
 
 #: most per-case records a TargetResult keeps (a uniform sample of all cases beyond that)
@@ -364,6 +451,9 @@ class CampaignOptions:
     #: most worker runs fuzzkern.minimize may make per shrunk failure (0: keep Hypothesis's
     #: shrunk case as it is)
     minimize_runs: int = 60
+    #: distinct failures (verdict family and location) to find per target before it stops;
+    #: known ones (found earlier in the run, or replayed from the corpus) count as passes
+    max_failures: int = 5
 
 
 def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
@@ -415,10 +505,16 @@ Event = Callable[[str, TargetResult, Any], None]
 
 
 def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share: float,
-                on_event: Event | None = None, *, replay_corpus: bool = True) -> TargetResult:
+                on_event: Event | None = None, *, replay_corpus: bool = True,
+                known: Collection[str] = ()) -> TargetResult:
     """Fuzz one target for ``share`` seconds (plus shrink grace); never raises for a kernel.
 
-    ``replay_corpus=False`` skips replaying the corpus first (later slices of a campaign).
+    Each distinct failure (:func:`failure_key`) is shrunk and reported once; fuzzing goes on
+    after a failure, in a fresh Hypothesis run, until the share is spent, Hypothesis has
+    nothing more to try, or ``opts.max_failures`` new failures were found. Failures whose key
+    is in ``known`` (found by earlier slices) or that a replayed corpus entry shows count as
+    passes: they do not stop the search for new ones. ``replay_corpus=False`` skips replaying
+    the corpus first (later slices of a campaign).
     """
     target = lt.target
     result = TargetResult(target.id, lt.ref, slices=1)
@@ -428,6 +524,8 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     timeout = opts.timeout or target.timeout
     run_options = run_options_of(opts)
     last_failure: dict[str, tuple[Case, Outcome]] = {}
+    known_keys = set(known)
+    found: list[Failure] = []
     emit = on_event or (lambda *a: None)
     if opts.corpus and replay_corpus:
         try:
@@ -437,6 +535,7 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
             result.interrupted = e.signum
             result.seconds = time.monotonic() - start
             return result
+        known_keys.update(f.key for f in result.failures)
 
     def run_case(case: Case) -> Outcome:
         """Run one case in a worker and count it in ``result``."""
@@ -458,76 +557,107 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         emit("case", result, outcome)
         return outcome
 
+    database: _RunDatabase | None = None
+
     def body(case: Case) -> None:
         if _Interrupts.signum is not None:  # also when the handler's raise was swallowed
+            if database is not None:
+                database.stopping = True
             raise Interrupted(_Interrupts.signum)
         now = time.monotonic()
         if now > (shrink_deadline if last_failure else deadline):
+            if database is not None:
+                database.stopping = True  # this case never ran: not a failure to keep
             raise _BudgetExhausted
         outcome = run_case(case)
         if outcome.score:
             hypothesis.target(outcome.score, label="error")
         if outcome.failed:
-            last_failure[verdict_family(outcome.verdict)] = (case, outcome)
-            exc = _failure_type(outcome.verdict)(f"{outcome.verdict}: {outcome.message}")
+            key = failure_key(outcome)
+            if key in known_keys:
+                return  # found already: look for others
+            if key not in last_failure and len(found) + len(last_failure) >= opts.max_failures:
+                return  # the cap is reached: shrink what was found
+            last_failure[key] = (case, outcome)
+            exc = _failure_type(key)(f"{outcome.verdict}: {outcome.message}")
             exc.outcome = outcome
             raise exc
 
-    test = given(target.cases())(body)
-    test = settings(
-        database=opts.database,
-        max_examples=opts.max_examples or 10**9,
-        deadline=None,
-        derandomize=False,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-        verbosity=Verbosity.quiet,
-        report_multiple_bugs=True,
-        print_blob=False,
-    )(test)
-    if opts.seed is not None:
-        test = hypothesis.seed(opts.seed)(test)
-    elif opts.draw_seed is not None:
-        # What hypothesis.seed sets, without its database=None: the draws repeat under
-        # `--seed N`, and this run still replays and records the example database.
-        test._hypothesis_internal_use_seed = opts.draw_seed  # type: ignore[attr-defined]
-    # The database key is the target's stable id, so failures replay first on the next run.
-    test.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # type: ignore[attr-defined]
-
     flaky = False
-    shrunk = True
-    try:
-        with interruptible():
-            test()
-    except Interrupted as e:
-        shrunk = not last_failure
-        result.interrupted = e.signum
-    except _BudgetExhausted:
-        shrunk = not last_failure
-        result.ran_out = True
-    except hypothesis.errors.FlakyFailure:
-        flaky = True
-    except hypothesis.errors.Flaky:
-        flaky = True
-    except (KernelFailure, BaseExceptionGroup):
-        pass
-    except hypothesis.errors.HypothesisException as e:
-        result.error = f"{type(e).__name__}: {e}"
-    except Exception as e:  # misuse surfacing at draw time (InvalidArgument, CaseError, ...)
-        result.error = f"{type(e).__name__}: {e}"
-    found = [Failure(target.id, case, outcome, shrunk=shrunk, flaky=flaky,
-                     interrupted=result.interrupted is not None)
-             for case, outcome in last_failure.values()]
-    if opts.minimize_runs > 0 and not flaky and result.interrupted is None:
-        # (a flaky case would accept anything or nothing)
+    for attempt in itertools.count():
+        last_failure.clear()
+        left = None if opts.max_examples is None else opts.max_examples - result.cases
+        database = (None if opts.database is None
+                    else _RunDatabase(opts.database, keep_known=bool(known_keys)))
+        test = given(target.cases())(body)
+        test = settings(
+            database=database,
+            max_examples=10**9 if left is None else max(1, left),
+            deadline=None,
+            derandomize=False,
+            suppress_health_check=list(HealthCheck),
+            phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+            verbosity=Verbosity.quiet,
+            report_multiple_bugs=True,
+            print_blob=False,
+        )(test)
+        # later attempts of a slice must not repeat the first one's cases
+        if opts.seed is not None:
+            test = hypothesis.seed(opts.seed + 104729 * attempt)(test)
+        elif opts.draw_seed is not None:
+            # What hypothesis.seed sets, without its database=None: the draws repeat under
+            # `--seed N`, and this run still replays and records the example database.
+            test._hypothesis_internal_use_seed = (  # type: ignore[attr-defined]
+                opts.draw_seed + 104729 * attempt)
+        # The database key is the target's stable id, so failures replay first on the next
+        # run.
+        test.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # type: ignore[attr-defined]
+
+        ran_out = False
         try:
             with interruptible():
-                result.minimize_runs += _minimize(target, found, run_case, shrink_deadline,
-                                                  opts.minimize_runs)
+                test()
         except Interrupted as e:
+            ran_out = True
             result.interrupted = e.signum
-            for f in found:
-                f.interrupted = True
+        except _BudgetExhausted:
+            ran_out = True
+        except hypothesis.errors.FlakyFailure:
+            flaky = True
+        except hypothesis.errors.Flaky:
+            flaky = True
+        except (KernelFailure, BaseExceptionGroup):
+            pass
+        except hypothesis.errors.HypothesisException as e:
+            result.error = f"{type(e).__name__}: {e}"
+        except Exception as e:  # misuse surfacing at draw time (InvalidArgument, CaseError, ...)
+            result.error = f"{type(e).__name__}: {e}"
+        new = [Failure(target.id, case, outcome, shrunk=not ran_out, flaky=flaky,
+                       interrupted=result.interrupted is not None)
+               for case, outcome in last_failure.values()]
+        if opts.minimize_runs > 0 and not flaky and result.interrupted is None:
+            # (a flaky case would accept anything or nothing)
+            try:
+                with interruptible():
+                    result.minimize_runs += _minimize(target, new, run_case, shrink_deadline,
+                                                      opts.minimize_runs)
+            except Interrupted as e:
+                result.interrupted = e.signum
+                for f in new:
+                    f.interrupted = True
+        for f in new:  # the minimizer may have moved one onto another's key: keep the first
+            if f.key not in known_keys:
+                known_keys.add(f.key)
+                found.append(f)
+        if result.interrupted is not None:
+            break
+        if ran_out or time.monotonic() >= deadline:
+            result.ran_out = True
+            break
+        if flaky or result.error or not new or len(found) >= opts.max_failures:
+            break  # not new: Hypothesis had nothing more to try
+        if opts.max_examples is not None and result.cases >= opts.max_examples:
+            break
     _explain_and_save(lt, pool, opts, result, found, run_options, timeout)
     result.seconds = time.monotonic() - start
     emit("done", result, None)

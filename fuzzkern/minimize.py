@@ -39,7 +39,8 @@ another values strategy keeps its recipe); scalars move only inside ``sampled_fr
 values (fewer special values, fewer non-zero seeds, distributions nearer ``small_ints``, smaller
 seeds); lower scalars; lower configs. A pass tries only candidates smaller than the current
 case, smallest first, each through the same worker pool, and accepts one when it fails with a
-verdict of the same family (:func:`fuzzkern.engine.verdict_family`); a pass, a precondition or
+verdict of the same family at the same location (:func:`fuzzkern.engine.failure_key`: another
+distinct failure is reported on its own, not swapped in); a pass, a precondition or
 another kind of failure rejects it.
 
 The search is greedy and deterministic (the same case gives the same candidates in the same
@@ -290,7 +291,7 @@ class _Minimizer:
         self.run = run
         self.deadline = deadline
         self.max_runs = max_runs
-        self.family = _family(outcome.verdict)
+        self.family = _key(outcome)
         self.runs = 0
         self.seen = {_json(case)}
         named = target.inputs.named
@@ -538,7 +539,7 @@ class _Minimizer:
                     self.seen.add(text)
                     self.runs += 1
                     got = self.run(c)
-                    if got.failed and _family(got.verdict) == self.family:
+                    if got.failed and _key(got) == self.family:
                         result.case, result.outcome, current = c, got, k
                         result.steps += 1
                         improved = True
@@ -559,10 +560,10 @@ def _shrink_target(start: int | None, end: int | None) -> int:
     return 0
 
 
-def _family(verdict: str) -> str:
-    from fuzzkern.engine import verdict_family
+def _key(outcome: Outcome) -> str:
+    from fuzzkern.engine import failure_key
 
-    return verdict_family(verdict)
+    return failure_key(outcome)
 
 
 def minimize(target: Target, case: Case, outcome: Outcome, run: Callable[[Case], Outcome], *,

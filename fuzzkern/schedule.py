@@ -16,9 +16,12 @@ database replays what earlier slices stored under the target's key, so a failure
 a slice is not lost; with ``--seed`` slice k runs with seed ``seed + k`` (the first slice with
 ``seed`` itself), so slices do not repeat each other's cases.
 
-A target leaves the campaign once it has a new failure (shrunk and saved: fix it first), an
-error, ``max_examples`` cases, or when Hypothesis stopped by itself before its slice ran out
-(it has nothing more to try). The corpus replays only in a target's first slice.
+A failure does not end a target: each slice goes on after it, and later slices treat the
+failures found so far (and corpus entries that still fail) as known, so they look for new
+ones; each distinct failure (verdict family and location, :func:`fuzzkern.engine.failure_key`)
+is shrunk and saved once. A target leaves the campaign once it has ``max_failures`` new
+failures, an error, ``max_examples`` cases, or when Hypothesis stopped by itself before its
+slice ran out (it has nothing more to try). The corpus replays only in a target's first slice.
 
 **Parallel.** With ``jobs`` > 1, slices run in that many processes
 (:class:`concurrent.futures.ProcessPoolExecutor`, forked from the worker pool's pre-imported
@@ -156,7 +159,7 @@ def _retire_reason(slot: _Slot, opts: CampaignOptions) -> bool:
     t = slot.total
     if t.error or t.skipped:
         return True
-    if any(not f.replayed for f in t.failures):
+    if sum(not f.replayed for f in t.failures) >= opts.max_failures:
         return True
     if opts.max_examples is not None and t.cases >= opts.max_examples:
         return True
@@ -171,7 +174,15 @@ def _slice_opts(opts: CampaignOptions, slot: _Slot) -> CampaignOptions:
         changes["draw_seed"] = opts.draw_seed + slot.total.slices
     if opts.max_examples is not None:
         changes["max_examples"] = max(1, opts.max_examples - slot.total.cases)
+    found = sum(not f.replayed for f in slot.total.failures)
+    if found:
+        changes["max_failures"] = max(1, opts.max_failures - found)
     return dataclasses.replace(opts, **changes) if changes else opts
+
+
+def _known(slot: _Slot) -> tuple[str, ...]:
+    """Failure keys a slot's earlier slices found (new or replayed from the corpus)."""
+    return tuple(dict.fromkeys(f.key for f in slot.total.failures))
 
 
 def _plan(slots: list[_Slot], round_seconds: float, width: int) -> list[tuple[_Slot, float]]:
@@ -268,7 +279,8 @@ class _Serial:
 
             self.emit("progress", slot.snapshot(), None)
             piece = fuzz_target(slot.lt, self.pool, _slice_opts(self.opts, slot), share,
-                                on_case, replay_corpus=slot.total.slices == 0)
+                                on_case, replay_corpus=slot.total.slices == 0,
+                                known=_known(slot))
             self.emit("progress", slot.snapshot(
                 piece.cases, 0, piece.compiles, tuple(piece.specializations), piece.seconds,
                 state="waiting"), None)
@@ -315,7 +327,7 @@ def _child_init(events: Any, device_queue: Any, sanitize: str | None) -> None:
 
 
 def _child_slice(ref: str, opts: CampaignOptions, database_spec: str | None, share: float,
-                 replay_corpus: bool) -> TargetResult:
+                 replay_corpus: bool, known: tuple[str, ...] = ()) -> TargetResult:
     """One slice in a child process; runs Hypothesis in this process's main thread."""
     from fuzzkern import loader
     from fuzzkern.database import open_database
@@ -335,7 +347,8 @@ def _child_slice(ref: str, opts: CampaignOptions, database_spec: str | None, sha
             events.put((ref, piece.cases, piece.compiles, tuple(piece.specializations),
                         now - t0))
 
-    return fuzz_target(lt, _child["pool"], opts, share, on_case, replay_corpus=replay_corpus)
+    return fuzz_target(lt, _child["pool"], opts, share, on_case, replay_corpus=replay_corpus,
+                       known=known)
 
 
 class _Parallel:
@@ -364,7 +377,7 @@ class _Parallel:
         for slot, share in plan:
             fut = self.executor.submit(
                 _child_slice, slot.lt.ref, _slice_opts(self.opts, slot), self.database_spec,
-                share, slot.total.slices == 0)
+                share, slot.total.slices == 0, _known(slot))
             futures[fut] = slot
             by_ref[slot.lt.ref] = slot
         out = []

@@ -295,12 +295,49 @@ test_bad = fuzzkern.fuzz_test(bad, max_examples=5)
                                  "test_ops::bad*", _lit("*minimal case: x=float32[1]*")])
 
 
+TWO_BUGS = '''
+import torch
+
+import fuzzkern
+from fuzzkern import strategies as fks
+
+
+def _launch(x):
+    if x.shape[0] >= 5:
+        raise ValueError("at most 4 elements")
+    return torch.where(x < 0, torch.zeros_like(x), x)
+
+
+two = fuzzkern.Target(launcher=_launch, reference=lambda x: x,
+                      inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
+                      dims={"N": fks.sizes(max_value=40)})
+'''
+
+
+@pytest.mark.parametrize("args, ini, found", [
+    ([], "", "2 failing cases"),
+    (["--fuzzkern-max-failures", "1"], "", "1 failing case"),
+    ([], "fuzzkern_max_failures = 1", "1 failing case"),
+])
+def test_an_item_reports_each_distinct_failure_up_to_max_failures(pytester, args, ini, found):
+    if ini:
+        pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile(test_two=TWO_BUGS)
+    result = _run(pytester, "--fuzzkern-max-examples", "300", "--fuzzkern-budget", "120s",
+                  "--fuzzkern-seed", "3", *args)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([_lit(f"FAILED test_two.py::two[fuzz] - fuzzkern found {found} "
+                                      "in test_two::two after *")])
+
+
 # -- options, header, profiles ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("args, ini, message", [
     (["--fuzzkern-budget", "10x"], "", "--fuzzkern-budget: Expected a unit after '10'*"),
     (["--fuzzkern-max-examples", "0"], "", "--fuzzkern-max-examples: Expected a positive*"),
+    (["--fuzzkern-max-failures", "0"], "", "--fuzzkern-max-failures: Expected a positive*"),
+    ([], "fuzzkern_max_failures = many", "*the fuzzkern_max_failures ini key: Expected a*"),
     (["--fuzzkern-modes", "cuda"], "", "--fuzzkern-modes: Expected modes among interpret, "
                                        "compiled*"),
     (["--fuzzkern-db", "ftp://host"], "", "--fuzzkern-db: Expected a folder, redis://*"),

@@ -56,7 +56,7 @@ def test_entry_replays_reproduces_and_flips_when_fixed(module, tmp_path):
     try:
         spec = importlib.import_module(f"tests.quality.kernels.{module}")
         opts = engine.CampaignOptions(budget=30.0, seed=0, database=None,
-                                      corpus=str(corpus_dir),
+                                      corpus=str(corpus_dir), max_failures=1,
                                       debug=getattr(spec, "DEBUG", False))
         result = engine.fuzz_target(lt, pool, opts, 30.0)
         assert result.error is None, result.error

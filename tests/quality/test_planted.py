@@ -73,6 +73,9 @@ def _fuzz(module, name, budget, **kw):
     (lt,) = loader.load(f"{path}::{name}")
     spec = importlib.import_module(f"tests.quality.kernels.{module}")
     kw.setdefault("debug", getattr(spec, "DEBUG", False))
+    # one planted bug per kernel: its first failure ends the run (tests/unit/test_many_failures
+    # covers going on after a failure)
+    kw.setdefault("max_failures", 1)
     pool = WorkerPool()
     try:
         opts = engine.CampaignOptions(budget=budget, seed=0, database=None, **kw)
