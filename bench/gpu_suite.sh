@@ -16,6 +16,13 @@
 #                                     # docs/interpreter.md regenerated with its results ~1 min
 #   JOBS=2 bash bench/gpu_suite.sh scaling  # fuzzkern run -j $JOBS --modes compiled
 #                                     # --budget ${BUDGET:-5m} on the first $JOBS GPUs
+#   bash bench/gpu_suite.sh liger     # examples/liger compiled and interpreted (fuzzkern run
+#                                     # -j <GPUs> --budget ${BUDGET:-8m}) and the upstream bugs'
+#                                     # reproducers (tests/liger) on the GPU. Needs liger-kernel
+#                                     # 0.8.5: the GPU machine has no package index, so carry its
+#                                     # wheel (pure Python, 0.9 MB) under .whl/ (an ignored path:
+#                                     # pip download --no-deps liger-kernel==0.8.5 -d .whl);
+#                                     # installed here with pip --no-deps      ~9 min
 #   bash bench/gpu_suite.sh all       # tests, sanitize, bench, throughput, campaign, hygiene,
 #                                     # fidelity
 #                                     # (several calls' worth)
@@ -78,6 +85,20 @@ if [[ $what == fidelity || $what == all ]]; then
   python3 bench/fidelity.py --compiled --out "$out/fidelity.json" 2>&1 | tee "$out/fidelity.log"
   rc=$((rc | ${PIPESTATUS[0]}))
   python3 bench/fidelity.py --table "$out/interpreter.md" --gpu-json "$out/fidelity.json"
+fi
+if [[ $what == liger ]]; then
+  if ! python3 -c "import liger_kernel" 2>/dev/null; then
+    python3 -m pip install -q --no-deps .whl/liger_kernel-0.8.5-py3-none-any.whl \
+      || { echo "liger-kernel is missing: carry .whl/liger_kernel-0.8.5-py3-none-any.whl"; exit 2; }
+  fi
+  # the reproducers on the GPU (the test runs them on the CPU unless told otherwise)
+  LIGER_REPRO_DEVICE=cuda python3 -m pytest tests/liger -v -rs -p no:cacheprovider 2>&1 \
+    | tee "$out/liger-findings.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+  python3 -m fuzzkern run examples/liger/ -j "$((gpus > 0 ? gpus : 1))" \
+    --modes interpret,compiled --budget "${BUDGET:-8m}" --seed 0 --no-db \
+    --corpus "$out/liger-corpus" --report "$out/liger.json" 2>&1 | tee "$out/liger.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == scaling ]]; then
   jobs=${JOBS:-$gpus}

@@ -591,6 +591,7 @@ def target_info(target: Target, case: Case, root: str) -> dict[str, Any]:
         "reference": _locate(t.reference, root),
         "autotuners": _autotuner_locations(t, case, root),
         "inplace": list(t.inplace_names),
+        "clobbers": list(t.clobber_names),
         "reduction": t.reduction,
         "upcast": t.upcast,
         "timeout": t.timeout,

@@ -170,6 +170,7 @@ def script(entry: Entry, script_path: str | None = None) -> str:
         # autotuned kernels: the config forced in every mode
         "configs": configs,
         "inplace": list(info.get("inplace", ())),
+        "clobbers": list(info.get("clobbers", ())),
         "upcast": bool(info.get("upcast", True)),
         "reduction": reduction,
         "reduction_length": entry.case.dims.get(reduction, 1) if reduction else 1,
@@ -202,6 +203,7 @@ def script(entry: Entry, script_path: str | None = None) -> str:
         'DIMS = ENTRY["dims"]',
         'CONFIGS = ENTRY["configs"]',
         'INPLACE = tuple(ENTRY["inplace"])',
+        'CLOBBERS = tuple(ENTRY.get("clobbers", ()))  # may be overwritten: not checked',
         'UPCAST = bool(ENTRY["upcast"])',
         'REDUCTION = ENTRY["reduction"]',
         'REDUCTION_LENGTH = ENTRY["reduction_length"]',
@@ -652,7 +654,7 @@ class Inputs:
             if outside:
                 out.append(f"WRITE OUTSIDE THE VIEW: {outside} element(s) of `{name}`'s storage "
                            "that its view does not cover (gaps, or before/after it) changed")
-            if inside and name not in INPLACE:
+            if inside and name not in INPLACE and name not in CLOBBERS:
                 out.append(f"INPUT MUTATED: {inside} element(s) of input `{name}` changed, and "
                            "the target does not declare it in-place")
         return out
@@ -691,7 +693,8 @@ def _outputs(result, inputs):
 
 
 def _bits(torch, outputs):
-    return [o.detach().cpu().contiguous().view(torch.uint8).clone()
+    # reshape(-1): a 0-dim tensor (every loss) cannot be viewed as bytes
+    return [o.detach().cpu().contiguous().reshape(-1).view(torch.uint8).clone()
             if isinstance(o, torch.Tensor) else o for o in outputs]
 
 
@@ -860,7 +863,12 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception as e:  # the script's own problem, not the kernel's: never exit 1
+        traceback.print_exc()
+        _say(f"error: this script could not reproduce the entry: {type(e).__name__}: {e}")
+        sys.exit(2)
 '''
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from fuzzkern import corpus, loader, repro
-from fuzzkern.case import Case, Layout, TensorCase, Values
+from fuzzkern.case import Case, Domain, Layout, TensorCase, Values
 from fuzzkern.outcome import Outcome
 from fuzzkern.worker import WorkerPool
 
@@ -126,3 +126,34 @@ def test_reproducer_tolerances_are_the_oracles():
         assert oracle.default_tolerance(getattr(torch, name))[:2] == (rtol, atol), name
     assert {getattr(torch, k): v for k, v in tables["COMPILED_RTOL"].items()} == \
         oracle.COMPILED_RTOL
+
+
+@pytest.mark.parametrize("bug, rc", [(True, 1), (False, 0)])
+def test_reproducer_of_0dim_and_integer_outputs_with_a_clobbered_input(tmp_path, bug, rc):
+    ref = os.path.join(HERE, "targets", "domain_targets.py") + "::loss_and_ids"
+    (lt,) = loader.load(ref)
+    labels = TensorCase.build((3,), "int64", None, Values(0, "small_ints", (),
+                                                          Domain(min_value=0, max_value=5)))
+    case = Case({"N": 3}, {"x": TensorCase.build((3,), "float32"), "labels": labels, "BUG": bug})
+    pool = WorkerPool()
+    try:
+        outcome = pool.run(lt.ref, case.to_json(), {"modes": ["interpret"]}, 60.0)
+    finally:
+        pool.close()
+    assert outcome.failed is bug, outcome.message
+    if not bug:  # save it as if it had failed: the script must then report no failure
+        outcome = Outcome("kernel-bug", "recorded", outcome.modes)
+    path = corpus.save(str(tmp_path / "corpus"), lt.id, lt.ref, case, outcome,
+                       modes=("interpret",), target=lt.target)
+    script = repro.write(corpus.load(path), str(tmp_path / "repro.py"))
+    # (the target module imports fuzzkern, so the script may too)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(HERE)))
+    proc = subprocess.run([sys.executable, script], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=180)
+    shown = proc.stdout + proc.stderr
+    assert proc.returncode == rc, shown
+    assert "changed" not in shown  # x is declared clobbered
+    if bug:
+        assert "MISMATCH in out0" in proc.stdout and "out1" not in proc.stdout
+    else:
+        assert "no failure" in proc.stdout

@@ -145,3 +145,25 @@ not_clobbered = fuzzkern.Target(
     inputs=fks.inputs(x=fks.tensors(("N",), dtypes=F32)),
     dims={"N": fks.sizes(max_value=8)},
 )
+
+
+def _loss_and_ids(x, labels, BUG):
+    # a loss (0-dim), the count of labels (0-dim integer), the labels doubled (integer tensor);
+    # x is used as scratch (declared clobbered)
+    total = x.sum()
+    x.zero_()
+    return total + (1 if BUG else 0), (labels >= 0).sum(), labels * 2
+
+
+loss_and_ids = fuzzkern.Target(
+    launcher=_loss_and_ids,
+    reference=lambda x, labels: (x.sum(), (labels >= 0).sum(), labels * 2),
+    inputs=fks.inputs(
+        x=fks.tensors(("N",), dtypes=F32),
+        labels=fks.tensors(("N",), dtypes=["int64"],
+                           values=fks.values(min_value=0, max_value=5)),
+        BUG=st.booleans(),
+    ),
+    dims={"N": fks.sizes(max_value=8)},
+    clobbers="x",
+)
