@@ -171,7 +171,8 @@ def test_a_campaign_goes_on_when_its_redis_drops(redis_server, tmp_path):
     assert proc.returncode == 0, out
     assert "fuzzkern: warning: the example database redis://" in out
     assert "going on with the local database .hypothesis/examples" in out
-    assert (tmp_path / ".hypothesis" / "examples").is_dir()
+    # (nothing need be written there: these targets pass, and the case the deadline cuts short
+    # is not saved)
 
 
 def test_a_pytest_session_goes_on_when_its_redis_drops(pytester, redis_server, monkeypatch):
