@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import sys
-import traceback
 
 
 def main() -> None:
@@ -34,8 +33,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from fuzzkern.executors.run import run_case_json
-    from fuzzkern.outcome import ModeResult, Outcome, Verdict
+    from fuzzkern.worker import run_case_or_harness_error
 
     for line in sys.stdin:
         if not line.strip():
@@ -44,14 +42,7 @@ def main() -> None:
         if msg is None:
             break
         ref, case_json, options = msg
-        try:
-            result = run_case_json(ref, case_json, options)
-        except BaseException as e:  # the harness failed: still an outcome, never silence
-            result = Outcome(
-                Verdict.ERROR,
-                f"fuzzkern worker error: {type(e).__name__}: {e}",
-                {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
-            ).to_json()
+        result = run_case_or_harness_error(ref, case_json, options)
         protocol.write(json.dumps(result, default=str) + "\n")
         protocol.flush()
 

@@ -73,7 +73,7 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     # One intra-op thread: cases are small, and torch's thread pool costs more than it saves
     # on them (a 64x48x80 float64 matmul: 1.9 ms with 2 threads, 0.02 ms with 1).
     torch.set_num_threads(1)
-    from fuzzkern.executors.run import run_case_json
+    import fuzzkern.executors.run  # noqa: F401  (imported once, before the first case)
 
     while True:
         try:
@@ -84,14 +84,7 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
             return
         ref, case_json, options = msg
         with _Capture() as captured:
-            try:
-                result = run_case_json(ref, case_json, options)
-            except BaseException as e:  # the harness failed: still an outcome, never silence
-                result = Outcome(
-                    Verdict.ERROR,
-                    f"fuzzkern worker error: {type(e).__name__}: {e}",
-                    {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
-                ).to_json()
+            result = run_case_or_harness_error(ref, case_json, options)
         if captured.total:
             result["output"] = captured.text()
             result["output_bytes"] = captured.total
@@ -305,3 +298,18 @@ class WorkerPool:
         if self._worker is not None:
             self._worker.close()
             self._worker = None
+
+
+def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[str, Any]:
+    """One case's outcome as JSON; a failure of the harness itself is an ``error`` outcome
+    too, never silence."""
+    from fuzzkern.executors.run import run_case_json
+
+    try:
+        return run_case_json(ref, case_json, options)
+    except BaseException as e:
+        return Outcome(
+            Verdict.ERROR,
+            f"fuzzkern worker error: {type(e).__name__}: {e}",
+            {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
+        ).to_json()
