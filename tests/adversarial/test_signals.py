@@ -115,7 +115,7 @@ def test_kill_loop_over_concurrent_writers(tmp_path):
         "i = int(sys.argv[1])\n"
         "while True:\n"
         "    i += 1\n"
-        "    corpus.save(sys.argv[2], w.TARGET_ID, w.REF, w.case_for(i % 50, n=50_000),\n"
+        "    corpus.save(sys.argv[2], w.TARGET_ID, w.REF, w.case_for(i, n=50_000),\n"
         "                w.outcome(), modes=('interpret',))\n"
     )
     env = dict(os.environ)
@@ -125,7 +125,7 @@ def test_kill_loop_over_concurrent_writers(tmp_path):
     folder = corpus_dir / corpus.target_dirname("tests.corpus.writers")
     for rnd in range(4):
         before = len(list(folder.glob("*.json"))) if folder.exists() else 0
-        procs = [subprocess.Popen([sys.executable, "-c", code, str(rnd * 1000 + k * 7),
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(rnd * 100_000 + k * 10_000),
                                    str(corpus_dir)], env=env) for k in range(3)]
         try:
             wait_for(lambda b=before: folder.exists() and len(list(folder.glob("*.json"))) > b + 2,
