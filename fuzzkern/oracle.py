@@ -57,6 +57,7 @@ from typing import Any
 
 import torch
 
+from fuzzkern.conditioning import Evidence
 from fuzzkern.outcome import Comparison, Mismatch
 from fuzzkern.target import Tolerance
 
@@ -272,7 +273,8 @@ def _tolerance_text(
         return text
     text = f"rtol={rtol:g} atol={atol:g} ({src})"
     if has_mag:
-        text += f" + {accumulation_eps(dtype):.3g}·R·|ref(|inputs|)| (R={r})"
+        text += (f" + {SUM_LAMBDA:g}·sqrt(R)·{accumulation_eps(dtype):.3g}·|ref(|inputs|)| "
+                 f"(R={r})")
     return text
 
 
@@ -281,6 +283,26 @@ def accumulation_eps(dtype: torch.dtype) -> float:
     outputs, float32 for everything else (fp16/bf16/fp8 kernels accumulate in fp32; one that
     accumulates in its low-precision dtype is exactly the bug the bound should catch)."""
     return 2.0**-52 if dtype == torch.float64 else 2.0**-23
+
+
+#: the ``lambda`` of the probabilistic bound on a length-R sum (:func:`accumulation_band`)
+SUM_LAMBDA = 4.0
+
+
+def accumulation_band(mag: torch.Tensor, r: Any, dtype: torch.dtype) -> torch.Tensor:
+    """``lambda*sqrt(R)*eps_acc*|mag|``: the probabilistic bound on the rounding error of a
+    length-``R`` sum of terms whose absolute values sum to ``mag``, in any summation order
+    (Higham and Mary, 2019). ``R`` is an int or a per-element tensor.
+
+    Rounding errors of a sum are sums of independent, mean-zero terms: the error exceeds
+    ``lambda*sqrt(R)*u*sum|x|`` with probability below ``2R*exp(-lambda**2/2)`` even for
+    sequential summation (``lambda = 4``: the worst sequential fp32 sum of 4096 positive terms
+    is off by ``0.58*sqrt(R)*u*sum|x|`` on average). The worst case ``R*u*sum|x|`` is ``sqrt(R)``
+    times looser and would hide one missing term of a K=4096 dot product."""
+    m = torch.nan_to_num(mag.to(torch.float64), nan=0.0, posinf=math.inf).abs()
+    rr = r.to(torch.float64) if isinstance(r, torch.Tensor) else float(r)
+    root = rr.sqrt() if isinstance(rr, torch.Tensor) else math.sqrt(max(rr, 1.0))
+    return (SUM_LAMBDA * accumulation_eps(dtype)) * root * m
 
 
 # -- comparison -------------------------------------------------------------------------------
@@ -295,6 +317,8 @@ class _Checked:
     ulp_err: float
     got: torch.Tensor  # for reporting (float64 or int64)
     expected: torch.Tensor  # raw reference for reporting (float64 or int64)
+    #: per element: error over the element's bound where both are finite (0 elsewhere)
+    ratio: torch.Tensor | None = None
 
 
 def _stats(
@@ -317,8 +341,9 @@ def _check_float(
     mag: torch.Tensor | None,
     rtol: float,
     atol: float,
-    r: int,
+    r: Any,
     equal_nan: bool,
+    extra: torch.Tensor | None = None,
 ) -> _Checked:
     dtype = out.dtype
     f = float_format(dtype)
@@ -327,8 +352,9 @@ def _check_float(
     xr = round_to(x, dtype)
     band = atol + rtol * xr.abs()
     if mag is not None:
-        m = torch.nan_to_num(mag.to(torch.float64), nan=0.0, posinf=math.inf).abs()
-        band = band + (accumulation_eps(dtype) * r) * m
+        band = band + accumulation_band(mag, r, dtype)
+    if extra is not None:
+        band = band + extra
     o_fin = torch.isfinite(o)
     xr_fin = torch.isfinite(xr)
     both = o_fin & xr_fin
@@ -353,7 +379,10 @@ def _check_float(
     mismatch = ~passing
     nonfinite = mismatch & ~(o_fin & torch.isfinite(x))
     abs_err, rel_err, ulp_err = _stats(o, xr, both, dtype)
-    return _Checked(mismatch, nonfinite, abs_err, rel_err, ulp_err, o, x)
+    dd = torch.where(both, d, 0.0)
+    bb = band.expand_as(dd) if isinstance(band, torch.Tensor) else torch.full_like(dd, band)
+    ratio = torch.where(bb > 0, dd / bb.clamp_min(1e-300), torch.where(dd > 0, math.inf, 0.0))
+    return _Checked(mismatch, nonfinite, abs_err, rel_err, ulp_err, o, x, ratio)
 
 
 _INT64_MAX = float(2**63 - 1024)
@@ -402,43 +431,205 @@ def compare(
     masks: list[torch.Tensor] | None = None,
     native: Callable[[], Sequence[Any] | None] | None = None,
     compiled: bool = False,
+    evidence: Evidence | None = None,
+    names: Sequence[str | None] | None = None,
 ) -> Comparison:
     """Compare a kernel's ``outputs`` with the reference's ``expected`` (see the module doc).
 
     ``outputs`` and ``expected`` are tuples of tensors (a bare tensor counts as a 1-tuple);
     ``magnitude``, when given, holds the reference evaluated on ``|inputs|``, one entry per
-    output (``None`` entries skip the term for that output); ``reduction_length`` is ``R`` in
-    ``eps_acc*R*|mag|``. Returns a :class:`~fuzzkern.outcome.Comparison` with up to
-    ``max_report`` mismatching elements in row-major order. When ``masks`` is a list, the
-    bool mismatch mask of each output is appended to it (nothing on a structural problem).
-    ``native``, when given, returns the reference computed on the inputs' own dtypes (or
-    None); it is called only when values mismatch, for rule 7. ``compiled``: the outputs come
-    from GPU code, whose float32 default tolerance allows approximate math
-    (:func:`default_tolerance`).
+    output (``None`` entries skip the term for that output); ``reduction_length`` is ``R`` of
+    the accumulation term (:func:`accumulation_band`). Returns a
+    :class:`~fuzzkern.outcome.Comparison` with up to ``max_report`` mismatching elements in
+    row-major order. When ``masks`` is a list, the bool mismatch mask of each output is
+    appended to it (nothing on a structural problem). ``native``, when given, returns the
+    reference computed on the inputs' own dtypes (or None); it is called only when values
+    mismatch, for rule 7. ``compiled``: the outputs come from GPU code, whose float32 default
+    tolerance allows approximate math (:func:`default_tolerance`). ``evidence``
+    (:class:`~fuzzkern.conditioning.Evidence`): what the reference says about this input's
+    conditioning, consulted only when the plain comparison fails (rules 8 and 9); it also
+    supplies ``native`` when that is not given. ``names``: output names for per-output
+    tolerances (``Tolerance(outputs={...})``).
     """
+    if native is None and evidence is not None and evidence.has_native:
+        native = evidence.native
     own: list[torch.Tensor] = []
-    c = _compare(outputs, expected, tolerance=tolerance, magnitude=magnitude,
-                 reduction_length=reduction_length, max_report=max_report, masks=own,
-                 compiled=compiled)
-    if not c.ok and c.structural is None and native is not None:
-        n = native()
+    kw: dict[str, Any] = dict(tolerance=tolerance, magnitude=magnitude,
+                              reduction_length=reduction_length, compiled=compiled, names=names)
+    c = _compare(outputs, expected, max_report=max_report, masks=own, **kw)
+    if c.ok or c.structural is not None:
+        if masks is not None:
+            masks.extend(own)
+        return c
+    expected_now = _as_tuple(expected)
+    notes: list[str] = []
+    n = native() if native is not None else None
+    if n is not None:
         native_masks: list[torch.Tensor] = []
-        if n is not None:
-            _compare(outputs, n, tolerance=tolerance, magnitude=magnitude,
-                     reduction_length=reduction_length, masks=native_masks, compiled=compiled)
-        adjusted = accept_native(_as_tuple(expected), n, own, native_masks) \
-            if n is not None and native_masks else None
+        _compare(outputs, n, masks=native_masks, **kw)
+        adjusted = accept_native(expected_now, n, own, native_masks) if native_masks else None
         if adjusted is not None:
             expected_now, accepted = adjusted
             own.clear()
-            c = _compare(outputs, expected_now, tolerance=tolerance, magnitude=magnitude,
-                         reduction_length=reduction_length, max_report=max_report, masks=own,
-                         compiled=compiled)
-            c.tolerance += (f"; {accepted} element{'s' if accepted != 1 else ''} judged "
-                            "against the reference at the inputs' precision (oracle rule 7)")
+            c = _compare(outputs, expected_now, max_report=max_report, masks=own, **kw)
+            notes.append(f"{accepted} element{'s' if accepted != 1 else ''} judged against the "
+                         "reference at the inputs' precision (oracle rule 7)")
+    if not c.ok and evidence is not None and _adaptive(tolerance):
+        c = _judge_conditioning(outputs, expected_now, n, evidence, c, own, max_report, kw)
+    if notes:
+        c.tolerance += "; " + "; ".join(notes)
     if masks is not None:
         masks.extend(own)
     return c
+
+
+def _adaptive(tolerance: Tolerance | None) -> bool:
+    return tolerance is None or getattr(tolerance, "adaptive", True)
+
+
+#: rule 8's multiple of the reference's sensitivity (:attr:`Evidence.sensitivity`)
+SENSITIVITY_FACTOR = 8.0
+#: rule 8's multiple of the error of the same computation in torch at the inputs' precision
+NATIVE_FACTOR = 2.0
+#: rule 9: a mismatch within this factor of the low-precision rounding bound is an accuracy
+#: finding, not a kernel bug
+ACCURACY_FACTOR = 8.0
+#: the share of elements whose native error sets the output-wide native level (rule 8)
+NATIVE_QUANTILE = 0.9
+
+
+def _rounding_extras(outputs: tuple[Any, ...], expected: tuple[Any, ...],
+                     native: Sequence[Any] | None, evidence: Evidence, *, low: bool
+                     ) -> tuple[list[torch.Tensor | None], dict[str, Any]]:
+    """Per output, the extra band of rule 8 (``low``: with every input's sensitivity scaled to
+    its own dtype's rounding, rule 9), and the parts for the explanation."""
+    sens = evidence.sensitivity()
+    mag = evidence.magnitude()
+    extras: list[torch.Tensor | None] = []
+    parts: dict[str, Any] = {"sens": [], "native": [], "acc": []}
+    for i, (o, e) in enumerate(zip(outputs, expected, strict=True)):
+        if not (isinstance(o, torch.Tensor) and o.is_floating_point()
+                and isinstance(e, torch.Tensor)):
+            extras.append(None)
+            for key in parts:
+                parts[key].append(None)
+            continue
+        x = e.detach().cpu().to(torch.float64)
+        total = torch.zeros(o.shape, dtype=torch.float64)
+        # sensitivity: the inputs' effects add in quadrature (independent roundings)
+        sq = torch.zeros(o.shape, dtype=torch.float64)
+        per_input = []
+        for s in sens:
+            dlt = s.deltas[i] if i < len(s.deltas) else None
+            if dlt is None or dlt.shape != o.shape:
+                continue
+            if low:
+                dlt = dlt * (s.own / s.unit)
+            sq = sq + dlt * dlt
+            per_input.append((s, dlt))
+        sensitivity = sq.sqrt()
+        total = total + SENSITIVITY_FACTOR * sensitivity
+        parts["sens"].append(per_input)
+        # native: as far off as torch at the inputs' precision, here and output-wide
+        nat_err = None
+        if native is not None and i < len(native) and isinstance(native[i], torch.Tensor) \
+                and native[i].shape == o.shape:
+            nv = native[i].detach().cpu().to(torch.float64)
+            fin = torch.isfinite(nv) & torch.isfinite(x)
+            err = torch.where(fin, (nv - x).abs(), 0.0)
+            u = ulp(torch.where(fin, x, 0.0), o.dtype)
+            in_ulps = (err / u)[fin]
+            level = float(torch.quantile(in_ulps, NATIVE_QUANTILE)) if in_ulps.numel() else 0.0
+            nat_err = torch.maximum(err, level * u)
+            total = total + NATIVE_FACTOR * nat_err
+        parts["native"].append(nat_err)
+        acc = None
+        if mag is not None and i < len(mag[0]) and mag[0][i] is not None \
+                and mag[0][i].shape == o.shape:
+            acc = accumulation_band(mag[0][i], mag[1][i], o.dtype)
+            total = total + acc
+        parts["acc"].append(acc)
+        extras.append(total)
+    return extras, parts
+
+
+def _judge_conditioning(outputs: Sequence[Any] | torch.Tensor, expected: tuple[Any, ...],
+                        native: Sequence[Any] | None, evidence: Evidence, first: Comparison,
+                        own: list[torch.Tensor], max_report: int, kw: dict[str, Any]
+                        ) -> Comparison:
+    """Rules 8 and 9: widen each element's band by what rounding explains at this input; what
+    still fails is an accuracy finding when within :data:`ACCURACY_FACTOR` of the low-precision
+    bound, else stays a mismatch."""
+    outs = _as_tuple(outputs)
+    extras, parts = _rounding_extras(outs, expected, native, evidence, low=False)
+    masks: list[torch.Tensor] = []
+    checked: list[_Checked] = []
+    c = _compare(outs, expected, max_report=max_report, masks=masks, extra=extras,
+                 checked=checked, **kw)
+    c.tolerance += " + rounding explained at this input (oracle rule 8)"
+    if not c.ok and c.nonfinite_mismatches == 0:
+        low, _ = _rounding_extras(outs, expected, native, evidence, low=True)
+        strict = _compare(outs, expected, extra=low, scale=ACCURACY_FACTOR, **kw)
+        c.accuracy = strict.ok
+    if not c.ok:
+        c.explanation, c.condition = _explain(outs, checked, parts, evidence)
+    own.clear()
+    own.extend(masks)
+    return c
+
+
+def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str, Any],
+             evidence: Evidence) -> tuple[str, dict[str, Any]]:
+    """A sentence about the worst element (largest error over bound), in a kernel author's
+    words, and its figures."""
+    best: tuple[float, int, tuple[int, ...]] | None = None
+    for i, ch in enumerate(checked):
+        if ch.ratio is None or not bool(ch.mismatch.any()):
+            continue
+        r = torch.where(ch.mismatch, ch.ratio, -1.0)
+        flat = int(torch.argmax(r.reshape(-1)))
+        idx = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat), tuple(r.shape))) \
+            if r.dim() else ()
+        val = float(r.reshape(-1)[flat])
+        if best is None or val > best[0]:
+            best = (val, i, idx)
+    if best is None:
+        return "", {}
+    ratio, i, idx = best
+    o = outputs[i]
+    ch = checked[i]
+    got = float(ch.got[idx])
+    exp = float(ch.expected[idx])
+    xr = float(round_to(torch.tensor(exp, dtype=torch.float64), o.dtype))
+    err = abs(got - xr)
+    one = float(ulp(torch.tensor(xr, dtype=torch.float64), o.dtype))
+    where = f"out{i}" if len(outputs) > 1 else "out"
+    where += "[" + ",".join(str(k) for k in idx) + "]"
+    dtype = _dtype_name(o.dtype)
+    bound = err / ratio if ratio > 0 and math.isfinite(ratio) else 0.0
+    fig: dict[str, Any] = {"output": i, "index": list(idx), "error": err,
+                           "error_ulp": err / one, "bound": bound, "ratio": ratio}
+    text = (f"{where}: off by {err:.3g} ({err / one:.3g} {dtype} ulp), "
+            f"{ratio:.3g}x the bound {bound:.3g}")
+    sens = parts["sens"][i] or []
+    if sens:
+        s, dlt = max(sens, key=lambda p: float(p[1][idx]))
+        moved = float(dlt[idx])
+        fig["sensitivity"] = moved
+        fig["sensitive_input"] = s.name
+        fig["condition_ulp"] = moved / one
+        text += (f"; the reference itself moves by {moved:.3g} ({moved / one:.3g} ulp) when "
+                 f"{s.name} moves by about one float{'64' if s.unit < 2**-30 else '32'} "
+                 "rounding")
+    nat = parts["native"][i]
+    if nat is not None:
+        ne = float(nat[idx])
+        fig["native_error"] = ne
+        text += f"; torch at the inputs' precision is off by {ne:.3g} here"
+    acc = parts["acc"][i]
+    if acc is not None:
+        fig["accumulation_bound"] = float(acc[idx])
+    return text, fig
 
 
 def _as_tuple(x: Sequence[Any] | torch.Tensor) -> tuple[Any, ...]:
@@ -455,8 +646,13 @@ def _compare(
     max_report: int = 5,
     masks: list[torch.Tensor] | None = None,
     compiled: bool = False,
+    names: Sequence[str | None] | None = None,
+    extra: Sequence[torch.Tensor | None] | None = None,
+    scale: float = 1.0,
+    checked: list[_Checked] | None = None,
 ) -> Comparison:
-    """:func:`compare` by rules 1-6."""
+    """:func:`compare` by rules 1-6; ``extra`` widens each output's band elementwise (rule
+    8), ``scale`` multiplies every band (rule 9)."""
     tolerance = tolerance if tolerance is not None else Tolerance()
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)
@@ -522,13 +718,17 @@ def _compare(
         return Comparison(ok=False, structural="; ".join(problems))
 
     texts: list[str] = []
-    checked: list[_Checked] = []
-    for o, e, m in pairs:
-        rtol, atol, src = _resolve(tolerance, o.dtype, compiled)
+    checked = checked if checked is not None else []
+    for i, (o, e, m) in enumerate(pairs):
+        name = names[i] if names is not None and i < len(names) else None
+        tol = tolerance.for_output(i, name, o.dtype)
+        rtol, atol, src = _resolve(tol, o.dtype, compiled)
         if o.is_floating_point():
-            c = _check_float(o, e, m, rtol, atol, r, tolerance.equal_nan)
+            ex = extra[i] if extra is not None and i < len(extra) else None
+            c = _check_float(o, e, m, rtol * scale, atol * scale, r, tol.equal_nan,
+                             ex * scale if ex is not None and scale != 1.0 else ex)
         else:
-            c = _check_int(o, e, atol)
+            c = _check_int(o, e, atol * scale)
         checked.append(c)
         texts.append(_tolerance_text(o.dtype, rtol, atol, src, m is not None, r))
     if masks is not None:
@@ -559,6 +759,7 @@ def _compare(
                 first.append(Mismatch(i, idx, _item(c.got, idx), _item(c.expected, idx)))
 
     total = sum(o.numel() for o, _, _ in pairs)
+    ratios = [float(c.ratio.max()) for c in checked if c.ratio is not None and c.ratio.numel()]
     return Comparison(
         ok=mismatched == 0,
         mismatched=mismatched,
@@ -569,6 +770,7 @@ def _compare(
         nonfinite_mismatches=nonfinite,
         first=first,
         tolerance=tol_text,
+        bound_ratio=max(ratios, default=0.0),
     )
 
 
@@ -607,13 +809,16 @@ _ULP_CAP = 64.0
 
 
 def score(comparison: Comparison) -> float:
-    """A finite number to maximize with ``hypothesis.target``: ``log2(1 + max ulp)`` (capped at
-    64), plus the mismatching fraction, plus 1 when any NaN/inf position differs; a structural
-    problem scores the most (66)."""
+    """A finite number to maximize with ``hypothesis.target``: ``8*log2(1 + error/bound)`` of the
+    element closest to (or furthest past) its bound, capped at 64, plus the mismatching
+    fraction, plus 1 when any NaN/inf position differs; a structural problem scores the most
+    (66). Climbing error over bound, not raw ulps, steers the search toward inputs where the
+    kernel is wrong rather than toward ill-conditioned inputs where every correct kernel is
+    far off in ulps."""
     if comparison.structural:
         return _ULP_CAP + 2.0
-    u = comparison.max_ulp_error
-    s = _ULP_CAP if not math.isfinite(u) else min(_ULP_CAP, math.log2(1.0 + max(0.0, u)))
+    r = comparison.bound_ratio
+    s = _ULP_CAP if not math.isfinite(r) else min(_ULP_CAP, 8.0 * math.log2(1.0 + max(0.0, r)))
     if comparison.total:
         s += comparison.mismatched / comparison.total
     if comparison.nonfinite_mismatches:

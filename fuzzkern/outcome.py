@@ -47,6 +47,9 @@ class Verdict:
     ERROR = "error"
     #: the reference raised: the target's reference cannot handle this input
     REFERENCE_ERROR = "reference-error"
+    #: the values are off by more than the bound, but within a small factor of what rounding
+    #: at the inputs' precision explains (oracle rule 9); a failure only with strict accuracy
+    ACCURACY = "accuracy"
     #: the launcher rejected the input with a declared precondition (counted, not a failure)
     PRECONDITION = "precondition"
     #: this mode cannot run the case (e.g. inline asm under the interpreter); counted
@@ -86,19 +89,33 @@ class Comparison:
     tolerance: str = ""
     #: a problem that is not about values: wrong shape, wrong dtype, wrong number of outputs
     structural: str | None = None
+    #: the largest error over its element's bound (finite pairs): below 1 passes; how close to
+    #: the line the kernel came
+    bound_ratio: float = 0.0
+    #: the values differ beyond the bound, but within a small factor of what rounding at the
+    #: inputs' precision explains (oracle rule 9): an accuracy finding, not a logic bug
+    accuracy: bool = False
+    #: for a failed comparison judged with the reference's conditioning: the worst element in
+    #: words ("the reference itself moves by 3e-4 when x moves by one float32 rounding")
+    explanation: str = ""
+    #: that element's figures: error, bound, ratio, sensitivity, native error (JSON numbers)
+    condition: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> str:
         if self.structural:
             return self.structural
         if self.ok:
             return f"matches within {self.tolerance}"
+        what = "accuracy: " if self.accuracy else ""
         lines = [
-            f"{self.mismatched}/{self.total} elements differ "
+            f"{what}{self.mismatched}/{self.total} elements differ "
             f"(max abs {self.max_abs_error:.3g}, max rel {self.max_rel_error:.3g}, "
             f"max {self.max_ulp_error:.3g} ulp; tolerance {self.tolerance})"
         ]
         if self.nonfinite_mismatches:
             lines.append(f"{self.nonfinite_mismatches} NaN/inf positions differ")
+        if self.explanation:
+            lines.append(self.explanation)
         for m in self.first:
             idx = ",".join(str(i) for i in m.index)
             out = f"out{m.output}" if m.output else "out"
@@ -134,10 +151,14 @@ class Outcome:
     #: :data:`fuzzkern.worker.OUTPUT_LIMIT` bytes), and how many bytes it printed in all
     output: str = ""
     output_bytes: int = 0
+    #: strict accuracy (``--strict-accuracy`` or the target's ``strict_accuracy``): an
+    #: ``accuracy`` verdict fails
+    strict: bool = False
 
     @property
     def failed(self) -> bool:
-        return self.verdict in Verdict.FAILURES
+        return self.verdict in Verdict.FAILURES or (
+            self.strict and self.verdict == Verdict.ACCURACY)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -161,4 +182,5 @@ class Outcome:
         return Outcome(
             d["verdict"], d.get("message", ""), modes, d.get("score", 0.0), d.get("seconds", 0.0),
             str(d.get("output", "") or ""), int(d.get("output_bytes", 0) or 0),
+            bool(d.get("strict", False)),
         )

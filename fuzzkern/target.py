@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fuzzkern.errors import InvalidArgument, describe
@@ -30,35 +30,115 @@ from fuzzkern.errors import InvalidArgument, describe
 MODES = ("interpret", "compiled")
 
 
+def _dtype_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key.removeprefix("torch.")
+    name = str(key)
+    if name.startswith("torch."):
+        return name.removeprefix("torch.")
+    raise InvalidArgument(
+        f"Expected a dtype name such as 'float32' or a torch.dtype as a key of dtypes= but got "
+        f"{describe('key', key)}."
+    )
+
+
+def _check_number(name: str, v: Any) -> None:
+    if v is None:
+        return
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    if not ok:
+        raise InvalidArgument(
+            f"Expected a finite, non-negative number but got {describe(name, v)}. "
+            f"Pass e.g. Tolerance({name}=1e-3), or leave it None for the dtype default."
+        )
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """How close a kernel's output must be to the reference.
 
-    An element passes when ``|out - ref| <= atol + rtol*|ref| + rtol*R*mag``, where ``R`` is the
-    reduction length (the target's ``reduction`` dim, 1 otherwise) and ``mag`` is the reference
-    evaluated on absolute values of the inputs (the scale of the summed terms, so cancellation in
-    a correct fp32 reduction is never a false alarm). NaN and ±inf positions must match exactly
-    unless ``equal_nan`` is False, in which case any NaN fails.
+    An element passes when its error is within ``atol + rtol*|ref|`` plus what rounding
+    explains *at this input*: the accumulation bound of sums, how far the reference itself
+    moves when the inputs move by one rounding, and how far torch at the inputs' precision is
+    off (docs/oracle.md has the rule and its constants). Errors beyond that but within a small
+    factor of the low-precision rounding bound are ``accuracy`` findings, not kernel bugs.
 
     Left as ``None``, ``rtol``/``atol`` come from the output dtype (torch's per-dtype defaults).
 
+    - ``dtypes``: per output dtype, ``{"float32": (rtol, atol)}``; a single number sets both,
+      a :class:`Tolerance` sets its ``rtol``/``atol``. Liger-Kernel's convention in one line:
+      ``Tolerance(rtol=1e-2, atol=1e-2, dtypes={"float32": 1e-5})``.
+    - ``outputs``: per output, by index (``0``) or name (the target's ``output_names`` or, for
+      in-place targets, the input's name), a :class:`Tolerance` used for that output instead.
+    - ``adaptive``: ``False`` judges with ``atol + rtol*|ref|`` (and the declared reduction's
+      accumulation term) alone.
+    - ``equal_nan``: NaN positions must match (``False``: every NaN fails).
+
     >>> Tolerance(rtol=1e-2).rtol
     0.01
+    >>> t = Tolerance(rtol=1e-2, atol=1e-2, dtypes={"float32": 1e-5})
+    >>> t.for_output(0, None, "float32").rtol, t.for_output(0, None, "float16").rtol
+    (1e-05, 0.01)
     """
 
     rtol: float | None = None
     atol: float | None = None
     equal_nan: bool = True
+    dtypes: Mapping[Any, Any] | None = None
+    outputs: Mapping[int | str, Tolerance] | None = None
+    adaptive: bool = True
 
     def __post_init__(self) -> None:
         for name in ("rtol", "atol"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, (int, float)) or not math.isfinite(v)
-                                  or v < 0):
+            _check_number(name, getattr(self, name))
+        if self.dtypes is not None:
+            if not isinstance(self.dtypes, Mapping):
                 raise InvalidArgument(
-                    f"Expected a finite non-negative number but got {describe(name, v)}. "
-                    f"Pass e.g. Tolerance({name}=1e-3), or leave it None for the dtype default."
-                )
+                    f"Expected a dict of dtype name -> tolerance but got "
+                    f"{describe('dtypes', self.dtypes)}.")
+            table: dict[str, tuple[float | None, float | None]] = {}
+            for key, v in self.dtypes.items():
+                if isinstance(v, Tolerance):
+                    pair = (v.rtol, v.atol)
+                elif isinstance(v, (tuple, list)) and len(v) == 2:
+                    pair = (v[0], v[1])
+                else:
+                    pair = (v, v)
+                _check_number(f"dtypes[{key!r}] rtol", pair[0])
+                _check_number(f"dtypes[{key!r}] atol", pair[1])
+                table[_dtype_key(key)] = (pair[0], pair[1])
+            object.__setattr__(self, "dtypes", table)
+        if self.outputs is not None:
+            if not isinstance(self.outputs, Mapping):
+                raise InvalidArgument(
+                    f"Expected a dict of output index or name -> Tolerance but got "
+                    f"{describe('outputs', self.outputs)}.")
+            for key, v in self.outputs.items():
+                if not isinstance(key, (int, str)) or isinstance(key, bool):
+                    raise InvalidArgument(
+                        f"Expected an output index or name as a key of outputs= but got "
+                        f"{describe('key', key)}.")
+                if not isinstance(v, Tolerance):
+                    raise InvalidArgument(
+                        f"Expected a fuzzkern.Tolerance for output {key!r} but got "
+                        f"{describe('value', v)}.")
+
+    def for_output(self, index: int, name: str | None = None,
+                   dtype: Any = None) -> Tolerance:
+        """The tolerance for output ``index`` (named ``name``) of ``dtype``: a per-output
+        entry first, then a per-dtype entry of that, then this one."""
+        tol = self
+        if self.outputs:
+            hit = self.outputs.get(index)
+            if hit is None and name is not None:
+                hit = self.outputs.get(name)
+            if hit is not None:
+                tol = hit
+        if dtype is not None and tol.dtypes:
+            pair = tol.dtypes.get(_dtype_key(dtype))
+            if pair is not None:
+                return replace(tol, rtol=pair[0], atol=pair[1], dtypes=None, outputs=None)
+        return tol
 
 
 def _accepts(fn: Callable[..., Any]) -> tuple[set[str], bool]:
@@ -115,6 +195,10 @@ class Target:
     - ``checks``: hygiene checks to turn on or off for this target by name (see
       ``fuzzkern.executors.run.DEFAULT_CHECKS``), e.g. ``{"view": False}`` or
       ``{"view_strict": True}``; a run's own ``checks`` (``--no-check``) apply on top.
+    - ``output_names``: names of the launcher's outputs, in order (for per-output tolerances
+      and messages).
+    - ``strict_accuracy``: an ``accuracy`` finding (beyond the bound, within a small factor of
+      what rounding explains) fails like a kernel bug (``fuzzkern run --strict-accuracy``).
     """
 
     launcher: Callable[..., Any]
@@ -131,6 +215,8 @@ class Target:
     timeout: float = 60.0
     clobbers: str | Sequence[str] | None = None
     checks: Mapping[str, bool] = field(default_factory=dict)
+    output_names: Sequence[str] | None = None
+    strict_accuracy: bool = False
 
     def __post_init__(self) -> None:
         from fuzzkern.strategies._internal.inputs import InputsStrategy

@@ -29,6 +29,7 @@ import torch
 
 from fuzzkern import loader, oracle
 from fuzzkern.case import Case, materialize, rebuild_like
+from fuzzkern.conditioning import Evidence
 from fuzzkern.executors import hygiene
 from fuzzkern.executors.poison import (
     Allocations,
@@ -144,6 +145,7 @@ class _Run:
         self._reference_done = False
         self._native: tuple[Any, ...] | None = None
         self._native_done = False
+        self._evidence: Evidence | None = None
         #: whether the interpreter's outputs mismatched (None: not compared, or not yet)
         self._interpret_mismatch: bool | None = None
 
@@ -191,6 +193,32 @@ class _Run:
             except Exception:
                 self._native = None
         return self._native
+
+    def evidence(self) -> Evidence | None:
+        """What the reference says about this input's conditioning (oracle rules 8 and 9),
+        computed lazily by the oracle only for a comparison that fails the plain tolerance."""
+        if self._evidence is None and self.target.upcast and self._expected is not None:
+            values = self._reference_inputs()
+            dtypes: dict[str, torch.dtype] = {n: t.dtype for n, t in self.base.items()}
+            for name, v in self.scalars.items():
+                if isinstance(v, float):
+                    dtypes[name] = torch.float32  # a Python float reaches a kernel as fp32
+            reference = self.target.reference
+
+            def call(v: Mapping[str, Any]) -> tuple[Any, ...] | None:
+                return _as_outputs(call_with(reference, v))
+
+            reduction = (self.case.dims.get(self.target.reduction)
+                         if self.target.reduction else None)
+            self._evidence = Evidence(call, values, dtypes, native=self.native_reference,
+                                      reduction=reduction, dims=self.case.dims,
+                                      expected=self._expected)
+        return self._evidence
+
+    def output_names(self) -> tuple[str | None, ...] | None:
+        if self.target.inplace_names:
+            return self.target.inplace_names
+        return tuple(self.target.output_names) if self.target.output_names else None
 
     # -- modes -------------------------------------------------------------------------------
     def interpret(self) -> ModeResult:
@@ -330,7 +358,8 @@ class _Run:
         judge = functools.partial(
             oracle.compare, outputs, expected, tolerance=tolerance, magnitude=self._magnitude,
             reduction_length=max(1, reduction),
-            native=self.native_reference if self.target.upcast else None)
+            native=self.native_reference if self.target.upcast else None,
+            evidence=self.evidence(), names=self.output_names())
         comparison = judge(masks=masks, compiled=mode == "compiled")
         if mode == "interpret":
             self._interpret_mismatch = not comparison.ok
@@ -357,8 +386,8 @@ class _Run:
                 detail["unwritten"] = unwritten
                 detail["unwritten_only"] = (comparison.structural is None
                                             and _only_unwritten(outputs, masks, allocated))
-        return ModeResult(mode, "ok" if comparison.ok else "mismatch", comparison, detail=detail,
-                          seconds=seconds)
+        status = "ok" if comparison.ok else "accuracy" if comparison.accuracy else "mismatch"
+        return ModeResult(mode, status, comparison, detail=detail, seconds=seconds)
 
 
 def _only_unwritten(outputs: tuple[Any, ...], masks: list[torch.Tensor],
@@ -440,7 +469,7 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
     for mode, s in statuses.items():
         if s == "crash":
             return Verdict.CRASH, f"{mode}: {results[mode].error}"
-    ran = {m: s for m, s in statuses.items() if s in ("ok", "mismatch")}
+    ran = {m: s for m, s in statuses.items() if s in ("ok", "mismatch", "accuracy")}
     for mode in ran:
         writes = results[mode].detail.get("oob_write")
         if writes:
@@ -473,6 +502,13 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
         return Verdict.UNSUPPORTED, f"{mode}: {results[mode].error}"
     wrong = [m for m, s in ran.items() if s == "mismatch"]
     if not wrong:
+        close = [m for m, s in ran.items() if s == "accuracy"]
+        if close:
+            c = results[close[0]].comparison
+            why = c.explanation if c is not None and c.explanation else "beyond the bound"
+            return (Verdict.ACCURACY,
+                    f"{' and '.join(close)}: within {oracle.ACCURACY_FACTOR:g}x of what rounding "
+                    f"at the inputs' precision explains; {why}")
         return Verdict.PASS, ""
     if all(results[m].detail.get("unwritten_only") for m in wrong):
         counts = results[wrong[0]].detail["unwritten"]
@@ -526,7 +562,9 @@ def run_case(target: Target, case: Case, options: Mapping[str, Any]) -> Outcome:
                        seconds=time.perf_counter() - start)
     verdict, reason = verdict_of(results)
     score = max((oracle.score(r.comparison) for r in results.values() if r.comparison), default=0.0)
-    return Outcome(verdict, reason, results, score=score, seconds=time.perf_counter() - start)
+    strict = bool(options.get("strict_accuracy")) or target.strict_accuracy
+    return Outcome(verdict, reason, results, score=score, seconds=time.perf_counter() - start,
+                   strict=strict)
 
 
 def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, Any]
