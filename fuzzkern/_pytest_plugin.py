@@ -62,11 +62,18 @@ _OPTIONS = {
 }
 
 
+_STRICT_HELP = ("Accuracy findings (beyond the tolerance, within a small factor of what "
+                "rounding explains) fail the item like kernel bugs")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fuzzkern", "fuzzkern: differential fuzzing of Triton kernels")
     for opt, (ini, metavar, help_text) in _OPTIONS.items():
         group.addoption(opt, dest=ini, default=None, metavar=metavar, help=help_text)
         parser.addini(ini, help_text, default=None)
+    group.addoption("--fuzzkern-strict-accuracy", dest="fuzzkern_strict_accuracy",
+                    action="store_true", default=False, help=_STRICT_HELP)
+    parser.addini("fuzzkern_strict_accuracy", _STRICT_HELP, type="bool", default=False)
 
 
 # -- session state ---------------------------------------------------------------------------
@@ -91,6 +98,7 @@ class _Settings:
     corpus: str = "corpus"
     #: the database spec given (command line or ini), or None for the profile's default
     db: str | None = None
+    strict_accuracy: bool = False
     default_db: str = ".hypothesis/examples"
     #: Hypothesis's own options (its pytest plugin): ``--hypothesis-profile`` replaces the
     #: fuzzkern profile's Hypothesis profile, ``--hypothesis-seed`` is a seed below
@@ -217,6 +225,8 @@ def _settings(config: pytest.Config) -> _Settings:
                                       config.getini("fuzzkern_profile") or None)
     s = _Settings(profile, source, corpus=str(config.rootpath / "corpus"),
                   default_db=str(config.rootpath / ".hypothesis" / "examples"))
+    s.strict_accuracy = bool(config.getoption("fuzzkern_strict_accuracy")
+                             or config.getini("fuzzkern_strict_accuracy"))
     s.budget, s.budget_from_cli = _option(
         config, "fuzzkern_budget", lambda v, _: testing.check_budget(v))
     s.max_examples, s.max_examples_from_cli = _option(
@@ -457,6 +467,7 @@ class FuzzkernItem(pytest.Item):
                                  max_examples),
             "seed": pick(s.seed, s.seed_from_cli, own.seed, seed),
             "modes": modes,
+            "strict_accuracy": s.strict_accuracy,
         }
         if s.max_failures is not None:
             kw["max_failures"] = s.max_failures

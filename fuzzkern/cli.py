@@ -140,6 +140,9 @@ def main() -> None:
               type=click.Choice(["bounds", "view", "poison", "mutation", "redzone"]),
               help="Turn a hygiene check off (repeatable): interpreter bounds or view checks, "
                    "poisoned torch.empty, input mutation, compiled red zones.")
+@click.option("--strict-accuracy", is_flag=True,
+              help="Accuracy findings (beyond the tolerance, within a small factor of what "
+                   "rounding at the inputs' precision explains) fail like kernel bugs.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
 @click.option("--heartbeat", type=float, default=30.0, show_default=True,
               help="Off a terminal (logs, CI): print a progress line every SECONDS (targets "
@@ -153,7 +156,8 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         report_path: str | None, debug_kernels: bool, quiet: bool, corpus_dir: str,
         no_corpus: bool, sanitize: bool = False, repeat_compiled: int = 1,
         no_checks: tuple[str, ...] = (), html_path: str | None = None,
-        jobs_text: str = "auto", heartbeat: float = 30.0, max_failures: int = 5) -> None:
+        jobs_text: str = "auto", heartbeat: float = 30.0, max_failures: int = 5,
+        strict_accuracy: bool = False) -> None:
     """Fuzz TARGETS (path.py, path.py::name, package.module[:name], or a folder: every .py
     file under it that defines targets) for a wall-clock budget spread across them.
 
@@ -235,7 +239,8 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
                                   corpus=None if no_corpus else corpus_dir,
                                   checks={name: False for name in no_checks},
                                   repeat_compiled=repeat_compiled, sanitize=sanitizer,
-                                  max_failures=max_failures)
+                                  max_failures=max_failures,
+                                  strict_accuracy=strict_accuracy)
     if not quiet:
         console.print(f"fuzzkern: {len(loaded)} target(s), budget {budget}, "
                       f"modes {','.join(modes)}, {jobs} process(es), seed {run_seed}"
@@ -263,6 +268,12 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         ref = next((r.ref for r in results if r.target_id == f.target_id), f.target_id)
         console.rule(Text(f"{f.target_id}: {f.outcome.verdict}", style="bold red"))
         console.print(reporting.failure_text(f, ref, run_seed), markup=False, soft_wrap=True)
+    for r in results:
+        for case, outcome in r.accuracy[:1]:
+            console.rule(Text(f"{r.target_id}: accuracy (not a failure; --strict-accuracy "
+                              "makes it one)", style="yellow"))
+            console.print(reporting.accuracy_text(r.target_id, case, outcome), markup=False,
+                          soft_wrap=True)
     table = summary_table(results, f"fuzzkern summary ({elapsed:.1f} s, seed {run_seed})",
                           console.width)
     console.print(table)
@@ -395,8 +406,8 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
 
     show_gpus = any(r.devices for r in results)
     columns: dict[str, list[str]] = {name: [] for name in (
-        "target", "status", "cases", "cases/s", "pass", "precond.", "unsupported", "coverage",
-        "compiles", "GPU", "failures")}
+        "target", "status", "cases", "cases/s", "pass", "accuracy", "precond.", "unsupported",
+        "coverage", "compiles", "GPU", "failures")}
     styled = []
     for r in results:
         row = reporting.result_row(r)
@@ -404,7 +415,7 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
         cells = {
             "target": r.target_id, "status": row["status"], "cases": str(row["cases"]),
             "cases/s": f"{row['cases_per_s']:.1f}", "pass": str(row["passed"]),
-            "precond.": str(row["preconditions"]), "unsupported": str(row["unsupported"]),
+            "accuracy": str(row["accuracy"]), "precond.": str(row["preconditions"]), "unsupported": str(row["unsupported"]),
             "coverage": str(len(r.specializations)), "compiles": str(r.compiles),
             "GPU": reporting.gpu_summary(r.devices),
             "failures": ", ".join(row["failures"]) or ("error" if r.error else "")
@@ -415,8 +426,8 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
     if not show_gpus:
         del columns["GPU"]
     # Most useful first; a column takes its widest cell plus 3 for borders and padding.
-    priority = ["target", "status", "cases", "failures", "GPU", "cases/s", "coverage",
-                "compiles", "pass", "precond.", "unsupported"]
+    priority = ["target", "status", "cases", "failures", "accuracy", "GPU", "cases/s",
+                "coverage", "compiles", "pass", "precond.", "unsupported"]
     kept: set[str] = set()
     used = 1
     for name in priority:

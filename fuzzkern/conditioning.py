@@ -196,7 +196,8 @@ class Evidence:
                     if o64 is None or b is None or o64.shape != b.shape:
                         continue
                     d = torch.nan_to_num((o64 - b).abs(), nan=0.0, posinf=0.0)
-                    worst[i] = d if worst[i] is None else torch.maximum(worst[i], d)
+                    w = worst[i]
+                    worst[i] = d if w is None else torch.maximum(w, d)
             if any(w is not None for w in worst):
                 found.append(InputSensitivity(name, str(dtype).replace("torch.", ""), unit,
                                               own_unit(dtype), tuple(worst)))
@@ -237,7 +238,8 @@ class Evidence:
             if ones is not None and len(ones) == len(base):
                 for i, o in enumerate(ones):
                     o64 = _f64(o)
-                    if o64 is None or (mag[i] is not None and o64.shape != mag[i].shape):
+                    m = mag[i]
+                    if o64 is None or (m is not None and o64.shape != m.shape):
                         continue
                     n = torch.where(torch.isfinite(o64) & (o64 >= 1), o64.round(), 1.0)
                     counts[i] = torch.clamp(n, min=float(r_dims))

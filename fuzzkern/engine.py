@@ -280,6 +280,8 @@ class Failure:
 
 #: most per-case records a TargetResult keeps (a uniform sample of all cases beyond that)
 RECORD_LIMIT = 4000
+#: accuracy findings kept per target (the worst ones)
+ACCURACY_KEEP = 3
 
 #: size classes of a case (numel of its largest tensor), for the report's heatmaps
 SIZE_CLASSES = ("1", "2-16", "17-128", "129-1024", ">1024")
@@ -399,6 +401,22 @@ class TargetResult:
     unsupported_reason: str | None = None
     #: the signal (SIGINT, SIGTERM) that stopped this target's fuzzing early, if one did
     interrupted: int | None = None
+    #: accuracy findings (oracle rule 9, not failures unless strict): the worst few cases,
+    #: highest error score first (:meth:`note_accuracy`)
+    accuracy: list[tuple[Case, Outcome]] = field(default_factory=list)
+    #: the largest error over bound among passing cases: how close the kernel came to the line
+    pass_ratio: float = 0.0
+
+    def note_case(self, case: Case, outcome: Outcome) -> None:
+        """Track the tightness of passing cases and keep the worst accuracy findings."""
+        if outcome.verdict == Verdict.PASS:
+            for m in outcome.modes.values():
+                if m.comparison is not None and m.comparison.ok:
+                    self.pass_ratio = max(self.pass_ratio, float(m.comparison.bound_ratio))
+        elif outcome.verdict == Verdict.ACCURACY:
+            self.accuracy.append((case, outcome))
+            self.accuracy.sort(key=lambda co: -float(co[1].score or 0.0))
+            del self.accuracy[ACCURACY_KEEP:]
 
     def add_record(self, record: tuple[str, str, str, str, float]) -> None:
         """Keep ``record`` (the ``cases``-th, already counted) in a bounded uniform sample."""
@@ -448,6 +466,8 @@ class CampaignOptions:
     corpus: str | None = None
     #: run a few variants of each shrunk failure to say what it depends on
     explain: bool = True
+    #: accuracy findings (oracle rule 9) fail like kernel bugs
+    strict_accuracy: bool = False
     #: most worker runs fuzzkern.minimize may make per shrunk failure (0: keep Hypothesis's
     #: shrunk case as it is)
     minimize_runs: int = 60
@@ -465,6 +485,8 @@ def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
         options["repeat_compiled"] = int(opts.repeat_compiled)
     if opts.sanitize:
         options["sanitize"] = True
+    if opts.strict_accuracy:
+        options["strict_accuracy"] = True
     return options
 
 
@@ -554,6 +576,7 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         result.specializations.update(specialization_classes(case))
         result.add_record(case_record(case, outcome))
         result.max_score = max(result.max_score, float(outcome.score or 0.0))
+        result.note_case(case, outcome)
         emit("case", result, outcome)
         return outcome
 

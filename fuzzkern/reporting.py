@@ -16,7 +16,7 @@ def _mode_lines(m: ModeResult) -> list[str]:
     lines = [f"[{m.mode}] {m.status}" + (f" ({m.seconds:.3f} s)" if m.seconds else "")]
     if m.comparison is not None and m.status != "ok":
         lines += ["  " + ln for ln in m.comparison.summary().splitlines()]
-    if m.error and m.status not in ("ok", "mismatch"):
+    if m.error and m.status not in ("ok", "mismatch", "accuracy"):
         lines += ["  " + ln for ln in str(m.error).splitlines()[:8]]
     unwritten = m.detail.get("unwritten")
     if unwritten:
@@ -121,6 +121,17 @@ def rerun_command(ref: str, seed: int | None = None) -> str:
             + (f" --seed {seed}" if seed is not None else ""))
 
 
+def accuracy_text(target_id: str, case: Any, outcome: Any) -> str:
+    """An accuracy finding (oracle rule 9) in words: the case, then each mode's figures."""
+    lines = [f"{target_id}: {outcome.verdict} — {outcome.message}",
+             f"case: {case.describe()}"]
+    if case.dims:
+        lines.append("dims: " + ", ".join(f"{k}={v}" for k, v in case.dims.items()))
+    for m in outcome.modes.values():
+        lines += _mode_lines(m)
+    return "\n".join(lines)
+
+
 def shown_path(path: str) -> str:
     """``path`` relative to the current folder when it is below it."""
     try:
@@ -164,6 +175,13 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "minimize_runs": r.minimize_runs,
         "cases_per_s": round(rate, 2),
         "passed": r.counts.get(Verdict.PASS, 0),
+        "accuracy": r.counts.get(Verdict.ACCURACY, 0),
+        "pass_ratio": round(r.pass_ratio, 4),
+        "accuracy_findings": [
+            {"case": case.to_json(), "message": o.message, "score": o.score,
+             "condition": next((m.comparison.condition for m in o.modes.values()
+                                if m.comparison is not None and m.comparison.condition), {})}
+            for case, o in r.accuracy],
         "preconditions": r.counts.get(Verdict.PRECONDITION, 0),
         "unsupported": r.counts.get(Verdict.UNSUPPORTED, 0),
         "unsupported_reason": r.unsupported_reason,

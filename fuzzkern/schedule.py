@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuzzkern.engine import (
+    ACCURACY_KEEP,
     RECORD_LIMIT,
     CampaignOptions,
     TargetResult,
@@ -124,6 +125,9 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
         elif rng.random() < RECORD_LIMIT / max(into.cases, 1):
             into.records[rng.randrange(RECORD_LIMIT)] = rec
     into.max_score = max(into.max_score, piece.max_score)
+    into.pass_ratio = max(into.pass_ratio, piece.pass_ratio)
+    into.accuracy = sorted(into.accuracy + piece.accuracy,
+                           key=lambda co: -float(co[1].score or 0.0))[:ACCURACY_KEEP]
     into.slices += piece.slices
     into.ran_out = piece.ran_out
     into.interrupted = into.interrupted or piece.interrupted

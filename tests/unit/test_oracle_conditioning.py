@@ -1,0 +1,223 @@
+"""Oracle rules 8 and 9: correct computations on ill-conditioned inputs pass (or at worst are
+accuracy findings), small logic bugs stay mismatches. The "kernels" here are torch computations
+with the numerics of a correct kernel (float32 arithmetic, fp16 rounding of intermediates,
+sequential sums), judged through the same :class:`~fuzzkern.conditioning.Evidence` the runner
+builds from a target's reference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from fuzzkern import Tolerance
+from fuzzkern.conditioning import Evidence
+from fuzzkern.oracle import compare
+from fuzzkern.outcome import Comparison
+
+F64 = torch.float64
+
+
+def judge(kernel_out: Any, reference: Callable[..., Any], inputs: Mapping[str, Any],
+          dims: Mapping[str, int] | None = None, tolerance: Tolerance | None = None,
+          reduction: int | None = None) -> tuple[Comparison, Comparison]:
+    """(plain comparison, comparison with the evidence), as the runner makes them."""
+    values = {k: (v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
+              for k, v in inputs.items()}
+    dtypes = {k: (v.dtype if isinstance(v, torch.Tensor) else torch.float32)
+              for k, v in inputs.items()
+              if isinstance(v, torch.Tensor) or isinstance(v, float)}
+
+    def call(v: Mapping[str, Any]) -> tuple[Any, ...]:
+        r = reference(**v)
+        return tuple(r) if isinstance(r, tuple) else (r,)
+
+    def native() -> tuple[Any, ...]:
+        return call(inputs)
+
+    expected = call(values)
+    outs = kernel_out if isinstance(kernel_out, tuple) else (kernel_out,)
+    plain = compare(outs, expected, tolerance=tolerance)
+    ev = Evidence(call, values, dtypes, native=native, dims=dims or {}, reduction=reduction)
+    return plain, compare(outs, expected, tolerance=tolerance, evidence=ev)
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# -- correct kernels, ill-conditioned inputs: pass ---------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_axpy_with_cancellation_passes(dtype):
+    g = gen(0)
+    x = (torch.randn(4096, generator=g) * 100).to(dtype)
+    alpha = 2.718281828459045
+    # y ~ -alpha*x: the result is the small difference of two large numbers
+    y = (-(alpha * x.double()) + torch.randn(4096, generator=g, dtype=F64) * 1e-2).to(dtype)
+    out = (torch.tensor(alpha, dtype=torch.float32) * x.float() + y.float()).to(dtype)
+    plain, c = judge(out, lambda x, y, alpha: alpha * x + y, {"x": x, "y": y, "alpha": alpha})
+    assert not plain.ok  # the float64 reference alone calls this a bug
+    assert c.ok, c.summary()
+    assert 0 < c.bound_ratio < 1
+
+
+def test_layernorm_element_equal_to_row_mean_with_large_weight_passes():
+    g = gen(1)
+    x = (torch.randint(-3, 4, (64, 5), generator=g) + 1000.3).float()
+    x[:, 2] = x.double().mean(1).float()  # not exact in float32: x - mean ~ 1 rounding
+    w = torch.full((5,), 3e3)
+
+    def ln(x, w):
+        mu = x.mean(-1, keepdim=True)
+        var = ((x - mu) ** 2).mean(-1, keepdim=True)
+        return (x - mu) / torch.sqrt(var + 1e-5) * w
+
+    out = ln(x, w)  # float32 throughout, as a kernel computes it
+    plain, c = judge(out, ln, {"x": x, "w": w})
+    assert not plain.ok
+    assert c.ok, c.summary()
+
+
+def test_matmul_with_mixed_sign_large_terms_passes_without_declared_reduction():
+    g = gen(2)
+    a = (torch.randn(16, 512, generator=g) * 30).half()
+    b = (torch.randn(512, 16, generator=g) * 30).half()
+    out = (a.float() @ b.float()).half()
+    plain, c = judge(out, lambda a, b: a @ b, {"a": a, "b": b}, dims={"M": 16, "K": 512, "N": 16})
+    assert c.ok, c.summary()
+
+
+def test_matmul_missing_term_is_a_kernel_bug():
+    g = gen(3)
+    k = 4096
+    a = torch.randn(4, k, generator=g)
+    b = torch.randn(k, 4, generator=g)
+    a[1, 7] = 40.0  # the dropped term is not negligible
+    good = a @ b
+    bad = good.clone()
+    bad[1] = a[1, :-1] @ b[:-1] if False else (a[1].double() @ b.double() - a[1, 7].double()
+                                                 * b[7].double()).float()
+    _, ok = judge(good, lambda a, b: a @ b, {"a": a, "b": b}, dims={"M": 4, "K": k, "N": 4})
+    assert ok.ok, ok.summary()
+    _, c = judge(bad, lambda a, b: a @ b, {"a": a, "b": b}, dims={"M": 4, "K": k, "N": 4})
+    assert not c.ok and not c.accuracy, c.summary()
+    assert {m.index[0] for m in c.first} == {1}
+
+
+def test_reference_in_float32_passes_an_accurate_kernel():
+    g = gen(4)
+    x = torch.randn(2048, generator=g) * 20
+
+    def ref(x):
+        return torch.nn.functional.gelu(x.float())  # Liger-style: the reference's own float32
+
+    exact = torch.nn.functional.gelu(x.double())
+    out = exact.float()
+    plain, c = judge(out, ref, {"x": x})
+    assert c.ok, c.summary()
+
+
+def _rms_fp16(x, w, eps=1e-6):
+    xf = x.float()
+    rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return (xf * rstd).to(x.dtype) * w  # Llama: round to the input dtype before the weight
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_llama_rmsnorm_rounding_intermediates_is_not_a_kernel_bug(dtype):
+    g = gen(5)
+    x = (torch.randn(32, 256, generator=g) * 3).to(dtype)
+    w = (torch.randn(256, generator=g) * 2).to(dtype)
+    out = _rms_fp16(x, w)
+
+    def ref(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+    plain, c = judge(out, ref, {"x": x, "w": w})
+    assert c.ok or c.accuracy, c.summary()
+
+
+def test_sequential_fp32_prefix_sum_passes():
+    g = gen(6)
+    x = torch.randn(4, 4096, generator=g) + 0.1
+    out = torch.from_numpy(np.cumsum(x.numpy(), axis=1, dtype=np.float32))
+    plain, c = judge(out, lambda x: torch.cumsum(x, 1), {"x": x}, dims={"M": 4, "N": 4096})
+    assert c.ok, c.summary()
+
+
+# -- small logic bugs: still kernel bugs ---------------------------------------------------------
+
+
+def test_rmsnorm_with_the_wrong_eps_is_a_kernel_bug_on_small_rows():
+    g = gen(7)
+    x = torch.randn(8, 64, generator=g) * 1e-3  # mean(x^2) ~ 1e-6: eps matters
+
+    def rms(x, eps=1e-5):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+    out = rms(x, eps=1e-6)
+    _, c = judge(out, rms, {"x": x})
+    assert not c.ok and not c.accuracy, c.summary()
+
+
+def test_softmax_shifted_by_max_abs_is_a_kernel_bug():
+    x = torch.tensor([[-120.0, 1.0, 2.0, 0.5]])
+
+    def softmax(x):
+        return torch.softmax(x, -1)
+
+    e = torch.exp(x - x.abs().amax(-1, keepdim=True))  # underflows to 0 everywhere
+    out = e / e.sum(-1, keepdim=True)
+    _, c = judge(out, softmax, {"x": x})
+    assert not c.ok and not c.accuracy
+
+
+def test_bias_missing_in_one_column_is_a_kernel_bug():
+    g = gen(8)
+    a = torch.randn(8, 64, generator=g)
+    w = torch.randn(64, 16, generator=g)
+    bias = torch.randn(16, generator=g)
+    out = a @ w + bias
+    out[:, 5] -= bias[5]
+    _, c = judge(out, lambda a, w, bias: a @ w + bias, {"a": a, "w": w, "bias": bias},
+                 dims={"M": 8, "K": 64, "N": 16})
+    assert not c.ok and not c.accuracy
+    assert {m.index[1] for m in c.first} == {5}
+
+
+def test_explanation_names_the_sensitive_input():
+    x = torch.tensor([1.0, 1.0000001, 1.0, 1.0])
+    w = torch.tensor([1e4, 1e4, 1e4, 1e4])
+
+    def f(x, w):
+        return (x - x.mean()) * w
+
+    out = f(x.double(), w.double()).float() + torch.tensor([0.0, 0.0, 0.0, 0.5])  # a real bug
+    _, c = judge(out, f, {"x": x, "w": w})
+    assert not c.ok
+    assert "out[3]" in c.explanation and "moves by" in c.explanation
+    assert c.condition["sensitive_input"] in ("x", "w")
+    assert c.condition["ratio"] > 1
+
+
+def test_non_adaptive_tolerance_keeps_the_plain_rule():
+    g = gen(0)
+    x = torch.randn(256, generator=g, dtype=F64) * 100
+    alpha = 2.718281828459045
+    y = -(alpha * x) + 1e-2
+    out = (torch.tensor(alpha, dtype=torch.float32).double() * x + y).float()
+
+    def call(v):
+        return (v["alpha"] * v["x"] + v["y"],)
+
+    values = {"x": x, "y": y, "alpha": alpha}
+    ev = Evidence(call, values, {"x": torch.float32, "y": torch.float32, "alpha": torch.float32})
+    assert compare((out,), call(values), evidence=ev).ok
+    ev = Evidence(call, values, {"x": torch.float32, "y": torch.float32, "alpha": torch.float32})
+    c = compare((out,), call(values), evidence=ev, tolerance=Tolerance(adaptive=False))
+    assert not c.ok and not c.accuracy
