@@ -221,3 +221,19 @@ def test_non_adaptive_tolerance_keeps_the_plain_rule():
     ev = Evidence(call, values, {"x": torch.float32, "y": torch.float32, "alpha": torch.float32})
     c = compare((out,), call(values), evidence=ev, tolerance=Tolerance(adaptive=False))
     assert not c.ok and not c.accuracy
+
+
+def test_overflow_of_intermediate_terms_is_accepted():
+    # a @ b with b at float32's max: the first product overflows float32 in any order, the
+    # exact sum is finite; torch at float32 gives NaN, a kernel inf: both are the format's
+    a = torch.tensor([[1.5409960746765137, -0.293428897857666, -2.1787893772125244]])
+    b = torch.full((3, 1), torch.finfo(torch.float32).max)
+    out = torch.tensor([[float("inf")]])
+    plain, c = judge(out, lambda a, b: a @ b, {"a": a, "b": b}, dims={"M": 1, "K": 3, "N": 1})
+    assert not plain.ok and plain.nonfinite_mismatches == 1
+    assert c.ok, c.summary()
+    assert "overflow the accumulator" in c.tolerance
+    # a finite reference with small terms: an inf output stays a NaN/inf mismatch
+    b = torch.ones(3, 1)
+    _, c = judge(out, lambda a, b: a @ b, {"a": a, "b": b}, dims={"M": 1, "K": 3, "N": 1})
+    assert not c.ok and c.nonfinite_mismatches == 1 and not c.accuracy
