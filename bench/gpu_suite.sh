@@ -23,6 +23,11 @@
 #                                     # wheel (pure Python, 0.9 MB) under .whl/ (an ignored path:
 #                                     # pip download --no-deps liger-kernel==0.8.5 -d .whl);
 #                                     # installed here with pip --no-deps      ~9 min
+#   bash bench/gpu_suite.sh accuracy  # bench/accuracy.py --modes compiled: the oracle's
+#                                     # correct kernels and small bugs, ${ACC_BUDGET:-120} s each,
+#                                     # 8 at a time; ~7 min
+#   bash bench/gpu_suite.sh accuracy-both  # the same in mode both (interpreter and compiled
+#                                     # in the same cases), ${ACC_BUDGET:-60} s each; ~5 min
 #   bash bench/gpu_suite.sh all       # tests, sanitize, bench, throughput, campaign, hygiene,
 #                                     # fidelity
 #                                     # (several calls' worth)
@@ -98,6 +103,18 @@ if [[ $what == liger ]]; then
   python3 -m fuzzkern run examples/liger/ -j "$((gpus > 0 ? gpus : 1))" \
     --modes interpret,compiled --budget "${BUDGET:-8m}" --seed 0 --no-db \
     --corpus "$out/liger-corpus" --report "$out/liger.json" 2>&1 | tee "$out/liger.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == accuracy ]]; then
+  python3 bench/accuracy.py --modes compiled --budget-per-kernel "${ACC_BUDGET:-120}" \
+    --jobs "${ACC_JOBS:-8}" --out "$out/accuracy-compiled.json" \
+    --results-md "$out/ACCURACY-compiled.md" 2>&1 | tee "$out/accuracy-compiled.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == accuracy-both ]]; then
+  python3 bench/accuracy.py --modes both --budget-per-kernel "${ACC_BUDGET:-60}" \
+    --jobs "${ACC_JOBS:-8}" --out "$out/accuracy-both.json" \
+    --results-md "$out/ACCURACY-both.md" 2>&1 | tee "$out/accuracy-both.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == scaling ]]; then
