@@ -45,6 +45,10 @@ __all__ = ["Evidence", "InputSensitivity", "PROBES", "compute_unit", "own_unit"]
 #: chance that all three land below a quarter of the typical response is 0.2**3 < 1%.
 PROBES = 3
 
+#: beyond this magnitude (the square root of float32's largest value) an input's square, or
+#: its product with another such value, overflows float32
+EXTREME = float(torch.finfo(torch.float32).max) ** 0.5
+
 Reference = Callable[[Mapping[str, Any]], "tuple[Any, ...] | None"]
 
 
@@ -201,6 +205,24 @@ class Evidence:
             if any(w is not None for w in worst):
                 found.append(InputSensitivity(name, str(dtype).replace("torch.", ""), unit,
                                               own_unit(dtype), tuple(worst)))
+        return found
+
+    def extreme_inputs(self) -> list[tuple[str, float]]:
+        """Floating-point inputs (not float64) holding a finite value beyond
+        :data:`EXTREME` in magnitude, with the largest such value: a product of two of them
+        overflows float32 (rule 9 calls what fails then an accuracy finding)."""
+        found = []
+        for name, dtype in sorted(self._dtypes.items()):
+            if dtype == torch.float64:
+                continue
+            v = self._values.get(name)
+            t = _f64(v)
+            if t is None or t.numel() == 0:
+                continue
+            a = torch.where(torch.isfinite(t), t.abs(), 0.0)
+            if bool((a > EXTREME).any()):
+                flat = a.reshape(-1)
+                found.append((name, float(t.reshape(-1)[int(torch.argmax(flat))])))
         return found
 
     def magnitude(self) -> tuple[tuple[torch.Tensor | None, ...], tuple[Any, ...]] | None:

@@ -237,3 +237,64 @@ def test_overflow_of_intermediate_terms_is_accepted():
     b = torch.ones(3, 1)
     _, c = judge(out, lambda a, b: a @ b, {"a": a, "b": b}, dims={"M": 1, "K": 3, "N": 1})
     assert not c.ok and c.nonfinite_mismatches == 1 and not c.accuracy
+
+
+# -- tolerances as users need them ------------------------------------------------------------
+
+
+def test_liger_convention_in_one_line():
+    t = Tolerance(rtol=1e-2, atol=1e-2, dtypes={"float32": 1e-5})
+    x = torch.ones(4, dtype=F64)
+    # 1e-3 off: fine at fp16 under 1e-2, a mismatch at fp32 under 1e-5
+    assert compare((torch.full((4,), 1.001, dtype=torch.float16),), (x,), tolerance=t).ok
+    c = compare((torch.full((4,), 1.001, dtype=torch.float32),), (x,), tolerance=t)
+    assert not c.ok and "rtol=1e-05 atol=1e-05" in c.tolerance
+    assert Tolerance(dtypes={torch.bfloat16: (0.5, 0.25)}).for_output(0, None, torch.bfloat16) \
+        .atol == 0.25
+
+
+def test_per_output_tolerance_by_index_and_name():
+    x = torch.ones(3, dtype=F64)
+    off = torch.full((3,), 1.01)
+    t = Tolerance(outputs={1: Tolerance(rtol=0.1)})
+    c = compare((off, off), (x, x), tolerance=t)
+    assert not c.ok and {m.output for m in c.first} == {0}
+    t = Tolerance(outputs={"dx": Tolerance(rtol=0.1)})
+    c = compare((off, off), (x, x), tolerance=t, names=("y", "dx"))
+    assert {m.output for m in c.first} == {0}
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1e-3, "1e-3", True])
+def test_bad_tolerances_are_rejected_at_definition(bad):
+    from fuzzkern.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument):
+        Tolerance(rtol=bad)
+    with pytest.raises(InvalidArgument):
+        Tolerance(dtypes={"float32": (1e-5, bad)})
+    with pytest.raises(InvalidArgument):
+        Tolerance(outputs={0: bad})
+
+
+def test_overflowing_intermediate_from_an_extreme_input_is_an_accuracy_finding():
+    # the tutorial LayerNorm on a row holding float32's lowest: (x - mean)**2 overflows, the
+    # variance is inf and every output is the bias; torch survives it. A robustness limit of
+    # the kernel, reported, not sold as a logic bug.
+    x = torch.tensor([[-3.4e38, -2.0, -1.5, -2.5, -1.0]])
+
+    def ln(x):
+        return torch.nn.functional.layer_norm(x, (5,))
+
+    out = torch.zeros_like(x)  # rstd = 0: every element is the (zero) bias
+    _, c = judge(out, ln, {"x": x})
+    assert not c.ok and c.accuracy
+    assert "beyond the square root of the float32 range" in c.explanation
+    assert c.condition["extreme_input"] == "x"
+
+
+def test_nan_from_overflowing_terms_passes_where_the_reference_is_inf():
+    a = torch.tensor([[4.0, -3.0]])
+    b = torch.tensor([[float("inf")], [torch.finfo(torch.float32).max]])
+    out = torch.tensor([[float("nan")]])  # inf + (-inf) in float32
+    _, c = judge(out, lambda a, b: a @ b, {"a": a, "b": b}, dims={"M": 1, "K": 2, "N": 1})
+    assert c.ok, c.summary()
