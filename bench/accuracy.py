@@ -165,7 +165,6 @@ def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) ->
         r = engine.fuzz_target(lt, pool, opts, budget, obs)
         row = run.summarize_fuzz(name, mode, spec, r, obs.first_failure, budget)
         row.update(obs.summary())
-        row["gpu_only"] = bool(spec.get("gpu_only", False))
         for f, raw in zip(row["failures"], r.failures, strict=True):
             f["case_json"] = raw.case.to_json()
             comps = [m.comparison for m in raw.outcome.modes.values() if m.comparison]
