@@ -102,7 +102,7 @@ class _Observer:
             return
         record = result.records[-1] if len(result.records) == result.cases else None
         comps = [m.comparison for m in outcome.modes.values() if m.comparison is not None]
-        ratio = max((c.bound_ratio for c in comps), default=0.0)
+        ratio = max((c.bound_ratio or 0.0 for c in comps), default=0.0)
         if outcome.verdict == "pass":
             self.pass_ratios.append(ratio)
             if any("rule 7" in c.tolerance or "rule 8" in c.tolerance for c in comps):
@@ -170,7 +170,7 @@ def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) ->
             comps = [m.comparison for m in raw.outcome.modes.values() if m.comparison]
             f["explanation"] = next((c.explanation for c in comps if c.explanation), "")
             f["condition"] = next((c.condition for c in comps if c.condition), {})
-            f["bound_ratio"] = max((c.bound_ratio for c in comps), default=0.0)
+            f["bound_ratio"] = max((c.bound_ratio or 0.0 for c in comps), default=0.0)
         if spec["kind"] == "correct":
             row["accuracy_count"] = r.counts.get("accuracy", 0)
         elif not row["found"] and "accuracy" in spec.get("expected_verdicts", []) \

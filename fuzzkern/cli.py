@@ -415,7 +415,8 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
         cells = {
             "target": r.target_id, "status": row["status"], "cases": str(row["cases"]),
             "cases/s": f"{row['cases_per_s']:.1f}", "pass": str(row["passed"]),
-            "accuracy": str(row["accuracy"]), "precond.": str(row["preconditions"]), "unsupported": str(row["unsupported"]),
+            "accuracy": str(row["accuracy"]), "precond.": str(row["preconditions"]),
+            "unsupported": str(row["unsupported"]),
             "coverage": str(len(r.specializations)), "compiles": str(r.compiles),
             "GPU": reporting.gpu_summary(r.devices),
             "failures": ", ".join(row["failures"]) or ("error" if r.error else "")

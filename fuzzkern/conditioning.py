@@ -207,10 +207,13 @@ class Evidence:
                                               own_unit(dtype), tuple(worst)))
         return found
 
-    def extreme_inputs(self) -> list[tuple[str, float]]:
-        """Floating-point inputs (not float64) holding a finite value beyond
-        :data:`EXTREME` in magnitude, with the largest such value: a product of two of them
-        overflows float32 (rule 9 calls what fails then an accuracy finding)."""
+    def extreme_inputs(self) -> list[tuple[str, float, str]]:
+        """Floating-point inputs (not float64) holding a finite value where the format's
+        overflow can explain a failure, with the largest such value and why: beyond
+        :data:`EXTREME` in magnitude (a product of two of them overflows float32), or beyond
+        half the input dtype's own largest value (a sum of two of them overflows that dtype,
+        for a kernel that adds in it: float16's 65504). Rule 9 calls what fails then an
+        accuracy finding."""
         found = []
         for name, dtype in sorted(self._dtypes.items()):
             if dtype == torch.float64:
@@ -220,9 +223,15 @@ class Evidence:
             if t is None or t.numel() == 0:
                 continue
             a = torch.where(torch.isfinite(t), t.abs(), 0.0)
-            if bool((a > EXTREME).any()):
+            half = float(torch.finfo(dtype).max) / 2 if dtype.is_floating_point else math.inf
+            limit = min(EXTREME, half)
+            if bool((a > limit).any()):
                 flat = a.reshape(-1)
-                found.append((name, float(t.reshape(-1)[int(torch.argmax(flat))])))
+                why = ("beyond the square root of the float32 range: intermediates such as its "
+                       "square overflow" if limit == EXTREME else
+                       f"beyond half the {str(dtype).replace('torch.', '')} range: a sum or "
+                       "product computed in that dtype overflows")
+                found.append((name, float(t.reshape(-1)[int(torch.argmax(flat))]), why))
         return found
 
     def magnitude(self) -> tuple[tuple[torch.Tensor | None, ...], tuple[Any, ...]] | None:

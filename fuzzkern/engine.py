@@ -337,7 +337,7 @@ def tolerance_ratio(outcome: Outcome) -> float:
     """The largest :func:`bound_ratio` over the modes that compared values, or NaN when none
     did (an access out of bounds, a crash, an error: no value error to show)."""
     ratios = [bound_ratio(m.comparison) for m in outcome.modes.values()
-              if m.comparison is not None and m.status in ("ok", "mismatch")]
+              if m.comparison is not None and m.status in ("ok", "mismatch", "accuracy")]
     return max(ratios) if ratios else math.nan
 
 
@@ -412,7 +412,7 @@ class TargetResult:
         if outcome.verdict == Verdict.PASS:
             for m in outcome.modes.values():
                 if m.comparison is not None and m.comparison.ok:
-                    self.pass_ratio = max(self.pass_ratio, float(m.comparison.bound_ratio))
+                    self.pass_ratio = max(self.pass_ratio, bound_ratio(m.comparison))
         elif outcome.verdict == Verdict.ACCURACY:
             self.accuracy.append((case, outcome))
             self.accuracy.sort(key=lambda co: -float(co[1].score or 0.0))

@@ -508,9 +508,8 @@ def compare(
             # a product of two such values overflows the accumulator: what fails may be the
             # format's overflow of an intermediate (a kernel's robustness, not its logic)
             c.accuracy = True
-            name, value = extreme[0]
-            c.explanation = (f"{name} holds {value:.3g}, beyond the square root of the "
-                             "float32 range: intermediates such as its square overflow"
+            name, value, why = extreme[0]
+            c.explanation = (f"{name} holds {value:.3g}, {why}"
                              + (f"; {c.explanation}" if c.explanation else ""))
             c.condition = {**c.condition, "extreme_input": name, "extreme_value": value}
     if notes:
@@ -723,7 +722,8 @@ def _compare(
     checked: list[_Checked] | None = None,
 ) -> Comparison:
     """:func:`compare` by rules 1-6; ``extra`` widens each output's band elementwise (rule
-    8), ``scale`` multiplies every band (rule 9)."""
+    8), ``scale`` multiplies that widening (rule 9: only what rounding explains is scaled, never
+    the tolerance itself, so an error that no rounding explains stays a mismatch)."""
     tolerance = tolerance if tolerance is not None else Tolerance()
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)
@@ -796,10 +796,10 @@ def _compare(
         rtol, atol, src = _resolve(tol, o.dtype, compiled)
         if o.is_floating_point():
             ex = extra[i] if extra is not None and i < len(extra) else None
-            c = _check_float(o, e, m, rtol * scale, atol * scale, r, tol.equal_nan,
+            c = _check_float(o, e, m, rtol, atol, r, tol.equal_nan,
                              ex * scale if ex is not None and scale != 1.0 else ex)
         else:
-            c = _check_int(o, e, atol * scale)
+            c = _check_int(o, e, atol)
         checked.append(c)
         texts.append(_tolerance_text(o.dtype, rtol, atol, src, m is not None, r))
     if masks is not None:
@@ -889,7 +889,12 @@ def score(comparison: Comparison) -> float:
     if comparison.structural:
         return _ULP_CAP + 2.0
     r = comparison.bound_ratio
-    s = _ULP_CAP if not math.isfinite(r) else min(_ULP_CAP, 8.0 * math.log2(1.0 + max(0.0, r)))
+    if r is None:  # a comparison made elsewhere (a user's own): climb the ulps instead
+        u = comparison.max_ulp_error
+        s = _ULP_CAP if not math.isfinite(u) else min(_ULP_CAP, math.log2(1.0 + max(0.0, u)))
+    else:
+        s = _ULP_CAP if not math.isfinite(r) else min(_ULP_CAP,
+                                                      8.0 * math.log2(1.0 + max(0.0, r)))
     if comparison.total:
         s += comparison.mismatched / comparison.total
     if comparison.nonfinite_mismatches:

@@ -90,8 +90,9 @@ class Comparison:
     #: a problem that is not about values: wrong shape, wrong dtype, wrong number of outputs
     structural: str | None = None
     #: the largest error over its element's bound (finite pairs): below 1 passes; how close to
-    #: the line the kernel came
-    bound_ratio: float = 0.0
+    #: the line the kernel came; None for a comparison the oracle did not make (an old corpus
+    #: entry, a hand-built one), where :func:`fuzzkern.engine.bound_ratio` estimates it
+    bound_ratio: float | None = None
     #: the values differ beyond the bound, but within a small factor of what rounding at the
     #: inputs' precision explains (oracle rule 9): an accuracy finding, not a logic bug
     accuracy: bool = False

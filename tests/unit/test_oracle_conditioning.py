@@ -298,3 +298,26 @@ def test_nan_from_overflowing_terms_passes_where_the_reference_is_inf():
     out = torch.tensor([[float("nan")]])  # inf + (-inf) in float32
     _, c = judge(out, lambda a, b: a @ b, {"a": a, "b": b}, dims={"M": 1, "K": 2, "N": 1})
     assert c.ok, c.summary()
+
+
+def test_fp16_sum_overflowing_its_own_dtype_is_an_accuracy_finding_not_a_bug():
+    # fused add + RMSNorm in float16 (Liger's style: h = x + residual stored in the input
+    # dtype): residual at float16's max makes h inf in float16, so y is NaN; a float32
+    # reference never overflows. The format's limit, not the kernel's logic.
+    x = torch.tensor([[100.0, 1.0]], dtype=torch.float16)
+    residual = torch.tensor([[65504.0, 2.0]], dtype=torch.float16)
+
+    def ref(x, residual):
+        h = x.float() + residual.float()
+        return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    out = torch.tensor([[float("nan"), float("nan")]], dtype=torch.float16)
+    plain, c = judge(out, ref, {"x": x, "residual": residual})
+    assert not plain.ok
+    assert not c.ok and c.accuracy
+    assert "beyond half the float16 range" in c.explanation
+    assert c.condition["extreme_input"] == "residual"
+    # the same NaN output from inputs far from the range's end is a bug, not an accuracy note
+    small = torch.tensor([[100.0, 2.0]], dtype=torch.float16)
+    _, c = judge(out, ref, {"x": x, "residual": small})
+    assert not c.ok and not c.accuracy
