@@ -3,7 +3,8 @@ under compute-sanitizer by :class:`fuzzkern.sanitizer.SanitizedWorker`.
 
 The protocol is the forkserver worker's (:mod:`fuzzkern.worker`) as JSON lines: each line of
 stdin is ``[ref, case_json, options]`` (or ``null`` to stop), each reply one line of stdout
-holding the outcome's JSON. Kernels and launchers may print: the protocol keeps the original
+holding the outcome's JSON (an object), after any events of the running case (arrays, see
+:func:`fuzzkern.worker.notify`). Kernels and launchers may print: the protocol keeps the original
 stdout to itself, and file descriptor 1 is pointed at stderr for everything else.
 """
 
@@ -33,8 +34,14 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
+    from fuzzkern import worker
     from fuzzkern.worker import run_case_or_harness_error
 
+    def send(event: object) -> None:  # what the case tells the parent while it runs
+        protocol.write(json.dumps(event, default=str) + "\n")
+        protocol.flush()
+
+    worker._channel = send
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fuzzkern.errors import FuzzkernError
-from fuzzkern.outcome import Verdict
+from fuzzkern.outcome import Verdict, tested_cases
 
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE = 0, 1, 2
 
@@ -28,10 +28,10 @@ def _fail_usage(message: str) -> None:
     sys.exit(EXIT_USAGE)
 
 
-def _check_timeout(timeout: float | None) -> None:
+def _check_timeout(timeout: float | None, option: str = "--timeout") -> None:
     if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
         raise click.BadParameter(f"expected a positive, finite number of seconds, got {timeout}",
-                                 param_hint="--timeout")
+                                 param_hint=option)
 
 
 def _output_path(path: str | None, option: str) -> None:
@@ -115,6 +115,10 @@ def main() -> None:
 @click.option("--no-db", is_flag=True, help="Run without the Hypothesis example database.")
 @click.option("--timeout", type=float, default=None,
               help="Seconds one case may run before it counts as a hang (default: per target).")
+@click.option("--compile-timeout", type=float, default=None,
+              help="Seconds the Triton compilations of one case may take (compiled mode) "
+                   "before it is stopped as slow; compiling never counts against --timeout. "
+                   "Default: 300.")
 @click.option("--max-examples", type=int, default=None,
               help="Stop each target after this many cases, even with budget left.")
 @click.option("--max-failures", type=int, default=5, show_default=True,
@@ -157,7 +161,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         no_corpus: bool, sanitize: bool = False, repeat_compiled: int = 1,
         no_checks: tuple[str, ...] = (), html_path: str | None = None,
         jobs_text: str = "auto", heartbeat: float = 30.0, max_failures: int = 5,
-        strict_accuracy: bool = False) -> None:
+        strict_accuracy: bool = False, compile_timeout: float | None = None) -> None:
     """Fuzz TARGETS (path.py, path.py::name, package.module[:name], or a folder: every .py
     file under it that defines targets) for a wall-clock budget spread across them.
 
@@ -182,6 +186,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
             _fail_usage("--modes compiled needs a CUDA GPU, and torch sees none here "
                         "(torch.cuda.is_available() is False); use --modes interpret")
     _check_timeout(timeout)
+    _check_timeout(compile_timeout, "--compile-timeout")
     if heartbeat < 0:
         raise click.BadParameter(f"expected a number of seconds >= 0, got {heartbeat:g}",
                                  param_hint="--heartbeat")
@@ -241,6 +246,8 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
                                   repeat_compiled=repeat_compiled, sanitize=sanitizer,
                                   max_failures=max_failures,
                                   strict_accuracy=strict_accuracy)
+    if compile_timeout is not None:
+        opts.compile_timeout = compile_timeout
     if not quiet:
         console.print(f"fuzzkern: {len(loaded)} target(s), budget {budget}, "
                       f"modes {','.join(modes)}, {jobs} process(es), seed {run_seed}"
@@ -290,6 +297,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
             "seed": run_seed,
             "seeded": seed is not None,
             "elapsed_seconds": round(elapsed, 2),
+            "stopped_at_budget": any(r.stopped for r in results),
             "modes": list(modes),
             "targets": [reporting.result_row(r) for r in results],
             "failures": [
@@ -322,6 +330,12 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         os.replace(tmp, html_path)
         if not quiet:
             console.print(f"HTML report: {_shown(html_path)}", markup=False)
+    if any(r.stopped for r in results):
+        saved = sum(1 for f in failures if f.corpus_path and not f.replayed)
+        console.print(f"note: the budget ({budget}) ran out while a case ran: it was stopped; "
+                      f"{len(failures)} failure(s) found"
+                      + (f", {saved} saved to the corpus" if opts.corpus else ""),
+                      markup=False, soft_wrap=True)
     if signum is not None:
         import signal
 
@@ -347,24 +361,31 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         sys.exit(EXIT_USAGE)
     for r in results:
         for note in r.slow if not quiet else ():
-            console.print(f"note: {r.target_id}: {note}")
+            console.print(f"note: {r.target_id}: {note}", markup=False)
+        more = r.counts.get(Verdict.SLOW, 0) - sum(1 for n in r.slow if "stopped" in n)
+        if more > 0 and not quiet:
+            console.print(f"note: {r.target_id}: {more} more slow case(s) stopped",
+                          markup=False)
+        if r.slow_compiles and not quiet:
+            console.print(f"note: {r.target_id}: {r.slow_compiles} case(s) stopped at the "
+                          f"compile limit of {opts.compile_timeout:g} s; "
+                          f"{r.compile_seconds:.0f} s compiling in all", markup=False)
     for r in untested:
         if not quiet:
             console.print(f"warning: {r.target_id}: none of its {r.cases} cases was tested "
-                          "(all unsupported or rejected by a precondition)")
+                          "(all unsupported, slow or rejected by a precondition)")
     sys.exit(EXIT_FAILURES if failures else EXIT_OK)
 
 
 def _tested(r: Any) -> int:
-    return int(r.cases - r.counts.get(Verdict.PRECONDITION, 0)
-               - r.counts.get(Verdict.UNSUPPORTED, 0))
+    return tested_cases(r.cases, r.counts)
 
 
 def _untested_counts(results: list[Any]) -> dict[str, int]:
-    out = {"unsupported": 0, "precondition": 0}
+    out = {v: 0 for v in sorted(Verdict.UNTESTED)}
     for r in results:
-        out["unsupported"] += r.counts.get(Verdict.UNSUPPORTED, 0)
-        out["precondition"] += r.counts.get(Verdict.PRECONDITION, 0)
+        for v in out:
+            out[v] += r.counts.get(v, 0)
     return out
 
 

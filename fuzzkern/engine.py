@@ -38,7 +38,7 @@ from fuzzkern.errors import BudgetError
 from fuzzkern.loader import LoadedTarget
 from fuzzkern.outcome import Outcome, Verdict
 from fuzzkern.target import Target
-from fuzzkern.worker import WorkerPool
+from fuzzkern.worker import COMPILE_TIMEOUT, StopTime, WorkerPool
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)?")
 
@@ -271,6 +271,8 @@ class Failure:
     minimized: int = 0
     #: True when SIGINT/SIGTERM stopped the run before shrinking finished
     interrupted: bool = False
+    #: a ``hang`` the budget left no time to confirm by a re-run: reported, never saved
+    unconfirmed: bool = False
 
     @property
     def key(self) -> str:
@@ -397,6 +399,13 @@ class TargetResult:
     devices: Counter[str] = field(default_factory=Counter)
     #: cases that ran past the timeout once and finished on a re-run (not hangs), in words
     slow: list[str] = field(default_factory=list)
+    #: compiled mode: seconds spent compiling (not counted against cases' timeouts), and
+    #: cases stopped at the compile limit (verdict ``slow``)
+    compile_seconds: float = 0.0
+    slow_compiles: int = 0
+    #: True when the campaign's hard stop (the end of ``--budget``) cut a running case of this
+    #: target short (fuzzing, shrinking, confirming a hang or explaining a failure)
+    stopped: bool = False
     #: the message of the first ``unsupported`` case (why a mode could not run the kernel)
     unsupported_reason: str | None = None
     #: the signal (SIGINT, SIGTERM) that stopped this target's fuzzing early, if one did
@@ -474,6 +483,12 @@ class CampaignOptions:
     #: distinct failures (verdict family and location) to find per target before it stops;
     #: known ones (found earlier in the run, or replayed from the corpus) count as passes
     max_failures: int = 5
+    #: seconds all the compilations of one case may take (compiled mode); compiling does not
+    #: count against the timeout (fuzzkern.worker.CaseClock)
+    compile_timeout: float = COMPILE_TIMEOUT
+    #: the campaign's hard stop, a ``time.monotonic()`` instant (set by fuzzkern.schedule from
+    #: the budget): a case running then is cut short, shrinking stops, what was found is saved
+    stop_at: float | None = None
 
 
 def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
@@ -538,11 +553,22 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     passes: they do not stop the search for new ones. ``replay_corpus=False`` skips replaying
     the corpus first (later slices of a campaign).
     """
+    with pool.limits(stop_at=opts.stop_at, compile_timeout=opts.compile_timeout):
+        return _fuzz_target(lt, pool, opts, share, on_event, replay_corpus=replay_corpus,
+                            known=known)
+
+
+def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share: float,
+                 on_event: Event | None, *, replay_corpus: bool,
+                 known: Collection[str]) -> TargetResult:
     target = lt.target
     result = TargetResult(target.id, lt.ref, slices=1)
     start = time.monotonic()
     deadline = start + share
     shrink_deadline = deadline + max(opts.grace_min, opts.grace_fraction * share)
+    if opts.stop_at is not None:  # the campaign's hard stop caps both
+        deadline = min(deadline, opts.stop_at)
+        shrink_deadline = min(shrink_deadline, opts.stop_at)
     timeout = opts.timeout or target.timeout
     run_options = run_options_of(opts)
     last_failure: dict[str, tuple[Case, Outcome]] = {}
@@ -557,6 +583,10 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
             result.interrupted = e.signum
             result.seconds = time.monotonic() - start
             return result
+        except StopTime:
+            result.stopped = result.ran_out = True
+            result.seconds = time.monotonic() - start
+            return result
         known_keys.update(f.key for f in result.failures)
 
     def run_case(case: Case) -> Outcome:
@@ -567,6 +597,13 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
         result.counts[outcome.verdict] += 1
         if outcome.verdict == Verdict.UNSUPPORTED and result.unsupported_reason is None:
             result.unsupported_reason = outcome.message.splitlines()[0] if outcome.message else None
+        compiled = outcome.modes.get("compiled") or outcome.modes.get("worker")
+        if compiled is not None:
+            result.compile_seconds += float(compiled.detail.get("compile_seconds", 0) or 0)
+            if "compile_timeout" in compiled.detail:
+                result.slow_compiles += 1
+        if outcome.verdict == Verdict.SLOW and len(result.slow) < SLOW_NOTES:
+            result.slow.append(outcome.message)
         compiled = outcome.modes.get("compiled")
         if compiled is not None:
             result.compiles += int(compiled.detail.get("compiles", 0))
@@ -592,7 +629,12 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
             if database is not None:
                 database.stopping = True  # this case never ran: not a failure to keep
             raise _BudgetExhausted
-        outcome = run_case(case)
+        try:
+            outcome = run_case(case)
+        except StopTime:  # the hard stop cut this case short: not a failure to keep
+            if database is not None:
+                database.stopping = True
+            raise
         if outcome.score:
             hypothesis.target(outcome.score, label="error")
         if outcome.failed:
@@ -645,6 +687,8 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
             result.interrupted = e.signum
         except _BudgetExhausted:
             ran_out = True
+        except StopTime:
+            ran_out = result.stopped = True
         except hypothesis.errors.FlakyFailure:
             flaky = True
         except hypothesis.errors.Flaky:
@@ -668,13 +712,15 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
                 result.interrupted = e.signum
                 for f in new:
                     f.interrupted = True
+            except StopTime:  # _minimize marked the failures it did not finish
+                result.stopped = True
         for f in new:  # the minimizer may have moved one onto another's key: keep the first
             if f.key not in known_keys:
                 known_keys.add(f.key)
                 found.append(f)
         if result.interrupted is not None:
             break
-        if ran_out or time.monotonic() >= deadline:
+        if ran_out or result.stopped or time.monotonic() >= deadline:
             result.ran_out = True
             break
         if flaky or result.error or not new or len(found) >= opts.max_failures:
@@ -695,10 +741,14 @@ def _minimize(target: Target, found: list[Failure], run_case: Callable[[Case], O
     from fuzzkern import minimize
 
     runs = 0
-    for f in found:
+    for i, f in enumerate(found):
         try:
             m = minimize.minimize(target, f.case, f.outcome, run_case, deadline=deadline,
                                   max_runs=max_runs)
+        except StopTime:  # this one and those after it did not finish shrinking
+            for g in found[i:]:
+                g.shrunk = False
+            raise
         except Exception as e:  # a smaller case is a bonus; never lose the failure
             warnings.warn(f"fuzzkern could not minimize a {f.outcome.verdict} case of "
                           f"{f.target_id}: {type(e).__name__}: {e}", RuntimeWarning,
@@ -738,6 +788,8 @@ def _replay_corpus(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
 
 #: a hang is re-run once with this many times the timeout before it is reported and saved
 HANG_CONFIRM_FACTOR = 2.0
+#: ``slow`` cases a target's result describes in ``slow`` (the rest are counted only)
+SLOW_NOTES = 5
 
 
 def _confirm_hangs(lt: LoadedTarget, pool: WorkerPool, result: TargetResult,
@@ -751,7 +803,16 @@ def _confirm_hangs(lt: LoadedTarget, pool: WorkerPool, result: TargetResult,
         if f.outcome.verdict != Verdict.HANG:
             out.append(f)
             continue
-        again = pool.run(lt.ref, f.case.to_json(), run_options, HANG_CONFIRM_FACTOR * timeout)
+        try:
+            again = pool.run(lt.ref, f.case.to_json(), run_options,
+                             HANG_CONFIRM_FACTOR * timeout)
+        except StopTime:  # no time left to confirm it: reported, not saved
+            result.stopped = True
+            f.outcome.message += (" (not confirmed: the budget ran out before the re-run; not "
+                                  "saved to the corpus)")
+            f.unconfirmed = True
+            out.append(f)
+            continue
         result.cases += 1
         if again.verdict == Verdict.HANG:
             f.outcome.message += (f" (confirmed: a re-run with {HANG_CONFIRM_FACTOR * timeout:g}"
@@ -774,7 +835,9 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
 
     found = _confirm_hangs(lt, pool, result, found, run_options, timeout)
     for f in found:
-        if opts.explain and result.interrupted is None:
+        if result.stopped:
+            f.explanations = f.explanations or ["(no explanation: the budget ran out)"]
+        elif opts.explain and result.interrupted is None:
             try:
                 with interruptible():
                     f.explanations = explain.explain(lt.ref, f.case, f.outcome, pool,
@@ -783,9 +846,12 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
             except Interrupted as e:  # saving comes first
                 result.interrupted = e.signum
                 f.explanations = ["(no explanation: interrupted)"]
+            except StopTime:
+                result.stopped = True
+                f.explanations = ["(no explanation: the budget ran out)"]
             except Exception as e:  # an explanation is a bonus; never lose the failure
                 f.explanations = [f"(no explanation: {type(e).__name__}: {e})"]
-        if opts.corpus:
+        if opts.corpus and not f.unconfirmed:
             try:
                 f.corpus_path = corpus.save(
                     opts.corpus, lt.id, lt.ref, f.case, f.outcome, modes=opts.modes,

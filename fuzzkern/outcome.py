@@ -41,8 +41,13 @@ class Verdict:
     OVERFLOW = "overflow"
     #: the worker process died (signal, abort) while running the case
     CRASH = "crash"
-    #: the case ran past the target's timeout
+    #: the case ran past the target's timeout, and its own measured cost does not explain it
+    #: (confirmed by a re-run with twice the timeout)
     HANG = "hang"
+    #: the case was stopped before it finished, and its own cost explains why: its interpreted
+    #: programs kept finishing but would take past the timeout, or its compilation ran past
+    #: the compile limit (counted, not a failure: nothing was tested)
+    SLOW = "slow"
     #: the launcher or kernel raised an exception that is not a declared precondition
     ERROR = "error"
     #: the reference raised: the target's reference cannot handle this input
@@ -59,6 +64,14 @@ class Verdict:
         {KERNEL_BUG, COMPILED_ONLY, OOB, OOB_VIEW, OOB_WRITE, UNWRITTEN_OUTPUT, INPUT_MUTATED,
          NONDETERMINISTIC, OVERFLOW, CRASH, HANG, ERROR, REFERENCE_ERROR}
     )
+    #: counted, but nothing was tested: a run or target whose cases all end so is not green
+    UNTESTED = frozenset({PRECONDITION, UNSUPPORTED, SLOW})
+
+
+def tested_cases(cases: int, counts: Mapping[str, int]) -> int:
+    """Of ``cases`` with verdict ``counts``, those that tested something (not
+    :data:`Verdict.UNTESTED`)."""
+    return int(cases - sum(counts.get(v, 0) for v in Verdict.UNTESTED))
 
 
 @dataclass

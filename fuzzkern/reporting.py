@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fuzzkern.engine import Failure, TargetResult
-from fuzzkern.outcome import ModeResult, Verdict
+from fuzzkern.outcome import ModeResult, Verdict, tested_cases
 
 
 def _mode_lines(m: ModeResult) -> list[str]:
@@ -164,8 +164,7 @@ def devices_text(devices: Mapping[str, int]) -> str:
 
 def result_row(r: TargetResult) -> dict[str, Any]:
     rate = r.cases / r.seconds if r.seconds else 0.0
-    tested = (r.cases - r.counts.get(Verdict.PRECONDITION, 0)
-              - r.counts.get(Verdict.UNSUPPORTED, 0))
+    tested = tested_cases(r.cases, r.counts)
     status = "FAIL" if r.failures else ("ERROR" if r.error else ("skipped" if r.skipped else
               ("no cases" if not r.cases else "untested" if tested <= 0 else "ok")))
     return {
@@ -186,6 +185,10 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "unsupported": r.counts.get(Verdict.UNSUPPORTED, 0),
         "unsupported_reason": r.unsupported_reason,
         "slow": list(r.slow),
+        "slow_cases": r.counts.get(Verdict.SLOW, 0),
+        "compile_seconds": round(r.compile_seconds, 2),
+        "slow_compiles": r.slow_compiles,
+        "stopped_at_budget": r.stopped,
         "interpreter_divergences": r.counts.get(Verdict.INTERPRETER_DIVERGENCE, 0),
         "failures": [f.outcome.verdict for f in r.failures],
         "seconds": round(r.seconds, 2),

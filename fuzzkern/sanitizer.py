@@ -321,7 +321,9 @@ class SanitizedWorker:
         self._log_offset += len(data)
         return data.decode(errors="replace")
 
-    def _annotate(self, reply: dict[str, Any]) -> dict[str, Any]:
+    def _annotate(self, reply: Any) -> Any:
+        if not isinstance(reply, dict):  # an event of the running case (fuzzkern.worker.notify)
+            return reply
         text = self._read_log()
         compiled = reply.get("modes", {}).get("compiled") or {}
         faulted = compiled.get("status") in ("crash", "overflow") or bool(

@@ -23,6 +23,13 @@ is shrunk and saved once. A target leaves the campaign once it has ``max_failure
 failures, an error, ``max_examples`` cases, or when Hypothesis stopped by itself before its
 slice ran out (it has nothing more to try). The corpus replays only in a target's first slice.
 
+**The budget is a hard stop.** ``opts.stop_at`` is set to the campaign's start plus its
+budget plus :data:`HARD_STOP_GRACE`; every slice caps its deadlines by it, and the worker pool
+cuts a case still running then short (:class:`fuzzkern.worker.StopTime`): the search stops,
+each failure found so far is saved (shrunk as far as it got), and the campaign returns, so the
+report is written a few seconds after the budget, not after the case in flight, a shrink or an
+explanation.
+
 **Parallel.** With ``jobs`` > 1, slices run in that many processes
 (:class:`concurrent.futures.ProcessPoolExecutor`, forked from the worker pool's pre-imported
 server). Each process runs Hypothesis in its own main thread and owns its own
@@ -66,6 +73,12 @@ BASE_WEIGHT = 0.25
 PROGRESS_EVERY = 0.2
 #: seconds fuzzing processes get to save their findings after an interrupt before being killed
 INTERRUPT_GRACE = 30.0
+#: seconds past the budget at which a case still running is cut short (a case started just
+#: before the budget ran out has these to finish, as a shrink has to end)
+HARD_STOP_GRACE = 2.0
+#: seconds past the budget's hard stop after which the parent asks fuzzing processes still
+#: running to stop (SIGTERM: they save what they found), should one not have stopped itself
+STOP_GRACE = 10.0
 
 #: ``on_event(kind, Progress or TargetResult, outcome or None)``
 Event = Callable[[str, Any, Any], None]
@@ -117,6 +130,9 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.corpus_passing += piece.corpus_passing
     into.corpus_problems += piece.corpus_problems
     into.slow += piece.slow
+    into.compile_seconds += piece.compile_seconds
+    into.slow_compiles += piece.slow_compiles
+    into.stopped = into.stopped or piece.stopped
     into.unsupported_reason = into.unsupported_reason or piece.unsupported_reason
     rng = random.Random(into.cases)
     for rec in piece.records:
@@ -210,6 +226,8 @@ def run(targets: list[LoadedTarget], opts: CampaignOptions, *, on_event: Event |
         emit("progress", s.progress, None)
     jobs = max(1, min(jobs, len(slots)))
     start = time.monotonic()
+    if opts.stop_at is None:  # the budget is a hard stop (fuzzkern.worker.StopTime)
+        opts = dataclasses.replace(opts, stop_at=start + opts.budget + HARD_STOP_GRACE)
     runner: _Serial | _Parallel
     if jobs == 1:
         runner = _Serial(opts, pool, emit)
@@ -390,7 +408,9 @@ class _Parallel:
         while pending:
             done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             self._drain(by_ref)
-            if interrupted() and forwarded is None:
+            late = (self.opts.stop_at is not None
+                    and time.monotonic() > self.opts.stop_at + STOP_GRACE)
+            if (interrupted() or late) and forwarded is None:
                 forwarded = time.monotonic()
                 self._forward()
                 for fut in pending:

@@ -213,7 +213,7 @@ def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
     item of their own (:func:`run_replay`), so a known regression fails once, by name.
     """
     from fuzzkern import engine, reporting
-    from fuzzkern.outcome import Verdict
+    from fuzzkern.outcome import tested_cases
 
     corpus_dir = getattr(opts, "corpus", None)
     before = {os.path.abspath(p) for p in _corpus_files(corpus_dir)}
@@ -237,8 +237,7 @@ def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
                     f"after {result.cases} cases: {kinds} — {found[0].outcome.message}")
         return ItemResult("failed", headline.splitlines()[0],
                           "\n\n".join(texts) + f"\n\n{stats}", saved, stats=stats)
-    tested = result.cases - result.counts.get(Verdict.PRECONDITION, 0) - result.counts.get(
-        Verdict.UNSUPPORTED, 0)
+    tested = tested_cases(result.cases, result.counts)
     if result.cases and tested <= 0:
         # A run that tested nothing must not look like a pass.
         return ItemResult(

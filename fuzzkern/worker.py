@@ -8,6 +8,20 @@ abort) or runs past the case's timeout is killed and replaced, and the case gets
 Workers are forked from a pre-imported server (``multiprocessing``'s forkserver with torch,
 triton and fuzzkern's executors preloaded), so replacing one costs milliseconds, not an
 ``import torch``. The server itself never runs torch code, so forking it is safe.
+
+**The case's clock** (:class:`CaseClock`). While a case runs, the worker tells the parent what
+it is doing (:func:`notify`): when a Triton compilation starts and ends (compiled mode), and how
+an interpreted launch progresses (programs finished, of how many, in how many seconds). The
+timeout covers the case's own work, not compilation: compiling is bounded by a separate, larger
+compile limit, and a case stopped there is ``slow``, not ``hang``. An interpreted launch whose
+programs keep finishing but would take past twice the timeout is stopped as soon as that is
+known (``slow``: its own cost explains it; nothing was tested); at the timeout, a launch whose
+current program runs far longer than any program before it is stuck (``hang``), one still
+finishing programs is ``slow``. A case that reports nothing is a ``hang`` at the timeout.
+
+**The stop time.** ``WorkerPool.stop_at`` (a ``time.monotonic()`` instant, e.g. the end of
+``--budget``) is a hard stop: a case still running then is cut short, its worker killed, and
+:class:`StopTime` raised to the caller, which keeps what it found.
 """
 
 from __future__ import annotations
@@ -17,13 +31,210 @@ import os
 import signal
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
 from fuzzkern.outcome import ModeResult, Outcome, Verdict
 
 _PRELOAD = ["fuzzkern._preload"]
+
+#: seconds all the compilations of one case may take (compiled mode) before the case is
+#: stopped as ``slow``; compilation does not count against the case's timeout
+COMPILE_TIMEOUT = 300.0
+#: an interpreted launch whose measured programs project past this many times the timeout is
+#: stopped as ``slow`` at once, without waiting for the timeout
+SLOW_EARLY_FACTOR = 2.0
+#: at the timeout, a launch whose current program has run longer than this many times its
+#: slowest finished program (and longer than :data:`STALL_MIN` seconds or a quarter of the
+#: timeout, whichever is less) is stuck: ``hang``
+STALL_FACTOR = 10.0
+STALL_MIN = 2.0
+#: seconds between two progress reports of one interpreted launch
+PROGRESS_EVERY = 0.25
+
+
+class StopTime(BaseException):
+    """The pool's stop time (``WorkerPool.stop_at``) came: the case in flight, if any, was cut
+    short and its worker killed. A BaseException: no caller mistakes it for a kernel's error,
+    and Hypothesis does not catch it."""
+
+
+# -- the worker side: what the case tells the parent while it runs -----------------------------
+
+#: sends one event to the parent while a case runs (set in a worker process; None elsewhere)
+_channel: Callable[[Any], None] | None = None
+#: seconds spent compiling in this process (compile_phase), for the compiled mode's detail
+compile_seconds = 0.0
+_compiling = 0
+
+
+def notify(*event: Any) -> None:
+    """Tell the parent waiting for this case something about it (see :class:`CaseClock`):
+    ``("compile", True|False)``, ``("progress", done, total, seconds, slowest)``,
+    ``("launch", False)``. Does nothing outside a worker."""
+    if _channel is not None:
+        try:
+            _channel(list(event))
+        except Exception:  # pragma: no cover - the parent is gone; the case's result will say
+            pass
+
+
+@contextmanager
+def compile_phase() -> Iterator[None]:
+    """A Triton compilation: time in it does not count against the case's timeout (the
+    parent bounds it by the compile limit instead). Re-entrant: only the outermost counts."""
+    global _compiling, compile_seconds
+    _compiling += 1
+    start = time.monotonic()
+    if _compiling == 1:
+        notify("compile", True)
+    try:
+        yield
+    finally:
+        _compiling -= 1
+        if _compiling == 0:
+            compile_seconds += time.monotonic() - start
+            notify("compile", False)
+
+
+class LaunchMeter:
+    """Measures an interpreted launch program by program (``begin`` at the grid's start,
+    ``tick`` as each program starts, ``end``) and reports progress to the parent at most every
+    :data:`PROGRESS_EVERY` seconds, and as soon as the first program finished."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.started = 0
+        self.t0 = self.prev = self.sent = 0.0
+        self.slowest = 0.0
+
+    def begin(self, total: int) -> None:
+        self.total = max(0, int(total))
+        self.started = 0
+        self.t0 = self.prev = time.monotonic()
+        self.sent = 0.0
+        self.slowest = 0.0
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self.started:
+            self.slowest = max(self.slowest, now - self.prev)
+        self.prev = now
+        self.started += 1
+        done = self.started - 1
+        if done >= 1 and (done == 1 or now - self.sent >= PROGRESS_EVERY):
+            self.sent = now
+            notify("progress", done, self.total, now - self.t0, self.slowest)
+
+    def end(self) -> None:
+        notify("launch", False)
+
+
+# -- the parent side: the clock of one case ----------------------------------------------------
+
+
+@dataclass
+class CaseClock:
+    """The parent's view of one running case: how long it has worked (compilation excluded),
+    how long it has compiled, and how its interpreted launch progresses; :meth:`check` says
+    when to stop it and with which verdict. Times are ``time.monotonic()`` instants."""
+
+    timeout: float
+    compile_timeout: float = COMPILE_TIMEOUT
+    start: float = 0.0
+    compile_seconds: float = 0.0
+    compiles: int = 0
+    compiling_since: float | None = None
+    #: the current launch's last report: (done, total, seconds, slowest), and when it came
+    progress: tuple[int, int, float, float] | None = None
+    progress_at: float = 0.0
+
+    def event(self, event: Any, now: float) -> None:
+        kind = event[0] if isinstance(event, (list, tuple)) and event else None
+        if kind == "compile":
+            if event[1]:
+                if self.compiling_since is None:
+                    self.compiling_since = now
+            elif self.compiling_since is not None:
+                self.compile_seconds += now - self.compiling_since
+                self.compiles += 1
+                self.compiling_since = None
+        elif kind == "progress":
+            done, total, seconds, slowest = event[1:5]
+            self.progress = (int(done), int(total), float(seconds), float(slowest))
+            self.progress_at = now
+        elif kind == "launch":
+            self.progress = None
+
+    def compiled(self, now: float) -> float:
+        """Seconds spent compiling so far."""
+        extra = now - self.compiling_since if self.compiling_since is not None else 0.0
+        return self.compile_seconds + extra
+
+    def ran(self, now: float) -> float:
+        """Seconds the case has worked so far, compilation excluded."""
+        return max(0.0, now - self.start - self.compiled(now))
+
+    def wait(self, now: float) -> float:
+        """Seconds until :meth:`check` may have a verdict without a new event."""
+        if self.compiling_since is not None:
+            return max(0.0, self.compile_timeout - self.compiled(now))
+        return max(0.0, self.timeout - self.ran(now))
+
+    def _cost(self) -> str:
+        assert self.progress is not None
+        done, total, seconds, slowest = self.progress
+        each = seconds / max(done, 1)
+        return (f"{done} of {total} programs in {seconds:.2f} s, {each:.3g} s each (slowest "
+                f"{slowest:.3g} s): about {each * total:.1f} s for the launch")
+
+    def check(self, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """(verdict, message, detail) when the case must stop now, else None."""
+        detail: dict[str, Any] = {"timeout": self.timeout,
+                                  "compile_seconds": round(self.compiled(now), 3)}
+        if self.compiling_since is not None:
+            if self.compiled(now) <= self.compile_timeout:
+                return None
+            detail["compile_timeout"] = self.compile_timeout
+            return (Verdict.SLOW,
+                    f"compilation ran past the compile limit of {self.compile_timeout:g} s "
+                    f"({self.compiles} compilation(s) done before this one); stopped: slow, "
+                    "not hung", detail)
+        ran = self.ran(now)
+        p = self.progress
+        if p is not None and p[0] >= 1:
+            done, total, seconds, slowest = p
+            detail["progress"] = {"done": done, "total": total, "seconds": round(seconds, 3),
+                                  "slowest": round(slowest, 3)}
+            left = seconds / done * (total - done)
+            if ran + left > SLOW_EARLY_FACTOR * self.timeout:
+                return (Verdict.SLOW,
+                        f"the interpreted launch would take past {SLOW_EARLY_FACTOR:g} times "
+                        f"the timeout of {self.timeout:g} s ({self._cost()}); stopped after "
+                        f"{ran:.1f} s: slow, not hung", detail)
+        if ran <= self.timeout:
+            return None
+        if p is not None and p[0] >= 1:
+            stalled = now - self.progress_at
+            if stalled <= max(STALL_FACTOR * p[3], min(STALL_MIN, self.timeout / 4),
+                              2 * PROGRESS_EVERY):
+                return (Verdict.SLOW,
+                        f"the case ran past the timeout of {self.timeout:g} s while its "
+                        f"programs kept finishing ({self._cost()}); stopped: slow, not hung",
+                        detail)
+            detail["stalled_seconds"] = round(stalled, 3)
+            return (Verdict.HANG,
+                    f"the case ran past the timeout of {self.timeout:g} s; its current program "
+                    f"has run {stalled:.1f} s, where its slowest of {p[0]} finished programs "
+                    f"took {p[3]:.3g} s; the worker was killed", detail)
+        spent = self.compiled(now)
+        note = f" (plus {spent:.1f} s compiling, not counted)" if spent >= 0.05 else ""
+        return (Verdict.HANG,
+                f"the case ran past the timeout of {self.timeout:g} s{note}; the worker was "
+                "killed", detail)
 
 
 def _context() -> Any:
@@ -75,6 +286,8 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     torch.set_num_threads(1)
     import fuzzkern.executors.run  # noqa: F401  (imported once, before the first case)
 
+    global _channel
+    _channel = conn.send
     while True:
         try:
             msg = conn.recv()
@@ -209,7 +422,8 @@ def _signal_name(code: int | None) -> str:
 class WorkerPool:
     """Runs cases in a worker, replacing it after a crash, a hang or a poisoned CUDA context.
 
-    ``restarts`` counts replacements; ``run`` never raises for what a kernel does.
+    ``restarts`` counts replacements; ``run`` never raises for what a kernel does; it raises
+    :class:`StopTime` once ``stop_at`` has come (a case in flight then is cut short).
     ``worker_factory(env)`` makes a worker (default :class:`Worker`); another kind, e.g. a
     worker under compute-sanitizer (:class:`fuzzkern.sanitizer.SanitizedWorker`), offers the
     same ``conn``/``process``/``alive``/``kill``/``close``, and may offer ``postmortem``:
@@ -223,6 +437,11 @@ class WorkerPool:
         self._worker: Any = None
         self.restarts = 0
         self.started = 0
+        #: a hard stop (``time.monotonic()``): a case still running then is cut short and
+        #: :class:`StopTime` raised; None: none
+        self.stop_at: float | None = None
+        #: seconds all compilations of one case may take (see :class:`CaseClock`)
+        self.compile_timeout = COMPILE_TIMEOUT
 
     def _get(self) -> Any:
         if self._worker is None or not self._worker.alive():
@@ -243,6 +462,8 @@ class WorkerPool:
             timeout: float) -> Outcome:
         try:
             return self._run(ref, case_json, options, timeout)
+        except StopTime:  # the worker is idle, or was killed with the case it ran
+            raise
         except BaseException:
             # Interrupted (SIGINT/SIGTERM) mid-case: the worker still runs that case and its
             # answer would be read as the next case's; it goes.
@@ -251,6 +472,8 @@ class WorkerPool:
 
     def _run(self, ref: str, case_json: dict[str, Any], options: dict[str, Any],
              timeout: float) -> Outcome:
+        if self.stop_at is not None and time.monotonic() >= self.stop_at:
+            raise StopTime
         worker = self._get()
         start = time.monotonic()
         try:
@@ -259,40 +482,71 @@ class WorkerPool:
             self.replace()
             worker = self._get()
             worker.conn.send((ref, case_json, options))
-        try:
-            ready = worker.conn.poll(timeout)
-        except (EOFError, OSError):
-            ready = True
-        if not ready:
-            self.replace()
-            return Outcome(
-                Verdict.HANG,
-                f"the case ran past the timeout of {timeout:g} s; the worker was killed",
-                {"worker": ModeResult("worker", "hang", detail={"timeout": timeout})},
-                seconds=time.monotonic() - start,
-            )
-        try:
-            result = worker.conn.recv()
-        except (EOFError, OSError):
-            worker.process.join(5)
-            how = _signal_name(worker.process.exitcode)
-            died = Outcome(
-                Verdict.CRASH,
-                f"the worker process died while running the case ({how})",
-                {"worker": ModeResult("worker", "crash", detail={"exit": how})},
-                seconds=time.monotonic() - start,
-            )
-            postmortem = getattr(worker, "postmortem", None)
-            if postmortem is not None:  # e.g. memcheck's report of the fault that killed it
-                died = Outcome.from_json(postmortem(died.to_json()))
-            self.replace()
-            return died
+        clock = CaseClock(timeout, self.compile_timeout, start)
+        while True:
+            now = time.monotonic()
+            wait = clock.wait(now)
+            if self.stop_at is not None:
+                wait = min(wait, max(0.0, self.stop_at - now))
+            try:
+                ready = worker.conn.poll(wait)
+            except (EOFError, OSError):
+                ready = True
+            now = time.monotonic()
+            if ready:
+                try:
+                    result = worker.conn.recv()
+                except (EOFError, OSError):
+                    return self._died(worker, start, clock)
+                if isinstance(result, dict):
+                    break
+                clock.event(result, now)
+            elif self.stop_at is not None and now >= self.stop_at:
+                self.replace()
+                raise StopTime
+            stop = clock.check(now)
+            if stop is not None:
+                verdict, message, detail = stop
+                self.replace()
+                return Outcome(verdict, message,
+                               {"worker": ModeResult("worker", verdict, detail=detail)},
+                               seconds=now - start)
         worker.cases += 1
         outcome = Outcome.from_json(result)
         if outcome.modes.get("compiled") and outcome.modes["compiled"].detail.get("poisoned"):
             # A device-side fault leaves the CUDA context unusable: never run another case in it.
             self.replace()
         return outcome
+
+    def _died(self, worker: Any, start: float, clock: CaseClock) -> Outcome:
+        worker.process.join(5)
+        how = _signal_name(worker.process.exitcode)
+        died = Outcome(
+            Verdict.CRASH,
+            f"the worker process died while running the case ({how})",
+            {"worker": ModeResult("worker", "crash", detail={
+                "exit": how, "compile_seconds": round(clock.compiled(time.monotonic()), 3)})},
+            seconds=time.monotonic() - start,
+        )
+        postmortem = getattr(worker, "postmortem", None)
+        if postmortem is not None:  # e.g. memcheck's report of the fault that killed it
+            died = Outcome.from_json(postmortem(died.to_json()))
+        self.replace()
+        return died
+
+    @contextmanager
+    def limits(self, *, stop_at: float | None = None,
+               compile_timeout: float | None = None) -> Iterator[WorkerPool]:
+        """``stop_at`` and ``compile_timeout`` set for the block (None: left as they are)."""
+        saved = (self.stop_at, self.compile_timeout)
+        if stop_at is not None:
+            self.stop_at = stop_at
+        if compile_timeout is not None:
+            self.compile_timeout = compile_timeout
+        try:
+            yield self
+        finally:
+            self.stop_at, self.compile_timeout = saved
 
     def close(self) -> None:
         if self._worker is not None:

@@ -22,6 +22,9 @@ Hygiene (each check can be turned off, see :data:`fuzzkern.executors.run.DEFAULT
   overflow check. An overflow assert is a device fault whose text the CUDA runtime prints to
   the process's stderr, not into the exception; that output is captured during the launch
   (and passed on) to name the operation.
+* **compile time**: every JIT compilation runs inside :func:`fuzzkern.worker.compile_phase`
+  (:func:`time_compilations`): the parent stops the case's clock while it compiles and bounds
+  compiling by its own, larger limit; ``detail["compile_seconds"]`` says how long it took.
 * **repeats** (``options["repeat_compiled"]`` = N >= 2): the case runs N times on fresh copies
   and the outputs are compared bitwise with the first run's (``nondeterministic``).
 
@@ -97,6 +100,28 @@ class CompileCounter:
 
 
 counter = CompileCounter()
+
+
+def time_compilations() -> None:
+    """Bracket every Triton JIT compilation in this process with
+    :func:`fuzzkern.worker.compile_phase`, so that the parent does not count compiling against
+    the case's timeout (it has a compile limit of its own). Installed once, by wrapping
+    ``JITFunction._do_compile`` (Triton 3.6 to 3.9: where a cache miss compiles)."""
+    from triton.runtime.jit import JITFunction
+
+    from fuzzkern.worker import compile_phase
+
+    do_compile = JITFunction.__dict__.get("_do_compile")
+    if do_compile is None or getattr(do_compile, "_fuzzkern_timed", False):
+        return
+
+    @functools.wraps(do_compile)
+    def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with compile_phase():
+            return do_compile(self, *args, **kwargs)
+
+    timed._fuzzkern_timed = True  # type: ignore[attr-defined]
+    JITFunction._do_compile = timed  # type: ignore[method-assign]
 
 
 def _device() -> torch.device:
@@ -220,6 +245,7 @@ def run_compiled(run: Any) -> ModeResult:
     if not torch.cuda.is_available():
         return ModeResult("compiled", "unsupported", error="no CUDA device in this worker")
     counter.install()
+    time_compilations()
     device = _device()
     return run_on_device(run, device, name=device_label(device.index or 0),
                          sync=lambda: torch.cuda.synchronize(device))
@@ -251,11 +277,16 @@ def run_on_device(run: Any, device: Any, *, name: str | None = None,
     detail: dict[str, Any] = {"device": name or str(device)}
     if guard:
         detail["guard_bytes"] = guard
-    before = (counter.compiles, counter.cache_hits)
+    from fuzzkern import worker
+
+    before = (counter.compiles, counter.cache_hits, worker.compile_seconds)
 
     def counts() -> None:
         detail.update(compiles=counter.compiles - before[0],
                       cache_hits=counter.cache_hits - before[1])
+        spent = worker.compile_seconds - before[2]
+        if spent:
+            detail["compile_seconds"] = round(spent, 3)
 
     captured: dict[str, str] = {"text": ""}
 

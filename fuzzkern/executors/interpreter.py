@@ -72,6 +72,7 @@ from fuzzkern.errors import FuzzkernError
 from fuzzkern.executors import interp_fidelity
 from fuzzkern.executors.interp_fidelity import FidelityInterpretedFunction
 from fuzzkern.executors.kernels import autotuner_classes, kernel_name
+from fuzzkern.worker import LaunchMeter
 
 __all__ = [
     "INTERPRETER_LOCK",
@@ -479,6 +480,24 @@ def _autotuner_run(self: Autotuner, *args: Any, **kwargs: Any) -> Any:
 # Bounds checker
 
 
+#: measures each interpreted launch program by program, for the parent's case clock
+_METER = LaunchMeter()
+_ORIG_SET_GRID_DIM = _Builder.set_grid_dim
+_ORIG_SET_GRID_IDX = _Builder.set_grid_idx
+
+
+def _set_grid_dim(self: Any, nx: int, ny: int, nz: int) -> Any:
+    if _STATE.mine():
+        _METER.begin(int(nx) * int(ny) * int(nz))
+    return _ORIG_SET_GRID_DIM(self, nx, ny, nz)
+
+
+def _set_grid_idx(self: Any, x: int, y: int, z: int) -> Any:
+    if _STATE.mine():
+        _METER.tick()
+    return _ORIG_SET_GRID_IDX(self, x, y, z)
+
+
 def _grid_call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
     if not _STATE.mine():
         return _ORIG_GRID_CALL(self, *args_dev, **kwargs)
@@ -498,6 +517,7 @@ def _grid_call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
                 break
         raise
     finally:
+        _METER.end()
         _STATE.allocs = outer
 
 
@@ -889,6 +909,8 @@ def _install() -> None:
         _set(cls, "run", _autotuner_run)
     _set(_interp.GridExecutor, "__call__", _grid_call)
     _set(_interp.GridExecutor, "_init_args_hst", _init_args_hst)
+    _set(_Builder, "set_grid_dim", _set_grid_dim)
+    _set(_Builder, "set_grid_idx", _set_grid_idx)
     for name, fn in _BUILDER_PATCHES:
         _set(_Builder, name, fn)
     for obj, name, value in interp_fidelity.patches():

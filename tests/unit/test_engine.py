@@ -86,3 +86,94 @@ def test_a_slow_case_is_not_a_hang():
     assert result.failures == []  # nothing reported, nothing to save
     assert len(result.slow) == 1 and "slow, not hung" in result.slow[0]
     assert "finished in 3." in result.slow[0]
+
+
+SLOW_TARGETS = os.path.join(HERE, "targets", "slow_targets.py")
+
+
+def _run_one(name, case_index=0, **limits):
+    """One case of a slow_targets target, drawn by Hypothesis, run in a real worker."""
+    from hypothesis import find
+
+    (lt,) = loader.load(f"{SLOW_TARGETS}::{name}")
+    case = find(lt.target.cases(), lambda c: True)
+    pool = WorkerPool()
+    try:
+        with pool.limits(**limits):
+            return pool.run(lt.ref, case.to_json(), {"modes": ["interpret"]},
+                            lt.target.timeout), case
+    finally:
+        pool.close()
+
+
+def test_many_interpreted_programs_are_slow_not_hang_and_stopped_early():
+    """6000 programs of a few ms each under a 2 s timeout: the first programs' cost says the
+    launch would take past twice the timeout, so the case stops at once as slow."""
+    import time
+
+    t0 = time.monotonic()
+    outcome, case = _run_one("many_programs")
+    assert case.dims["N"] == 6000
+    assert outcome.verdict == "slow" and not outcome.failed
+    assert "of 6000 programs" in outcome.message and "slow, not hung" in outcome.message
+    assert outcome.seconds < 2.0  # stopped before the timeout
+    assert time.monotonic() - t0 < 30
+
+
+def test_a_stuck_interpreted_program_is_a_hang():
+    outcome, _ = _run_one("stalls")
+    assert outcome.verdict == "hang"
+    assert "its current program has run" in outcome.message
+    assert outcome.modes["worker"].detail["progress"]["done"] in (1, 2)  # reports: <= 4/s
+    assert outcome.seconds < 2.0 + 3.0
+
+
+def test_compiling_past_the_timeout_is_not_a_hang():
+    """A 3 s compilation under a 1 s timeout: the case passes, with its compile time."""
+    outcome, _ = _run_one("compiles_long")
+    assert outcome.verdict == "pass", outcome.message
+    assert outcome.seconds > 3.0
+
+
+def test_compiling_past_the_compile_limit_is_slow():
+    outcome, _ = _run_one("compiles_long", compile_timeout=1.5)
+    assert outcome.verdict == "slow"
+    assert "compile limit of 1.5 s" in outcome.message
+    detail = outcome.modes["worker"].detail
+    assert detail["compile_timeout"] == 1.5 and 1.5 < detail["compile_seconds"] < 3.0
+
+
+def test_slow_and_compile_time_are_counted_in_the_target_result():
+    (lt,) = loader.load(f"{SLOW_TARGETS}::compiles_long")
+    pool = WorkerPool()
+    try:
+        opts = engine.CampaignOptions(budget=20.0, seed=0, max_examples=2, compile_timeout=2.0)
+        result = engine.fuzz_target(lt, pool, opts, 20.0)
+    finally:
+        pool.close()
+    assert result.failures == []
+    assert result.counts["slow"] == 2 and result.slow_compiles == 2
+    assert 4.0 <= result.compile_seconds < 6.0
+    assert all("compile limit of 2 s" in note for note in result.slow)
+
+
+def test_the_stop_time_cuts_a_case_short():
+    import time
+
+    from fuzzkern.worker import StopTime
+
+    (lt,) = loader.load(f"{SLOW_TARGETS}::long_and_wrong")
+    from hypothesis import find
+
+    case = find(lt.target.cases(), lambda c: True)
+    pool = WorkerPool()
+    try:
+        pool.run(lt.ref, case.to_json(), {"modes": ["interpret"]}, 300)  # warm worker
+        t0 = time.monotonic()
+        with pool.limits(stop_at=t0 + 1.0), pytest.raises(StopTime):
+            pool.run(lt.ref, case.to_json(), {"modes": ["interpret"]}, 300)
+        assert time.monotonic() - t0 < 2.5
+        assert pool.restarts == 1  # the worker running the case was killed
+        assert pool.stop_at is None  # the limit was for the block only
+    finally:
+        pool.close()

@@ -315,3 +315,36 @@ def test_a_run_where_every_case_is_unsupported_exits_2_with_the_reason(tmp_path)
     (row,) = report["targets"]
     assert row["status"] == "untested" and row["cases"] == row["unsupported"] > 0
     assert report["failures"] == []  # nothing shrunk, nothing saved
+
+
+SLOW_TARGETS = os.path.join(HERE, "targets", "slow_targets.py")
+
+
+def test_the_budget_is_a_hard_stop(tmp_path):
+    """Every case of long_and_wrong takes seconds in the interpreter and fails: at the end of
+    a 6 s budget the case in flight (one of the shrink's) is cut short, the failure found is
+    saved unshrunk, both reports are written and the run exits 1 a few seconds after the
+    budget, not after the shrink's grace period (20 s and more)."""
+    import time
+
+    t0 = time.monotonic()
+    res = _run(["run", f"{SLOW_TARGETS}::long_and_wrong", "--budget", "6s", "--no-db",
+                "--seed", "1", "-j", "1", "--corpus", "corpus", "--report", "r.json",
+                "--html", "r.html"], tmp_path)
+    wall = time.monotonic() - t0
+    assert res.returncode == 1, res.stdout + res.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stopped_at_budget"] is True
+    assert report["elapsed_seconds"] < 6 + 4
+    assert wall < 6 + 4 + 30  # plus starting Python, torch and triton
+    (failure,) = report["failures"]
+    assert failure["verdict"] == "kernel-bug" and failure["shrunk"] is False
+    assert failure["explanations"] == ["(no explanation: the budget ran out)"]
+    entries = list((tmp_path / "corpus").rglob("*.json"))
+    assert len(entries) == 1 and os.path.samefile(entries[0], tmp_path / failure["corpus_path"])
+    assert json.loads(entries[0].read_text())["shrunk"] is False
+    (row,) = report["targets"]
+    assert row["stopped_at_budget"] is True and row["status"] == "FAIL"
+    assert (tmp_path / "r.html").stat().st_size > 0
+    assert "the budget (6s) ran out while a case ran: it was stopped; 1 failure(s) found, " \
+        "1 saved to the corpus" in res.stdout

@@ -1,0 +1,72 @@
+"""Compile time is not case time, on a real GPU: an autotuned matmul whose configs each
+compile for longer than a short timeout is not a ``hang``; compiling past the compile limit is
+``slow``. Marked ``gpu``: skipped without CUDA (run with ``bench/gpu_suite.sh tests``)."""
+
+import dataclasses
+
+import pytest
+from hypothesis import find
+
+from fuzzkern import engine, loader
+from fuzzkern.devices import worker_env
+from fuzzkern.executors.kernels import autotuner_config_counts
+from fuzzkern.worker import WorkerPool
+
+pytestmark = pytest.mark.gpu
+
+REF = "fuzzkern.targets.builtin:matmul_autotuned"
+OPTIONS = {"modes": ["compiled"]}
+
+
+@pytest.fixture
+def pool(tmp_path):
+    # a fresh Triton cache: every config compiles for real
+    p = WorkerPool(env={**worker_env(), "TRITON_CACHE_DIR": str(tmp_path / "triton-cache")})
+    yield p
+    p.close()
+
+
+def _cases():
+    (lt,) = loader.load(REF)
+    case = find(lt.target.cases(), lambda c: c.dims["M"] >= 16 and c.dims["N"] >= 16)
+    ((kernel, n),) = autotuner_config_counts(lt.target.launcher).items()
+    assert n >= 4
+    return lt, [dataclasses.replace(case, configs={kernel: i}) for i in range(n)]
+
+
+def test_each_config_compiling_past_a_short_timeout_is_not_a_hang(pool):
+    lt, cases = _cases()
+    # the first case starts CUDA in the worker (counted as the case's work): a long timeout
+    warm = pool.run(lt.ref, cases[0].to_json(), OPTIONS, 120.0)
+    assert warm.verdict == "pass", warm.message
+    timeout = 0.3
+    for case in cases[1:]:  # each forces another config: a real compilation
+        outcome = pool.run(lt.ref, case.to_json(), OPTIONS, timeout)
+        assert outcome.verdict == "pass", outcome.message
+        detail = outcome.modes["compiled"].detail
+        assert detail["compiles"] >= 1
+        assert detail["compile_seconds"] > timeout  # compiled longer than the timeout
+
+
+def test_compiling_past_the_compile_limit_is_slow(pool):
+    lt, cases = _cases()
+    pool.run(lt.ref, cases[0].to_json(), OPTIONS, 120.0)
+    with pool.limits(compile_timeout=0.05):
+        outcome = pool.run(lt.ref, cases[1].to_json(), OPTIONS, 60.0)
+    assert outcome.verdict == "slow" and not outcome.failed
+    assert "compile limit of 0.05 s" in outcome.message
+
+
+def test_a_campaign_with_a_short_timeout_reports_compile_time_not_hangs(tmp_path):
+    (lt,) = loader.load(REF)
+    pool = WorkerPool(env={**worker_env(), "TRITON_CACHE_DIR": str(tmp_path / "cache")})
+    try:
+        # (compiled only: the first case also starts CUDA, counted as its work)
+        opts = engine.CampaignOptions(budget=120.0, modes=("compiled",), seed=0,
+                                      timeout=2.0, max_examples=16, database=None)
+        result = engine.fuzz_target(lt, pool, opts, 120.0)
+    finally:
+        pool.close()
+    assert result.counts["hang"] == 0 and result.failures == [], result.counts
+    assert result.compiles >= 4 and result.compile_seconds > 2.0
+    assert result.counts["pass"] >= 8

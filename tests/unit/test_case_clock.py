@@ -1,0 +1,79 @@
+"""The case's clock (fuzzkern.worker.CaseClock): compiling does not count against the timeout,
+a case whose own measured cost explains its length is ``slow``, a stuck one is ``hang``."""
+
+import pytest
+
+from fuzzkern.worker import COMPILE_TIMEOUT, SLOW_EARLY_FACTOR, CaseClock
+
+
+def test_nothing_reported_is_a_hang_at_the_timeout():
+    c = CaseClock(timeout=2.0, start=100.0)
+    assert c.wait(100.0) == pytest.approx(2.0)
+    assert c.check(101.9) is None
+    verdict, message, detail = c.check(102.1)
+    assert verdict == "hang"
+    assert "ran past the timeout of 2 s" in message and detail["timeout"] == 2.0
+
+
+def test_compiling_stops_the_clock():
+    c = CaseClock(timeout=2.0, start=0.0)
+    c.event(["compile", True], 0.5)
+    # compiling for 30 s: no verdict, the clock waits for the compile limit
+    assert c.check(30.0) is None
+    assert c.wait(30.0) == pytest.approx(COMPILE_TIMEOUT - 29.5)
+    c.event(["compile", False], 30.5)
+    assert c.compile_seconds == pytest.approx(30.0) and c.compiles == 1
+    assert c.ran(31.0) == pytest.approx(1.0)
+    assert c.check(31.9) is None  # 0.5 + 1.4 s of work
+    verdict, message, detail = c.check(32.1)
+    assert verdict == "hang"
+    assert "plus 30.0 s compiling, not counted" in message
+    assert detail["compile_seconds"] == pytest.approx(30.0)
+
+
+def test_a_compile_past_the_compile_limit_is_slow_not_hang():
+    c = CaseClock(timeout=2.0, compile_timeout=10.0, start=0.0)
+    c.event(["compile", True], 0.1)
+    c.event(["compile", False], 6.1)
+    c.event(["compile", True], 6.2)
+    assert c.check(10.0) is None  # 6 + 3.8 s of compiling: the limit is on the case's total
+    verdict, message, detail = c.check(10.3)
+    assert verdict == "slow"
+    assert "compile limit of 10 s" in message and "1 compilation(s) done" in message
+    assert detail["compile_timeout"] == 10.0 and detail["compile_seconds"] > 10.0
+
+
+def test_programs_that_would_take_minutes_are_slow_at_once():
+    c = CaseClock(timeout=2.0, start=0.0)
+    # 1 of 2560 programs done in 0.1 s: about 256 s for the launch
+    c.event(["progress", 1, 2560, 0.1, 0.1], 0.3)
+    verdict, message, detail = c.check(0.3)
+    assert verdict == "slow"
+    assert f"{SLOW_EARLY_FACTOR:g} times the timeout of 2 s" in message
+    assert "1 of 2560 programs" in message and "about 256.0 s" in message
+    assert detail["progress"] == {"done": 1, "total": 2560, "seconds": 0.1, "slowest": 0.1}
+
+
+def test_a_launch_within_twice_the_timeout_runs_on_and_is_slow_at_it():
+    c = CaseClock(timeout=2.0, start=0.0)
+    c.event(["progress", 10, 30, 1.0, 0.11], 1.0)  # about 3 s in all: not stopped early
+    assert c.check(1.0) is None
+    c.event(["progress", 19, 30, 1.9, 0.11], 1.95)
+    verdict, message, _ = c.check(2.05)
+    assert verdict == "slow" and "kept finishing" in message
+
+
+def test_a_program_that_stops_finishing_is_a_hang():
+    c = CaseClock(timeout=2.0, start=0.0)
+    c.event(["progress", 2, 16, 0.01, 0.005], 0.02)  # two quick programs, then nothing
+    verdict, message, detail = c.check(2.1)
+    assert verdict == "hang"
+    assert "its current program has run 2.1 s" in message
+    assert detail["stalled_seconds"] == pytest.approx(2.08)
+
+
+def test_a_finished_launch_is_no_evidence_of_progress():
+    c = CaseClock(timeout=2.0, start=0.0)
+    c.event(["progress", 5, 10, 0.5, 0.1], 0.5)
+    c.event(["launch", False], 1.0)  # then the launcher does something else until 2 s
+    assert c.check(2.1)[0] == "hang"
