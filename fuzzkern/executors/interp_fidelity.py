@@ -16,7 +16,11 @@ differential self-check that runs each construct in the interpreter and compiled
   raises; ``fp16 * 1e-14`` underflows in a weak-typed product) and types ints ``uint32`` in
   ``[2**31, 2**32)``.
 * **``tl.dtype`` in helpers.** A dtype passed to a ``@jit`` helper is a ``constexpr`` compiled,
-  so ``DT.value`` works; the interpreter passes the bare dtype. ``tl.dtype`` gets ``value``.
+  so ``DT.value`` works; the interpreter passes the bare dtype. ``tl.dtype`` gets ``value``;
+  int and float constexprs get it from :mod:`fuzzkern.executors.interpreter`, which passes
+  them to the kernel and its helpers as int/float subclasses with ``.value``.
+* **Interpreter limitations** (:func:`interpreter_limitation`): what the interpreter cannot
+  run is told from what the kernel got wrong, so the case is ``unsupported``, not ``error``.
 * **libdevice.** ``triton.language.extra.libdevice`` functions are stubs the compiler maps to a
   backend's implementation; the interpreter calls the stub (returns None) or the CUDA/HIP
   wrapper without a semantic ("Did you forget to add @triton.jit"), and
@@ -45,11 +49,47 @@ import triton.language as tl
 import triton.language.core as tl_core
 import triton.runtime.interpreter as _interp
 
-__all__ = ["FidelityRewriter", "InterpreterUnsupported", "libdevice_modules", "patches"]
+__all__ = ["FidelityRewriter", "InterpreterUnsupported", "interpreter_limitation",
+           "libdevice_modules", "patches"]
 
 
 class InterpreterUnsupported(NotImplementedError):
     """The interpreter cannot run this construct; the case is ``unsupported``, with the reason."""
+
+
+#: what Triton's interpreter raises for a construct it does not implement (3.6 to 3.9): the
+#: messages of its own ValueError/TypeError ("unsupported semantic", "unsupported rmwOp",
+#: "unsupported padding", "unsupported type", "Multiple assignments are not supported")
+_LIMITATION_TEXTS = ("not supported in interpreter", "unsupported semantic", "unsupported rmwop",
+                     "unsupported padding", "unsupported type", "are not supported")
+
+
+def _raised_in_interpreter(e: BaseException) -> bool:
+    """Whether the innermost frame of ``e``'s traceback is Triton's interpreter module."""
+    tb = e.__traceback__
+    last = ""
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return last.replace("\\", "/").endswith("triton/runtime/interpreter.py")
+
+
+def interpreter_limitation(e: BaseException) -> bool:
+    """Whether ``e`` (a kernel's exception under the interpreter, unwrapped from Triton's
+    InterpreterError) is a limitation of Triton's interpreter rather than a bug of the kernel:
+    ``NotImplementedError`` (inline asm, extern calls, :class:`InterpreterUnsupported`), an
+    interpreter builder method that does not exist (an op the interpreter never implemented),
+    or a ValueError/TypeError raised by the interpreter module itself saying the construct is
+    unsupported. Such a case is ``unsupported``, never ``error``: not shrunk, not saved."""
+    if isinstance(e, NotImplementedError):
+        return True
+    text = str(e)
+    if isinstance(e, AttributeError) and "'InterpreterBuilder' object has no attribute" in text:
+        return True
+    if isinstance(e, (ValueError, TypeError)) and _raised_in_interpreter(e):
+        low = text.lower()
+        return any(t in low for t in _LIMITATION_TEXTS)
+    return "not supported in interpreter" in text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -386,12 +386,54 @@ def _jit_run(self: JITFunction, *args: Any, grid: Any, warmup: bool, **kwargs: A
         builder.options = before
 
 
+class _ConstInt(int):
+    """A Python int passed to a ``tl.constexpr`` parameter of a ``@jit`` helper: still an int
+    to everything, with the ``.value`` compiled code's ``tl.constexpr`` has (``N.value``)."""
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+
+class _ConstFloat(float):
+    """The float counterpart of :class:`_ConstInt`."""
+
+    @property
+    def value(self) -> float:
+        return float(self)
+
+
+#: per @jit helper: (positions, names) of its constexpr parameters
+_CONSTEXPR_PARAMS: dict[Any, tuple[tuple[int, ...], frozenset[str]]] = {}
+
+
+def _constexpr_params(jit_fn: JITFunction) -> tuple[tuple[int, ...], frozenset[str]]:
+    key = jit_fn.fn
+    if key not in _CONSTEXPR_PARAMS:
+        params = [p for p in getattr(jit_fn, "params", ()) if getattr(p, "is_constexpr", False)]
+        _CONSTEXPR_PARAMS[key] = (tuple(int(p.num) for p in params),
+                                  frozenset(str(p.name) for p in params))
+    return _CONSTEXPR_PARAMS[key]
+
+
+def _as_constexpr(value: Any) -> Any:
+    if type(value) is int:
+        return _ConstInt(value)
+    if type(value) is float:
+        return _ConstFloat(value)
+    return value
+
+
 def _jit_call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
     if not _STATE.mine():
         return _ORIG_JIT_CALL(self, *args, **kwargs)
     # A device-side call of a @jit helper or tl.standard function. Unlike upstream
     # InterpretedFunction.__call__, restore the language patch scope it opens.
     fn = _interpreted(self).rewrite()
+    positions, names = _constexpr_params(self)
+    if positions or names:  # plain ints and floats get the .value compiled constexprs have
+        args = tuple(_as_constexpr(a) if i in positions else a for i, a in enumerate(args))
+        kwargs = {k: _as_constexpr(v) if k in names else v for k, v in kwargs.items()}
     scope = _interp._patch_lang(self.fn)
     try:
         return fn(*args, **kwargs)
@@ -584,6 +626,14 @@ def _dense_strides(shape: tuple[int, ...]) -> list[int]:
 
 def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
     args_hst, kwargs_hst = _ORIG_INIT_ARGS_HST(self, args_dev, kwargs)
+    constexprs = set(getattr(self, "constexprs", ()) or ())
+    if _STATE.mine() and constexprs:  # the kernel's constexprs get .value, as compiled
+        names = list(self.arg_names)
+        args_hst = type(args_hst)(
+            _as_constexpr(h) if i < len(names) and names[i] in constexprs else h
+            for i, h in enumerate(args_hst))
+        kwargs_hst = {k: _as_constexpr(h) if k in constexprs else h
+                      for k, h in kwargs_hst.items()}
     if _STATE.mine() and _STATE.session.check_bounds:
         labels = _STATE.session.labels
         allocs: dict[int, _Allocation] = {}

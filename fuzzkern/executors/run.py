@@ -222,6 +222,7 @@ class _Run:
 
     # -- modes -------------------------------------------------------------------------------
     def interpret(self) -> ModeResult:
+        from fuzzkern.executors.interp_fidelity import interpreter_limitation
         from fuzzkern.executors.interpreter import (
             OOBAccess,
             OOBView,
@@ -285,7 +286,8 @@ class _Run:
             status = "error"
             if _is_precondition(self.target, inner) or _is_precondition(self.target, e):
                 status = "precondition"
-            elif isinstance(inner, NotImplementedError) or "not supported in interpreter" in str(e):
+            elif interpreter_limitation(inner) or "not supported in interpreter" in str(e):
+                # Triton's interpreter, not the kernel: never an error, shrunk or saved
                 status = "unsupported"
             return ModeResult("interpret", status, error=f"{type(inner).__name__}: {inner}",
                               detail={**detail, "traceback": _short_tb(e)},

@@ -560,3 +560,56 @@ def test_forced_configs_in_compiled_mode_reach_autotuner_subclasses():
     with forced_configs({"subclass_kernel": 1}):
         assert vars(K.BenchingAutotuner)["run"] is not own_run
     assert vars(K.BenchingAutotuner)["run"] is own_run
+
+
+# -- constexpr .value, interpreter limitations ---------------------------------------------------
+
+
+@triton.jit
+def _scaled_by(x, N: tl.constexpr, S: tl.constexpr):
+    if N.value > 2:
+        return x * S.value
+    return x
+
+
+@triton.jit
+def _constexpr_value_kernel(x_ptr, out_ptr, N: tl.constexpr, S: tl.constexpr):
+    offs = tl.arange(0, 4)
+    x = tl.load(x_ptr + offs)
+    if N.value > 3:  # the kernel's own constexprs too
+        x = x + 1.0
+    tl.store(out_ptr + offs, _scaled_by(x, N, S=S))
+
+
+@pytest.mark.parametrize("n, expected", [(4, [0.5, 1.0, 1.5, 2.0]), (3, [0.0, 0.5, 1.0, 1.5]),
+                                         (2, [0.0, 1.0, 2.0, 3.0])])
+def test_int_and_float_constexprs_have_value_as_compiled(n, expected):
+    """Compiled, a constexpr parameter is a tl.constexpr with .value, in the kernel and in a
+    @jit helper; the interpreter passes plain ints and floats (AttributeError before)."""
+    x = torch.arange(4, dtype=torch.float32)
+    out = torch.empty_like(x)
+    with interpreter_mode():
+        _constexpr_value_kernel[(1,)](x, out, n, S=0.5)
+    assert out.tolist() == expected
+
+
+def test_interpreter_limitations_are_told_from_kernel_errors():
+    from fuzzkern.executors.interp_fidelity import interpreter_limitation
+
+    builder = _interp.interpreter_builder
+    try:  # what Triton's interpreter raises for an atomic it does not implement
+        builder.create_atomic_rmw("no-such-op", None, None, None, None, None)
+    except ValueError as e:
+        assert "unsupported rmwOp" in str(e)
+        assert interpreter_limitation(e)
+    try:
+        builder.create_no_such_op()
+    except AttributeError as e:
+        assert interpreter_limitation(e)
+    assert interpreter_limitation(NotImplementedError("inline_asm not supported"))
+    # the same words raised by the kernel's or the launcher's own code: a real error
+    try:
+        raise ValueError("unsupported semantic: this launcher takes 2-D inputs only")
+    except ValueError as e:
+        assert not interpreter_limitation(e)
+    assert not interpreter_limitation(AttributeError("'Tensor' object has no attribute 'x'"))
