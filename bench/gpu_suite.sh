@@ -28,6 +28,9 @@
 #                                     # 8 at a time; ~7 min
 #   bash bench/gpu_suite.sh accuracy-both  # the same in mode both (interpreter and compiled
 #                                     # in the same cases), ${ACC_BUDGET:-60} s each; ~5 min
+#   bash bench/gpu_suite.sh timeouts  # compile time is not case time (tests/gpu/
+#                                     # test_timeouts_gpu.py) and a cold-cache autotuned
+#                                     # matmul run with --timeout 2, --budget 40s   ~2 min
 #   bash bench/gpu_suite.sh all       # tests, sanitize, bench, throughput, campaign, hygiene,
 #                                     # fidelity
 #                                     # (several calls' worth)
@@ -115,6 +118,31 @@ if [[ $what == accuracy-both ]]; then
   python3 bench/accuracy.py --modes both --budget-per-kernel "${ACC_BUDGET:-60}" \
     --jobs "${ACC_JOBS:-8}" --out "$out/accuracy-both.json" \
     --results-md "$out/ACCURACY-both.md" 2>&1 | tee "$out/accuracy-both.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == timeouts ]]; then
+  # compile time is not case time, and --budget is a hard stop, compiled on the GPU
+  python3 -m pytest -m gpu tests/gpu/test_timeouts_gpu.py -v -rs -p no:cacheprovider 2>&1 \
+    | tee "$out/timeouts-tests.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+  # an autotuned matmul from a cold Triton cache with a 2 s timeout: every compile counts
+  # against nothing, so no case may be a hang; then the wall clock of a 40 s budget
+  start=$(date +%s)
+  TRITON_CACHE_DIR=$(mktemp -d) python3 -m fuzzkern run fuzzkern.targets.builtin:matmul_autotuned \
+    --modes interpret,compiled --timeout 2 --budget 40s --seed 0 --no-db --no-corpus -j 1 \
+    --report "$out/timeouts.json" 2>&1 | tee "$out/timeouts.log"
+  code=${PIPESTATUS[0]}
+  wall=$(( $(date +%s) - start ))
+  python3 - "$out/timeouts.json" "$code" "$wall" <<'PY' 2>&1 | tee -a "$out/timeouts.log"
+import json, sys
+r = json.load(open(sys.argv[1])); (t,) = r["targets"]
+print("exit", sys.argv[2], "wall", sys.argv[3], "s; elapsed", r["elapsed_seconds"], "s; cases",
+      t["cases"], "failures", t["failures"], "compiles", t["compiles"], "compile_seconds",
+      t["compile_seconds"], "slow_cases", t["slow_cases"], "stopped", r["stopped_at_budget"])
+assert "hang" not in t["failures"], t["failures"]
+assert t["compiles"] > 0 and t["compile_seconds"] > 0
+assert r["elapsed_seconds"] < 40 + 5, r["elapsed_seconds"]
+PY
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == scaling ]]; then
