@@ -36,11 +36,33 @@ def _distance(got: list[torch.Tensor], want: list[torch.Tensor]) -> int:
     return max((ulp_distance(g, w) for g, w in zip(got, want, strict=True)), default=0)
 
 
+def _refuses(case: Any, device: str, words: str) -> str:
+    """"ok" when the case raises an error with ``words`` (the compiler's refusal) on
+    ``device`` (cpu: in fuzzkern's interpreter mode)."""
+    try:
+        if device == "cpu":
+            with interpreter_mode():
+                case.run("cpu")
+        else:
+            case.run(device)
+    except Exception as e:  # noqa: BLE001 - the refusal is the expected outcome
+        return "ok" if words in str(e) else f"error: {type(e).__name__}: {e}"
+    return f"differs: ran, where the compiler refuses it ({words})"
+
+
 def run(compiled: bool) -> dict[str, Any]:
     rows = []
     for case in CASES:
         row: dict[str, Any] = {"name": case.name, "construct": case.construct,
                                "allowed_ulps": case.ulps}
+        rejected = case.rejected()
+        if rejected is not None:  # the compiler refuses it: both must raise its error
+            row["rejected"] = rejected
+            row["interpreter"] = _refuses(case, "cpu", rejected)
+            if compiled:
+                row["compiled"] = _refuses(case, "cuda", rejected)
+            rows.append(row)
+            continue
         try:
             with interpreter_mode():
                 interp = case.run("cpu")
@@ -94,11 +116,15 @@ def table(gpu: dict[str, Any] | None) -> str:
         r = by_name.get(case.name)
         if r is None:
             gpu_cell = "not run yet"
+        elif r.get("compiled") == "ok" and r.get("rejected"):
+            gpu_cell = "both refuse it (compile error)"
         elif r.get("compiled") == "ok":
             gpu_cell = f"equal ({r['compiled_vs_interpreter_ulps']} ULP)"
         else:
             gpu_cell = str(r.get("compiled", "not run"))[:80]
         compared = "bitwise" if case.ulps == 0 else f"<= {case.ulps} ULP"
+        if case.rejected() is not None:
+            compared = "the compile error"
         lines.append(f"| {case.construct} | {case.upstream} | {case.issue or '-'} | "
                      f"{compared} | {gpu_cell} |")
     if gpu:
@@ -133,7 +159,22 @@ def table(gpu: dict[str, Any] | None) -> str:
         "  dtype (libdevice's fp32 functions are within 1-2 ULPs of exact).",
         "- `tl.max`/`tl.min` ignore NaN unless a row is all NaN (then NaN); `tl.argmax`/",
         "  `tl.argmin` pick the first extreme non-NaN element, and the last element of an",
-        "  all-NaN row (the compiled combine never prefers a NaN).",
+        "  all-NaN row (the compiled combine never prefers a NaN as its first operand).",
+        "- A chained comparison `a < b < c` is `(a < b) and (b < c)` where the installed",
+        "  compiler accepts it (Triton 3.9); where it refuses it (Triton 3.6), the",
+        "  interpreter raises the compiler's `UnsupportedLanguageConstruct` too.",
+        "",
+        "## Known differences that remain",
+        "",
+        "- `tl.argmax`/`tl.argmin` over a row that mixes NaN and numbers: compiled, a NaN wins",
+        "  whenever it is the second operand of a combine, so the index depends on the order",
+        "  in which the layout combines lanes (the number of warps, the elements per thread).",
+        "  The interpreter's index is one of the possible compiled ones; a kernel whose result",
+        "  depends on it is not deterministic across layouts. (The values of `tl.max`/",
+        "  `tl.min` over such rows agree.)",
+        "- Floating-point contraction: compiled code fuses `a * b + c` into one fma (one",
+        "  rounding), the interpreter rounds twice; results differ by up to 1 ULP of such an",
+        "  expression. The oracle's tolerance covers it; the self-check allows 1 ULP there.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -9,8 +9,10 @@ differential self-check that runs each construct in the interpreter and compiled
   ``logical_and`` / ``logical_or`` (short-circuiting only on compile-time constants) and
   ``not t`` to ``t.__not__()``; the interpreter runs Python's, so a 2x2 mask ``r < 1 and c < 2``
   is whichever operand Python picks. The rewriter below turns them into calls with the
-  compiler's rules. Triton 3.6 also evaluates a chained comparison ``0 <= x < n`` with
-  Python's ``and``; it becomes ``(0 <= x) and (x < n)`` with ``x`` evaluated once.
+  compiler's rules. A chained comparison ``0 <= x < n`` is ``(0 <= x) and (x < n)`` with ``x``
+  evaluated once where the compiler accepts it (Triton 3.9); where the compiler rejects it
+  (Triton 3.6: "simultaneous multiple comparison is not supported") the interpreter raises
+  the same ``UnsupportedLanguageConstruct``, instead of running what could not be compiled.
 * **Scalar arguments.** The compiler types a Python float argument ``fp32`` and an int ``i32``,
   ``i64`` or ``u64`` by its value; the interpreter keeps a float a Python float (``eps.to``
   raises; ``fp16 * 1e-14`` underflows in a weak-typed product) and types ints ``uint32`` in
@@ -30,7 +32,10 @@ differential self-check that runs each construct in the interpreter and compiled
 * **NaN in max/min/argmax/argmin.** Compiled ``tl.max`` ignores NaN (``maxnumf``) and an
   all-NaN row gives NaN; ``tl.argmax``'s combine function never prefers a NaN and so picks the
   last lane of an all-NaN row. Triton 3.9's interpreter raises on an all-NaN row
-  (``np.nanargmax``), Triton 3.6's propagates NaN (``np.max``/``np.argmax``).
+  (``np.nanargmax``), Triton 3.6's propagates NaN (``np.max``/``np.argmax``). In a row that
+  mixes NaN and numbers, the compiled index depends on the order in which the layout combines
+  lanes (a NaN wins whenever it is the second operand): not reproducible without the layout;
+  the interpreter picks the first extreme non-NaN element, one of the compiled outcomes.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import triton
 import triton.language as tl
 import triton.language.core as tl_core
 import triton.runtime.interpreter as _interp
+from triton.compiler.errors import UnsupportedLanguageConstruct
 
 __all__ = ["FidelityRewriter", "InterpreterUnsupported", "interpreter_limitation",
            "libdevice_modules", "patches"]
@@ -183,6 +189,23 @@ def _has_walrus(node: ast.AST) -> bool:
     return any(isinstance(n, ast.NamedExpr) for n in ast.walk(node))
 
 
+#: the code generator's words when it rejects ``a < b < c`` (Triton 3.6 and older)
+CHAINED_COMPARISON_MESSAGE = "simultaneous multiple comparison is not supported"
+
+
+@functools.cache
+def compiler_rejects_chained_comparisons() -> bool:
+    """Whether the installed Triton's code generator refuses a chained comparison (3.6 does,
+    3.9 compiles it as ``and``): read from its ``visit_Compare``, so a kernel the compiler would
+    not compile does not pass in the interpreter either."""
+    from triton.compiler.code_generator import CodeGenerator
+
+    try:
+        return CHAINED_COMPARISON_MESSAGE in inspect.getsource(CodeGenerator.visit_Compare)
+    except (OSError, TypeError):  # no source: assume the newer compiler
+        return False
+
+
 def _upstream_transformer() -> type:
     return type(_interp.FunctionRewriter.ast_transformer)
 
@@ -231,6 +254,13 @@ class FidelityRewriter(_interp.FunctionRewriter):  # type: ignore[misc]
     the user's module; this does not)."""
 
     ast_transformer = _Transformer()
+
+    def _transform_ast(self, src: str) -> Any:
+        if compiler_rejects_chained_comparisons():
+            for node in ast.walk(ast.parse(src)):
+                if isinstance(node, ast.Compare) and len(node.ops) > 1:
+                    raise UnsupportedLanguageConstruct(src, node, CHAINED_COMPARISON_MESSAGE)
+        return super()._transform_ast(src)
 
     def _compile_and_exec(self, transformed_ast: Any) -> Any:
         compiled_code = compile(transformed_ast, filename=self.filename, mode="exec")

@@ -20,6 +20,11 @@ import triton.language as tl
 from triton.language.extra import libdevice
 from triton.language.extra.cuda import libdevice as cuda_libdevice
 
+from fuzzkern.executors.interp_fidelity import (
+    CHAINED_COMPARISON_MESSAGE,
+    compiler_rejects_chained_comparisons,
+)
+
 
 @dataclass(frozen=True)
 class FidelityCase:
@@ -34,6 +39,9 @@ class FidelityCase:
     expected: Callable[[], list[torch.Tensor]]
     #: 0: bitwise; else the largest ULP distance allowed (float outputs)
     ulps: int = 0
+    #: the words of the compile error this Triton's compiler raises for the construct (None:
+    #: it compiles); the interpreter must then raise the same, not run it
+    rejected: Callable[[], str | None] = lambda: None
 
 
 CASES: list[FidelityCase] = []
@@ -100,10 +108,15 @@ def _chained_run(device: str) -> list[torch.Tensor]:
     return [out]
 
 
+def _chained_rejected() -> str | None:
+    return CHAINED_COMPARISON_MESSAGE if compiler_rejects_chained_comparisons() else None
+
+
 case(name="chained_comparison", construct="chained comparison `1 <= x < n` on tensors",
-     upstream="Triton 3.6: Python's `and` of the two comparisons (3.9 fixed it)", issue=None,
+     upstream="Triton 3.6: Python's `and` of the two comparisons, where its compiler rejects "
+     "the construct (3.9 compiles it as `and`)", issue=None,
      expected=lambda: [((torch.arange(8) >= 1) & (torch.arange(8) < 5)).to(torch.int32)],
-     )(_chained_run)
+     rejected=_chained_rejected)(_chained_run)
 
 
 # -- scalar arguments ---------------------------------------------------------------------------
@@ -129,9 +142,11 @@ def _float_arg_expected() -> list[torch.Tensor]:
             + torch.tensor(1e-6, dtype=torch.float32)]
 
 
+# compiled, `x * scale + eps` contracts into one fma (one rounding where the interpreter and
+# torch round twice): 1 ULP apart is the compiled semantics, not a gap
 case(name="float_argument", construct="Python float kernel argument (`eps.to(...)`, products)",
      upstream="a weak Python float: `eps.to` raises, products round differently",
-     issue="triton#5965 (related)", expected=_float_arg_expected)(_float_arg_run)
+     issue="triton#5965 (related)", expected=_float_arg_expected, ulps=1)(_float_arg_run)
 
 
 @triton.jit
@@ -258,31 +273,42 @@ def _nan_reduce(x_ptr, imax_ptr, imin_ptr, vmax_ptr, vmin_ptr):
 
 
 _NAN = float("nan")
-_ROWS = [[_NAN, _NAN, _NAN, _NAN], [1.0, 5.0, -2.0, 0.5], [_NAN, 2.0, 7.0, _NAN],
-         [3.0, _NAN, 3.0, -1.0]]
+# an all-NaN row and rows without NaN: argmax/argmin and max/min are the same in any lane order
+_ROWS = [[_NAN, _NAN, _NAN, _NAN], [1.0, 5.0, -2.0, 0.5], [4.0, -3.0, 4.0, 0.0],
+         [3.0, 0.5, 3.0, -1.0]]
+# rows mixing NaN and numbers: max/min ignore the NaN in any order; argmax/argmin do not (the
+# compiled index depends on the layout's combine order: a NaN wins as the second operand)
+_MIXED = [[_NAN, 2.0, 7.0, _NAN], [3.0, _NAN, 3.0, -1.0], [_NAN, -5.0, _NAN, 1.0],
+          [0.0, 0.0, _NAN, 0.0]]
 
 
 def _nan_reduce_run(device: str) -> list[torch.Tensor]:
-    x = torch.tensor(_ROWS, device=device)
-    imax = torch.full((4,), -7, dtype=torch.int32, device=device)
-    imin = torch.full((4,), -7, dtype=torch.int32, device=device)
-    vmax = torch.empty(4, device=device)
-    vmin = torch.empty(4, device=device)
-    _nan_reduce[(1,)](x, imax, imin, vmax, vmin)
-    return [imax, imin, vmax, vmin]
+    outs = []
+    for rows in (_ROWS, _MIXED):
+        x = torch.tensor(rows, device=device)
+        imax = torch.full((4,), -7, dtype=torch.int32, device=device)
+        imin = torch.full((4,), -7, dtype=torch.int32, device=device)
+        vmax = torch.empty(4, device=device)
+        vmin = torch.empty(4, device=device)
+        _nan_reduce[(1,)](x, imax, imin, vmax, vmin)
+        outs += [imax, imin, vmax, vmin] if rows is _ROWS else [vmax, vmin]
+    return outs
 
 
 def _nan_reduce_expected() -> list[torch.Tensor]:
-    # compiled: max/min ignore NaN (maxnumf); a NaN never wins a combine, so an all-NaN row
-    # ends on its last element
-    return [torch.tensor([3, 1, 2, 0], dtype=torch.int32),
+    # compiled: max/min ignore NaN (maxnumf); a NaN never wins a combine as the first operand,
+    # so an all-NaN row ends on its last element; ties go to the first index
+    return [torch.tensor([3, 1, 0, 0], dtype=torch.int32),
             torch.tensor([3, 2, 1, 3], dtype=torch.int32),
-            torch.tensor([_NAN, 5.0, 7.0, 3.0]), torch.tensor([_NAN, -2.0, 2.0, -1.0])]
+            torch.tensor([_NAN, 5.0, 4.0, 3.0]), torch.tensor([_NAN, -2.0, -3.0, -1.0]),
+            torch.tensor([7.0, 3.0, 1.0, 0.0]), torch.tensor([2.0, -1.0, -5.0, 0.0])]
 
 
 case(name="nan_reductions", construct="`tl.argmax`/`argmin`/`max`/`min` over rows with NaN "
      "(all-NaN and mixed)",
-     upstream="Triton 3.9: `np.nanargmax` raises on an all-NaN row; 3.6: NaN propagates",
+     upstream="Triton 3.9: `np.nanargmax` raises on an all-NaN row; 3.6: NaN propagates "
+     "(the index over a row mixing NaN and numbers depends on the compiled layout: values "
+     "only)",
      issue=None, expected=_nan_reduce_expected)(_nan_reduce_run)
 
 

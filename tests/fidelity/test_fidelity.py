@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton
 
 from fuzzkern.executors.interpreter import interpreter_mode
 from tests.fidelity.corpus import CASES, ulp_distance
@@ -14,6 +15,12 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_interpreter_gives_the_compiled_result(case):
+    rejected = case.rejected()
+    if rejected is not None:  # this Triton's compiler refuses it: so does the interpreter
+        with interpreter_mode() as session, pytest.raises(Exception, match=rejected):
+            case.run("cpu")
+        assert session.leaked == ()
+        return
     with interpreter_mode() as session:
         got = case.run("cpu")
     assert session.leaked == ()
@@ -37,6 +44,25 @@ def test_the_gaps_are_real_without_the_adapter():
     t = torch.tensor([-100, 3, 5, -100], dtype=torch.int32)
     fn.run(out, t, grid=(1,), warmup=False)
     assert not torch.equal(out, corpus._bool_ops_expected()[0])
+
+
+def test_a_chained_comparison_runs_as_and_or_is_refused_as_compiled():
+    """Where the installed compiler refuses ``1 <= x < n`` the interpreter raises its error
+    (Triton 3.6); where it compiles it, the interpreter gives ``(1 <= x) & (x < n)`` (3.9)."""
+    from triton.compiler.errors import UnsupportedLanguageConstruct
+
+    from fuzzkern.executors.interp_fidelity import compiler_rejects_chained_comparisons
+    from tests.fidelity import corpus
+
+    want_refused = triton.__version__.startswith("3.6")
+    assert compiler_rejects_chained_comparisons() is want_refused
+    with interpreter_mode():
+        if want_refused:
+            with pytest.raises(UnsupportedLanguageConstruct, match="multiple comparison"):
+                corpus._chained_run("cpu")
+        else:
+            (out,) = corpus._chained_run("cpu")
+            assert out.tolist() == [0, 1, 1, 1, 1, 0, 0, 0]
 
 
 def test_ulp_distance():

@@ -16,6 +16,13 @@ pytestmark = [pytest.mark.gpu,
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_compiled_matches_the_interpreter(case):
+    rejected = case.rejected()
+    if rejected is not None:  # the compiler refuses it, and so does the interpreter
+        with pytest.raises(Exception, match=rejected):
+            case.run("cuda")
+        with interpreter_mode(), pytest.raises(Exception, match=rejected):
+            case.run("cpu")
+        return
     with interpreter_mode():
         interp = case.run("cpu")
     compiled = [t.cpu() for t in case.run("cuda")]

@@ -39,13 +39,20 @@ def test_each_config_compiling_past_a_short_timeout_is_not_a_hang(pool):
     # the first case starts CUDA in the worker (counted as the case's work): a long timeout
     warm = pool.run(lt.ref, cases[0].to_json(), OPTIONS, 120.0)
     assert warm.verdict == "pass", warm.message
-    timeout = 0.3
+    # a warm case's own work (launch, reference, checks) takes milliseconds; one compilation
+    # of a matmul config takes 0.15-0.5 s on an H200 (0.17 s seen on 2026-12-01)
+    timeout = 0.1
+    compile_seconds = []
     for case in cases[1:]:  # each forces another config: a real compilation
         outcome = pool.run(lt.ref, case.to_json(), OPTIONS, timeout)
         assert outcome.verdict == "pass", outcome.message
         detail = outcome.modes["compiled"].detail
         assert detail["compiles"] >= 1
-        assert detail["compile_seconds"] > timeout  # compiled longer than the timeout
+        compile_seconds.append(detail["compile_seconds"])
+    # the point is made by every config that compiled for longer than the timeout: at least
+    # most of them (a fast machine may compile one under it)
+    assert sum(s > timeout for s in compile_seconds) >= len(compile_seconds) // 2 + 1, \
+        compile_seconds
 
 
 def test_compiling_past_the_compile_limit_is_slow(pool):
