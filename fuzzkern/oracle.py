@@ -47,8 +47,9 @@
    lambda*sqrt(R)*u_acc*mag``. ``S`` is the reference's sensitivity: how far it moves when each
    floating-point input (Python float arguments included, as float32) moves by about one
    float32 rounding; ``N`` is how far the reference on the inputs' own dtypes is off (at least
-   that output's 90th percentile in ulps); the last term is the probabilistic bound on the sums
-   behind the element, with ``R`` declared or inferred
+   that output's 90th percentile in ulps, and at least the 90th percentile, over elements whose
+   terms cancel, in ulps of the terms' magnitude where it is known); the last term is the
+   probabilistic bound on the sums behind the element, with ``R`` declared or inferred
    (:class:`~fuzzkern.conditioning.Evidence`, :func:`accumulation_band`).
 9. **Two kinds of finding.** What still fails but lies within :data:`ACCURACY_FACTOR` times its
    band everywhere, with no NaN/inf disagreement, is an *accuracy* finding
@@ -568,6 +569,11 @@ NATIVE_FACTOR = 2.0
 ACCURACY_FACTOR = 8.0
 #: the share of elements whose native error sets the output-wide native level (rule 8)
 NATIVE_QUANTILE = 0.9
+#: rule 8: an element whose terms' magnitude is this many times its value or more cancels;
+#: torch's error there, in ulps of the magnitude, is its level of intermediate rounding
+CANCELLING = 8.0
+#: ... measured only from at least this many cancelling elements
+CANCELLING_MIN = 8
 
 
 def _rounding_extras(outputs: tuple[Any, ...], expected: tuple[Any, ...],
@@ -610,6 +616,22 @@ def _rounding_extras(outputs: tuple[Any, ...], expected: tuple[Any, ...],
             in_ulps = (err / u)[fin]
             level = float(torch.quantile(in_ulps, NATIVE_QUANTILE)) if in_ulps.numel() else 0.0
             nat_err = torch.maximum(err, level * u)
+            m = mag[0][i] if mag is not None and i < len(mag[0]) else None
+            if m is not None and m.shape == o.shape:
+                # the level in ulps of the terms' magnitude, where the terms cancel: a
+                # computation that rounds its terms (p in attention, x*rstd in a norm) is off
+                # in proportion to them, not to the result they cancel down to. Measured only
+                # on elements at most 1/8 of their terms (CANCELLING), where rounding the
+                # output itself is negligible at that scale: what is left is torch's rounding
+                # of intermediates, which fp32 accumulation does not have (an fp16 accumulator
+                # stays a bug)
+                ma = torch.nan_to_num(m.abs(), nan=0.0, posinf=0.0)
+                um = ulp(ma, o.dtype)
+                keep = fin & (ma > 0) & (x.abs() * CANCELLING <= ma)
+                in_mag = (err / um)[keep]
+                if in_mag.numel() >= CANCELLING_MIN:
+                    level_m = float(torch.quantile(in_mag, NATIVE_QUANTILE))
+                    nat_err = torch.maximum(nat_err, torch.where(ma > 0, level_m * um, 0.0))
             total = total + NATIVE_FACTOR * nat_err
         parts["native"].append(nat_err)
         acc = None
@@ -695,7 +717,7 @@ def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str,
     if nat is not None:
         ne = float(nat[idx])
         fig["native_error"] = ne
-        text += f"; torch at the inputs' precision is off by {ne:.3g} here"
+        text += f"; torch at the inputs' precision is off by {ne:.3g} at this element's scale"
     acc = parts["acc"][i]
     if acc is not None:
         fig["accumulation_bound"] = float(acc[idx])

@@ -45,7 +45,7 @@ def test_a_module_target_in_the_current_folder_is_found(tmp_path):
                               BLOCK=fks.sizes(min_value=64, max_value=64)),
             dims={"N": fks.sizes(max_value=100)})
     '''))
-    res = _fuzzkern(tmp_path, ["run", "mypkg.ops:add", "--budget", "4s", "--no-db",
+    res = _fuzzkern(tmp_path, ["run", "mypkg.ops:add", "--budget", "30s", "--no-db",
                                "--max-examples", "5"])
     assert res.returncode == 0, res.stdout + res.stderr
     assert re.search(r"ok\s+mypkg\.ops::add: \d+ cases", res.stdout), res.stdout

@@ -321,3 +321,66 @@ def test_fp16_sum_overflowing_its_own_dtype_is_an_accuracy_finding_not_a_bug():
     small = torch.tensor([[100.0, 2.0]], dtype=torch.float16)
     _, c = judge(out, ref, {"x": x, "residual": small})
     assert not c.ok and not c.accuracy
+
+
+# -- attention: probabilities rounded to bf16 before the second dot (FlashAttention's design) --
+
+
+def _attention_ref(q, k, v):
+    return torch.softmax((q @ k.T) * (1.0 / q.shape[1] ** 0.5), dim=-1) @ v
+
+
+def _attention_kernel(q, k, v, block=16, rescale=True):
+    """The fused-attention recurrence in float32 (running max, running sum), with the
+    unnormalized probabilities rounded to v's dtype before the second dot; ``rescale=False``
+    forgets to rescale the accumulator when the running max grows (a logic bug)."""
+    s = (q.float() @ k.float().T) * (1.0 / q.shape[1] ** 0.5)
+    m = torch.full((q.shape[0],), -torch.inf)
+    den = torch.zeros(q.shape[0])
+    acc = torch.zeros(q.shape[0], v.shape[1])
+    for j in range(0, k.shape[0], block):
+        sj = s[:, j:j + block]
+        mj = torch.maximum(m, sj.max(1).values)
+        p = torch.exp(sj - mj[:, None])
+        alpha = torch.exp(m - mj)
+        den = den * alpha + p.sum(1)
+        if rescale:
+            acc = acc * alpha[:, None]
+        acc = acc + p.to(v.dtype).float() @ v[j:j + block].float()
+        m = mj
+    return (acc / den[:, None]).to(q.dtype)
+
+
+def _attention_inputs(seed):
+    g = gen(seed)
+    q = (torch.randn(4, 46, generator=g) * 3).to(torch.bfloat16)
+    k = torch.rand(46, 46, generator=g).to(torch.bfloat16)
+    v = torch.randint(-4, 5, (46, 46), generator=g).to(torch.bfloat16)  # outputs cancel
+    return {"q": q, "k": k, "v": v}
+
+
+def test_attention_rounding_probabilities_to_bf16_passes_where_outputs_cancel():
+    """Torch rounds the normalized softmax to bf16, the kernel the unnormalized exp: each is
+    off by a fraction of an ulp of the terms, and where small-integer values cancel to near 0
+    torch can be right by luck at an element where the kernel is 50+ result ulps off (an H200
+    false alarm, 2026-12-01). Judged in ulps of the terms' magnitude, every seed passes (with
+    the per-element level alone, 27 of these 40 failed)."""
+    dims = {"M": 4, "N": 46, "D": 46}
+    plain_failures = 0
+    for seed in range(40):
+        ins = _attention_inputs(seed)
+        plain, c = judge(_attention_kernel(**ins), _attention_ref, ins, dims=dims)
+        plain_failures += not plain.ok
+        assert c.ok, (seed, c.summary(), c.explanation)
+    assert plain_failures == 40  # the plain tolerance alone calls every one a bug
+
+
+def test_attention_without_the_accumulator_rescale_is_a_kernel_bug():
+    dims = {"M": 4, "N": 46, "D": 46}
+    bugs = 0
+    for seed in range(20):
+        ins = _attention_inputs(seed)
+        _, c = judge(_attention_kernel(**ins, rescale=False), _attention_ref, ins, dims=dims)
+        assert not c.ok
+        bugs += not c.accuracy
+    assert bugs >= 18

@@ -66,7 +66,7 @@ def _sleep_then_wrong(x):
 
 
 #: seconds each case of long_and_wrong sleeps before its launch
-SLEEP = 1.5
+SLEEP = 2.5
 
 #: every case takes SLEEP seconds (well within its timeout) and is wrong: for the budget's
 #: hard stop; 64+ elements leave the shrink many steps, more than fit in the budget's rest
