@@ -336,11 +336,19 @@ def _libdevice_fn(name: str) -> Callable[..., Any]:
     typing and result dtype as compiled) run with the interpreter's semantic."""
     target = getattr(_CUDA, name, None) if _CUDA is not None else None
 
-    def fn(*args: Any, **kwargs: Any) -> Any:
+    # ``_semantic`` by name: the code generator passes its semantic only to a builtin whose
+    # signature names it
+    def fn(*args: Any, _semantic: Any = None, **kwargs: Any) -> Any:
+        semantic = _semantic
         if target is None:
             raise InterpreterUnsupported(
                 f"libdevice.{name} has no CUDA implementation in this Triton to interpret")
-        kwargs.pop("_semantic", None)
+        if semantic is not None and semantic is not _interp.interpreter_semantic:
+            # the compiler's semantic: this function outlived interpreter mode in a module
+            # imported while it was active (``from ...libdevice import rsqrt`` inside a
+            # launcher binds the patched name for good). Compiled, the stub resolves to the
+            # CUDA function through the backend's module map: so does this
+            return target(*args, _semantic=semantic, **kwargs)
         return target(*args, _semantic=_interp.interpreter_semantic, **kwargs)
 
     fn.__name__ = fn.__qualname__ = name

@@ -613,3 +613,37 @@ def test_interpreter_limitations_are_told_from_kernel_errors():
     except ValueError as e:
         assert not interpreter_limitation(e)
     assert not interpreter_limitation(AttributeError("'Tensor' object has no attribute 'x'"))
+
+
+def test_a_libdevice_name_imported_in_interpreter_mode_still_compiles(tmp_path, monkeypatch):
+    """A module imported while interpreter mode is active (a launcher that imports its kernels
+    lazily, as Liger-Kernel's ops do) binds ``from ...libdevice import rsqrt`` to the patched
+    function for good; compiled afterwards in the same worker, the front end gets the CUDA
+    extern call, not the interpreter's builder ("extern_elementwise not supported in
+    interpreter mode", every Liger norm on an H200 on 2026-12-01)."""
+    import importlib
+    import sys
+
+    (tmp_path / "lazy_rsqrt_kernels.py").write_text(
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from triton.language.extra.libdevice import rsqrt\n\n\n"
+        "@triton.jit\n"
+        "def rsqrt_kernel(x_ptr, out_ptr, eps, BLOCK: tl.constexpr):\n"
+        "    offs = tl.arange(0, BLOCK)\n"
+        "    x = tl.load(x_ptr + offs)\n"
+        "    tl.store(out_ptr + offs, rsqrt(x + eps.to(tl.float32)))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("lazy_rsqrt_kernels", None)
+    x = torch.rand(16) + 0.5
+    out = torch.empty(16)
+    with interpreter_mode():
+        mod = importlib.import_module("lazy_rsqrt_kernels")
+        mod.rsqrt_kernel[(1,)](x, out, 1e-6, BLOCK=16)
+    torch.testing.assert_close(out, torch.rsqrt(x + 1e-6))
+    assert mod.rsqrt is not importlib.import_module("triton.language.extra.libdevice").rsqrt
+    ttir = _front_end(mod.rsqrt_kernel,
+                      {"x_ptr": "*fp32", "out_ptr": "*fp32", "eps": "fp32", "BLOCK": "constexpr"},
+                      {"BLOCK": 16})
+    assert "__nv_rsqrtf" in ttir
+    sys.modules.pop("lazy_rsqrt_kernels", None)
