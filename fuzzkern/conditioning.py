@@ -90,6 +90,10 @@ def _f64(v: Any) -> torch.Tensor | None:
     return None
 
 
+def _finite_abs(t: torch.Tensor) -> torch.Tensor:
+    return torch.nan_to_num(t.abs(), nan=0.0, posinf=0.0)
+
+
 def _sizes_left(dims: Mapping[str, int], shapes: list[tuple[int, ...]]) -> int:
     """The product of the case's dims that no output shape has (matched by size, as a
     multiset): the length of the reductions behind each output element."""
@@ -237,7 +241,9 @@ class Evidence:
     def magnitude(self) -> tuple[tuple[torch.Tensor | None, ...], tuple[Any, ...]] | None:
         """``(mag, R)``: the reference on ``|inputs|`` and, per output, the sum length (an int
         or a float64 tensor of per-element lengths); None when the reference is not sum-like
-        and no reduction was declared or inferred."""
+        and no reduction was declared or inferred. Non-finite input values count as 0: the
+        magnitude of the finite terms (one inf in attention's ``k`` would make every row's
+        ``softmax(|q||k|)`` NaN, where the element itself is finite: its key weighs 0)."""
         return self._once("magnitude", self._magnitude)
 
     def _scaled(self, how: Callable[[torch.Tensor], torch.Tensor]) -> dict[str, Any]:
@@ -256,7 +262,7 @@ class Evidence:
             return None
         shapes = [tuple(b.shape) for b in base if isinstance(b, torch.Tensor)]
         r_dims = self.reduction if self.reduction is not None else _sizes_left(self.dims, shapes)
-        mag_out = self._call(self._scaled(torch.abs))
+        mag_out = self._call(self._scaled(_finite_abs))
         if mag_out is None or len(mag_out) != len(base):
             return None
         mag = tuple(_f64(m) for m in mag_out)
@@ -279,7 +285,7 @@ class Evidence:
     def _homogeneity(self, mag: tuple[torch.Tensor | None, ...]) -> int | None:
         """The degree d >= 1 with ``ref(2|x|) == 2**d * ref(|x|)`` (to 1e-9) for every finite
         nonzero element of every output, or None."""
-        doubled = self._call(self._scaled(lambda t: 2 * t.abs()))
+        doubled = self._call(self._scaled(lambda t: 2 * _finite_abs(t)))
         if doubled is None or len(doubled) != len(mag):
             return None
         degree: int | None = None

@@ -384,3 +384,27 @@ def test_attention_without_the_accumulator_rescale_is_a_kernel_bug():
         assert not c.ok
         bugs += not c.accuracy
     assert bugs >= 18
+
+
+def test_an_infinite_input_leaves_the_magnitude_of_finite_elements_finite():
+    """One +inf in attention's k: every row of ``softmax(|q||k|^T)`` would be NaN, but a row
+    whose score for that key is -inf weighs it 0 and is finite; its terms' magnitude counts
+    the finite terms (an H200 false alarm of 2026-12-01 had no magnitude, so no level)."""
+    g = gen(5)
+    q = torch.randn(17, 8, generator=g).double()
+    k = torch.randint(-4, 5, (33, 8), generator=g).double()
+    v = torch.randint(-4, 5, (33, 8), generator=g).double()
+    k[0, 0] = torch.inf
+
+    def call(values):
+        return (_attention_ref(**values),)
+
+    ins = {"q": q, "k": k, "v": v}
+    ev = Evidence(call, ins, {n: torch.bfloat16 for n in ins}, dims={"M": 17, "N": 33, "D": 8})
+    (expected,) = call(ins)
+    mag = ev.magnitude()
+    assert mag is not None
+    (m,) = mag[0]
+    finite = torch.isfinite(expected)
+    assert 0 < int(finite.sum()) < expected.numel()  # some rows see the inf, some weigh it 0
+    assert bool(torch.isfinite(m[finite]).all()) and bool((m[finite] > 0).any())
