@@ -82,7 +82,8 @@ def test_markup_in_names_and_messages(tmp_path):
                             inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
                             dims={"N": fks.sizes(max_value=8)}, name="evil[/x]")
     """))
-    res = run(["run", "m.py", "--budget", "30s", "--seed", "1", "--no-db", "-j", "1"], tmp_path)
+    res = run(["run", "m.py", "--budget", "30s", "--seed", "1", "--no-db", "-j", "1",
+               "--max-examples", "20"], tmp_path)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "evil[/x]" in res.stdout and "fuzzkern summary" in res.stdout
     assert "[/dev/shm/x]" in res.stdout and "Traceback" not in res.stderr
@@ -95,8 +96,9 @@ def test_markup_in_names_and_messages(tmp_path):
 def test_corpus_growth(project):
     """Item 8: a replayed entry found again is listed once; stale .tmp files of dead writers
     are swept when the corpus is opened; kernel output is captured, capped, reported."""
+    # every case fails: 20 of them, not the whole budget
     args = ["run", "kernels.py::wrong", "--budget", "30s", "--seed", "1", "--no-db", "-j", "1",
-            "-q", "--report", "r.json"]
+            "-q", "--report", "r.json", "--max-examples", "20"]
     assert run(args, project).returncode == 1
     res = run(args, project)
     assert res.returncode == 1
@@ -109,7 +111,7 @@ def test_corpus_growth(project):
     assert run(["replay"], project).returncode == 1
     assert not stale.exists()
     res = run(["run", "kernels.py::chatty", "--budget", "30s", "--seed", "1", "--no-db", "-j",
-               "1", "-q"], project)
+               "1", "-q", "--max-examples", "20"], project)
     assert res.returncode == 1
     assert "output of the case (" in res.stdout and "KERNEL-STDOUT" in res.stdout
     assert len(res.stdout) + len(res.stderr) < 50_000

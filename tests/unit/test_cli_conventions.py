@@ -54,8 +54,10 @@ def test_a_module_target_in_the_current_folder_is_found(tmp_path):
 def test_every_run_prints_its_seed_and_failures_a_relative_repeat_command(tmp_path):
     (tmp_path / "work").mkdir()
     shutil.copy(MISBEHAVING, tmp_path / "work" / "misbehaving.py")
+    # every case fails the same way: the run would go on for its whole budget; 20 cases do
     res = _fuzzkern(tmp_path, ["run", "misbehaving.py::raises", "--budget", "60s", "--no-db",
-                               "--no-corpus", "-j", "1"], env={"COLUMNS": "70"})
+                               "--no-corpus", "-j", "1", "--max-examples", "20"],
+                    env={"COLUMNS": "70"})
     assert res.returncode == 1, res.stdout + res.stderr
     seed = re.search(r"seed (\d+) \(--seed \1 repeats the draws\)", res.stdout)
     assert seed, res.stdout
@@ -63,7 +65,8 @@ def test_every_run_prints_its_seed_and_failures_a_relative_repeat_command(tmp_pa
             in res.stdout.splitlines())
     assert "fuzzkern summary (" in res.stdout and f"seed {seed.group(1)})" in res.stdout
     seeded = _fuzzkern(tmp_path, ["run", "misbehaving.py::raises", "--budget", "60s", "--no-db",
-                                  "--no-corpus", "-j", "1", "--seed", "3", "--report", "r.json"])
+                                  "--no-corpus", "-j", "1", "--seed", "3", "--report", "r.json",
+                                  "--max-examples", "20"])
     report = json.loads((tmp_path / "work" / "r.json").read_text())
     assert (report["seed"], report["seeded"]) == (3, True)
     assert "seed 3 (" not in seeded.stdout and ", seed 3\n" in seeded.stdout
