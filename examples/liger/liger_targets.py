@@ -77,7 +77,9 @@ ROWS = {"N": fks.sizes(max_value=8), "V": fks.sizes(max_value=64)}
 def _ce_reference(logits, target):
     valid = target != IGNORE
     if not bool(valid.any()):
-        return logits.sum() * 0  # Liger's convention: 0 when every label is ignored
+        # Liger's convention: 0 when every label is ignored, also where logits hold NaN or inf
+        # (``logits.sum() * 0`` would be NaN there); the gradient is 0 everywhere
+        return (torch.where(torch.isfinite(logits), logits, 0.0) * 0).sum()
     lse = torch.logsumexp(logits[valid], -1)
     picked = logits[valid].gather(-1, target[valid][:, None])[:, 0]
     return (lse - picked).mean()
