@@ -17,7 +17,7 @@ bounds checker, oracle), with the machinery of ``bench/run.py``:
   failure (or first accuracy finding), shrunk dims.
 
 Per-case outcomes come from the engine's ``on_event("case", result, outcome)`` callback (the
-outcome carries each mode's :class:`~fuzzkern.outcome.Comparison`, with ``bound_ratio``,
+outcome carries each mode's :class:`~fuzzkern.judge.outcome.Comparison`, with ``bound_ratio``,
 ``accuracy``, ``explanation`` and ``condition``); the case's dtype/layout/size class from the
 result's latest record. Nothing in fuzzkern had to change for it.
 
@@ -152,7 +152,7 @@ def _record(record: Any) -> str:
 
 def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) -> dict[str, Any]:
     """One campaign on one kernel through the real engine; never raises."""
-    from fuzzkern import engine
+    from fuzzkern.search import engine
 
     name = run.short_name(path)
     try:

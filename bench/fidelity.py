@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-from fuzzkern.executors.interpreter import interpreter_mode  # noqa: E402
+from fuzzkern.execution.interpreter import interpreter_mode  # noqa: E402
 from tests.fidelity.corpus import CASES, ulp_distance  # noqa: E402
 
 
@@ -102,7 +102,7 @@ def table(gpu: dict[str, Any] | None) -> str:
         "tests/fidelity/corpus.py; do not edit by hand.",
         "",
         "fuzzkern runs kernels in Triton's interpreter with the compiled semantics for the",
-        "constructs below (fuzzkern/executors/interp_fidelity.py), on Triton 3.6 and 3.9. Each",
+        "constructs below (fuzzkern/execution/fidelity.py), on Triton 3.6 and 3.9. Each",
         "row is a kernel of the self-check: CI runs it in the interpreter and checks the",
         "compiled result computed in torch (tests/fidelity/test_fidelity.py); on a GPU,",
         "`bash bench/gpu_suite.sh fidelity` runs it compiled and compares with the",
@@ -140,7 +140,7 @@ def table(gpu: dict[str, Any] | None) -> str:
         "interpreter raises `NotImplementedError` for, an op its builder does not implement",
         "(`'InterpreterBuilder' object has no attribute ...`), and the ValueError/TypeError its",
         "own module raises for an atomic semantic, atomic op, padding or type it does not",
-        "support (`fuzzkern.executors.interp_fidelity.interpreter_limitation`). The same words",
+        "support (`fuzzkern.execution.fidelity.interpreter_limitation`). The same words",
         "raised by the kernel's or launcher's own code stay an `error`. A run or pytest item",
         "in which every case was `unsupported`, `slow` or `precondition` fails (exit 2): it",
         "tested nothing.",

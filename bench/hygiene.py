@@ -2,7 +2,7 @@
 
 For each built-in target, one fixed set of cases (drawn by Hypothesis with a fixed seed) runs
 in a warm worker under several check settings (``options["checks"]``, see
-fuzzkern.executors.run.DEFAULT_CHECKS). Interpreter mode (``--mode interpret``, the default):
+fuzzkern.target.declare.DEFAULT_CHECKS). Interpreter mode (``--mode interpret``, the default):
 
 - ``all on``: the default (bounds, view, poison, mutation; redzone is compiled-only);
 - ``-bounds``: no interpreter bounds checker (and so no view checker either);
@@ -37,9 +37,9 @@ from collections import Counter
 
 from throughput import draw_cases  # bench/ is sys.path[0] when run as a script
 
-from fuzzkern import loader
-from fuzzkern.executors.run import DEFAULT_CHECKS
-from fuzzkern.worker import WorkerPool
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.target import loader
+from fuzzkern.target.declare import DEFAULT_CHECKS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

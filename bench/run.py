@@ -113,7 +113,7 @@ def short_name(path: str) -> str:
 
 def load_kernel(path: str) -> tuple[Any, dict[str, Any]]:
     """The planted module's target (as a LoadedTarget) and its SPEC."""
-    from fuzzkern import loader
+    from fuzzkern.target import loader
 
     found = [lt for lt in loader.load(path) if lt.ref.endswith("::target")]
     if len(found) != 1:
@@ -126,7 +126,7 @@ def load_kernel(path: str) -> tuple[Any, dict[str, Any]]:
 
 
 def expected_families(spec: dict[str, Any]) -> set[str]:
-    from fuzzkern.engine import verdict_family
+    from fuzzkern.judge.verdict import verdict_family
 
     return {verdict_family(v) for v in spec.get("expected_verdicts", [])}
 
@@ -142,7 +142,7 @@ def _pool() -> Any:
     """One warm worker pool per process: started (torch imported, forked) before any timing."""
     global _POOL
     if _POOL is None:
-        from fuzzkern.worker import WorkerPool
+        from fuzzkern.execution.pool import WorkerPool
 
         _POOL = WorkerPool()
         _POOL.run("warm-up", {}, {}, 120)  # starts the forkserver and a worker; result unused
@@ -157,7 +157,7 @@ MODE_SETS = {"interpret": ("interpret",), "compiled": ("compiled",),
 
 def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) -> dict[str, Any]:
     """One fuzzkern campaign on one planted kernel; never raises."""
-    from fuzzkern import engine
+    from fuzzkern.search import engine
 
     name = short_name(path)
     try:
@@ -186,7 +186,7 @@ def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) ->
 
 def summarize_fuzz(name: str, mode: str, spec: dict[str, Any], r: Any, first: dict[str, Any],
                    budget: float) -> dict[str, Any]:
-    from fuzzkern.engine import verdict_family
+    from fuzzkern.judge.verdict import verdict_family
 
     families = expected_families(spec)
     failures = []
@@ -286,8 +286,8 @@ def _progress(row: dict[str, Any]) -> str:
 
 def _baseline_context() -> Any:
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "triton", "fuzzkern.executors.interpreter",
-                                "fuzzkern.loader", "hypothesis"])
+    ctx.set_forkserver_preload(["torch", "triton", "fuzzkern.execution.interpreter",
+                                "fuzzkern.target.loader", "hypothesis"])
     return ctx
 
 
@@ -337,9 +337,9 @@ def _baseline_child(conn: Any, path: str, kind: str) -> None:
     import torch
 
     torch.set_num_threads(1)
-    from fuzzkern.case import torch_dtype
-    from fuzzkern.executors.interpreter import interpreter_mode
-    from fuzzkern.target import call_with
+    from fuzzkern.calls import call_with
+    from fuzzkern.case.model import torch_dtype
+    from fuzzkern.execution.interpreter import interpreter_mode
 
     lt, spec = load_kernel(path)
     target = lt.target

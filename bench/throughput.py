@@ -34,8 +34,9 @@ import time
 
 from hypothesis import HealthCheck, given, settings
 
-from fuzzkern import engine, loader
-from fuzzkern.worker import WorkerPool
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
+from fuzzkern.target import loader
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -57,13 +58,13 @@ _BARE = r"""
 import json, sys, time
 import numpy as np, torch
 torch.set_num_threads(1)
-from fuzzkern import loader
-from fuzzkern.case import Case, materialize
-from fuzzkern.executors.run import INTERPRETER_SUBSTITUTES, _convert_keep_layout
-from fuzzkern.executors.interpreter import interpreter_mode
-from fuzzkern.target import call_with
-from fuzzkern.executors.kernels import forced_configs
-from fuzzkern.case import rebuild_like
+from fuzzkern.target import loader
+from fuzzkern.case.model import Case, materialize
+from fuzzkern.execution.interpret import INTERPRETER_SUBSTITUTES, _convert_keep_layout
+from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.calls import call_with
+from fuzzkern.introspect import forced_configs
+from fuzzkern.case.model import rebuild_like
 ref, cases, mode = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
 target = loader.load_ref(ref)
 times = []
@@ -99,7 +100,7 @@ print(json.dumps(times))
 
 _FRESH = r"""
 import json, sys
-from fuzzkern.executors.run import run_case_json
+from fuzzkern.execution.runner import run_case_json
 case = json.load(open(sys.argv[2]))
 print(json.dumps(run_case_json(sys.argv[1], case, {"modes": sys.argv[3].split(",")})["verdict"]))
 """

@@ -9,11 +9,11 @@ Registered through the ``pytest11`` entry point, so installing fuzzkern is enoug
   which replays that case: still failing fails, now passing passes, and an entry that cannot
   be replayed any more *fails* with the reason — a stale regression case is surfaced, never
   silently skipped. :func:`fuzzkern.fuzz_test` gives explicit test functions the same items.
-- Options ``--fuzzkern-*`` with ini keys ``fuzzkern_*``, profiles (:mod:`fuzzkern.profiles`),
+- Options ``--fuzzkern-*`` with ini keys ``fuzzkern_*``, profiles (:mod:`fuzzkern.search.profiles`),
   the ``fuzzkern`` and ``gpu`` markers, a report header, a ``fuzzkern`` report section on each
   item, and a terminal summary of the regression cases written to the corpus.
 - Under pytest-xdist, every worker runs its own worker pool, pinned to one GPU
-  (:mod:`fuzzkern.devices`); the corpus and the example database are safe to share.
+  (:mod:`fuzzkern.execution.devices`); the corpus and the example database are safe to share.
 
 This module imports neither torch nor triton (a test checks it): they load in the worker
 processes when a fuzzkern item runs. It keeps its own imports to what ``import fuzzkern``
@@ -32,7 +32,7 @@ import pytest
 
 from fuzzkern import testing
 from fuzzkern.errors import FuzzkernError
-from fuzzkern.target import Target
+from fuzzkern.target.declare import Target
 
 #: user_properties key under which an item reports a corpus file it wrote (survives xdist)
 NEW_CORPUS_PROPERTY = "fuzzkern_new_corpus"
@@ -120,8 +120,8 @@ class _State:
 
     def pool(self) -> Any:
         if self._pool is None:
-            from fuzzkern.devices import worker_env
-            from fuzzkern.worker import WorkerPool
+            from fuzzkern.execution.devices import worker_env
+            from fuzzkern.execution.pool import WorkerPool
 
             self._pool = WorkerPool(env=worker_env())
         return self._pool
@@ -132,7 +132,7 @@ class _State:
         if self._database_error is not None:
             raise self._database_error
         if not self._database_open:
-            from fuzzkern.database import open_database
+            from fuzzkern.search.database import open_database
 
             s = self.settings
             try:
@@ -207,7 +207,7 @@ def _int(value: str) -> Any:
 
 
 def _database_spec(config: pytest.Config) -> Any:
-    from fuzzkern.database import check_spec, is_redis
+    from fuzzkern.search.database import check_spec, is_redis
 
     def parse(value: str, from_cli: bool) -> str:
         check_spec(value)
@@ -219,7 +219,7 @@ def _database_spec(config: pytest.Config) -> Any:
 
 
 def _settings(config: pytest.Config) -> _Settings:
-    from fuzzkern import profiles
+    from fuzzkern.search import profiles
 
     profile, source = profiles.select(config.getoption("fuzzkern_profile"),
                                       config.getini("fuzzkern_profile") or None)
@@ -285,7 +285,7 @@ def _profile_limits(s: _Settings) -> tuple[int | None, int | None, str]:
     ``default`` and ``ci`` (which it loads under CI) leave the fuzzkern profile in charge."""
     from hypothesis import settings
 
-    from fuzzkern import profiles
+    from fuzzkern.search import profiles
 
     name = s.hypothesis_profile or settings.get_current_profile_name()
     if name not in (None, "default", "ci"):
@@ -334,13 +334,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         except metadata.PackageNotFoundError:
             versions.append(f"{pkg} not installed")
     try:
-        from fuzzkern.devices import machine_devices
+        from fuzzkern.execution.devices import machine_devices
 
         devices = machine_devices()
         gpus = f"GPUs: {len(devices)} ({','.join(devices)})" if devices else "GPUs: none"
     except FuzzkernError as e:
         gpus = f"GPUs: ? ({e})"
-    from fuzzkern.database import describe_spec
+    from fuzzkern.search.database import describe_spec
 
     seed = s.seed if s.seed is not None else profile_seed
     seeded = seed is not None
@@ -369,13 +369,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def _version() -> str:
-    from fuzzkern import __version__
+    from fuzzkern._version import __version__
 
     return __version__
 
 
 def _shown(path: str) -> str:
-    from fuzzkern.reporting import shown_path  # imports neither torch nor triton
+    from fuzzkern.report.text import shown_path  # imports neither torch nor triton
 
     return shown_path(path)
 
@@ -449,7 +449,7 @@ class FuzzkernItem(pytest.Item):
     def _campaign_options(self, state: _State, modes: tuple[str, ...]) -> Any:
         """Command line, then the fuzz_test's own settings, then the ini file, then the
         profile (with its Hypothesis profile's max_examples and derandomize)."""
-        from fuzzkern.engine import CampaignOptions, new_draw_seed
+        from fuzzkern.search.engine import CampaignOptions, new_draw_seed
 
         s, own, p = state.settings, self.fuzz_settings, state.settings.profile
         max_examples, seed, _ = _profile_limits(s)
@@ -504,7 +504,7 @@ def _corpus_items(collector: pytest.Module, name: str, loaded: Any,
                   own: Any = None) -> list[FuzzkernItem]:
     """One item per corpus entry of the target (unreadable files included: they fail),
     named by the entry's content hash."""
-    from fuzzkern import corpus
+    from fuzzkern.corpus import store as corpus
 
     folder = collector.config.stash[_STATE].settings.corpus
     entries = corpus.scan(folder, loaded.id)

@@ -1,6 +1,7 @@
 """``fuzzkern`` command line: ``run``, ``list``, ``replay``, ``repro``.
 
-Exit codes (DESIGN contract): 0 no failure, 1 failures found, 2 usage or configuration error.
+Exit codes (a contract, docs/architecture.md): 0 no failure, 1 failures found, 2 usage or
+configuration error.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fuzzkern.errors import FuzzkernError
-from fuzzkern.outcome import Verdict, tested_cases
+from fuzzkern.judge.outcome import Verdict, tested_cases
 
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE = 0, 1, 2
 
@@ -51,7 +52,7 @@ def _output_path(path: str | None, option: str) -> None:
 
 
 def _modes(text: str) -> tuple[str, ...]:
-    from fuzzkern.target import MODES
+    from fuzzkern.target.declare import MODES
 
     modes = tuple(m.strip() for m in text.split(",") if m.strip())
     bad = [m for m in modes if m not in MODES]
@@ -168,8 +169,10 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     With no TARGETS, fuzzes the built-in seed kernels shipped with fuzzkern. Exits 0 when
     nothing failed, 1 when failures were found, 2 on a usage error or when no case ran at all.
     """
-    from fuzzkern import engine, loader, reporting, schedule
-    from fuzzkern.database import open_database
+    from fuzzkern.report import text as reporting
+    from fuzzkern.search import engine, schedule
+    from fuzzkern.search.database import open_database
+    from fuzzkern.target import loader
 
     console = Console(highlight=False)
     if not console.is_terminal:  # logs and CI: don't wrap at 80 columns, unless $COLUMNS says
@@ -207,7 +210,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
                     "another and is deterministic")
     sanitizer = None
     if sanitize:
-        from fuzzkern.sanitizer import probe
+        from fuzzkern.execution.sanitizer import probe
 
         try:
             sanitizer = probe()
@@ -222,13 +225,13 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     except FuzzkernError as e:
         _fail_usage(str(e))
     if jobs is None:
-        from fuzzkern.devices import machine_devices
+        from fuzzkern.execution.devices import machine_devices
 
         jobs = 1 if seconds < 60 else schedule.default_jobs(modes, machine_devices())
     jobs = max(1, min(jobs, len(loaded)))
     devices = None
     if jobs > 1 and "compiled" in modes:
-        from fuzzkern.devices import machine_devices
+        from fuzzkern.execution.devices import machine_devices
 
         devices = machine_devices() or None
     try:
@@ -264,7 +267,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
                        live=console.is_terminal and not quiet, quiet=quiet,
                        heartbeat=0.0 if console.is_terminal or quiet else heartbeat)
     with engine.handle_interrupts(), display:
-        results = engine.run_campaign(loaded, opts, on_event=display.on_event, jobs=jobs,
+        results = schedule.run_campaign(loaded, opts, on_event=display.on_event, jobs=jobs,
                                       database_spec=None if no_db else db_path,
                                       devices=devices)
         signum = engine.interrupted()
@@ -314,7 +317,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
             json.dump(_encode(report), fh, indent=2, allow_nan=False)
         os.replace(tmp, report_path)
     if html_path:
-        from fuzzkern import htmlreport
+        from fuzzkern.report import html as htmlreport
 
         texts: dict[str, list[str]] = {}
         for f in failures:
@@ -401,7 +404,7 @@ def _first_unsupported_reason(results: list[Any]) -> str | None:
 @click.argument("targets", nargs=-1)
 def list_targets(targets: tuple[str, ...]) -> None:
     """List the targets TARGETS define (the built-in ones with no argument)."""
-    from fuzzkern import loader
+    from fuzzkern.target import loader
 
     try:
         loaded = loader.expand(list(targets))
@@ -423,7 +426,7 @@ def list_targets(targets: tuple[str, ...]) -> None:
 def summary_table(results: list[Any], title: str, width: int) -> Table:
     """One row per target, never wrapped: columns that do not fit ``width`` are left out
     (least useful first), and no cell wraps. Failures and errors are printed in full below."""
-    from fuzzkern import reporting
+    from fuzzkern.report import text as reporting
 
     show_gpus = any(r.devices for r in results)
     columns: dict[str, list[str]] = {name: [] for name in (
@@ -505,7 +508,7 @@ def _styled(status: str) -> Text:
 def _encode(obj: Any) -> Any:
     """``obj`` with non-finite floats as ``{"$float": "inf"}`` (strict JSON, as the corpus
     writes them)."""
-    from fuzzkern.corpus import _encode as encode
+    from fuzzkern.corpus.store import _encode as encode
 
     return encode(obj)
 
@@ -518,7 +521,7 @@ class _Display:
                  quiet: bool, heartbeat: float = 0.0) -> None:
         import threading
 
-        from fuzzkern.schedule import Progress
+        from fuzzkern.search.schedule import Progress
 
         self.heartbeat = heartbeat
         self._stop = threading.Event()
@@ -594,8 +597,8 @@ class _Display:
         return t
 
     def on_event(self, kind: str, obj: Any, outcome: Any) -> None:
-        from fuzzkern import reporting
-        from fuzzkern.schedule import Progress
+        from fuzzkern.report import text as reporting
+        from fuzzkern.search.schedule import Progress
 
         if isinstance(obj, Progress):
             self.rows[obj.target_id] = obj
@@ -634,7 +637,7 @@ def _print_corpus(console: Console, results: list[Any]) -> None:
 
 
 def _shown(path: str) -> str:
-    from fuzzkern.reporting import shown_path
+    from fuzzkern.report.text import shown_path
 
     return shown_path(path)
 
@@ -661,8 +664,8 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
     0 otherwise. An entry whose target lies outside its project root is refused unless
     --allow-outside-root is given.
     """
-    from fuzzkern import corpus
-    from fuzzkern.worker import WorkerPool
+    from fuzzkern.corpus import store as corpus
+    from fuzzkern.execution.pool import WorkerPool
 
     console = Console(highlight=False)
     if not console.is_terminal:
@@ -732,8 +735,8 @@ def repro(entry_path: str, output: str | None, allow_outside_root: bool = False)
     The script needs only torch, triton, safetensors and your own code; run it with python.
     Everything it takes from the entry is embedded as data (a JSON string), never as code.
     """
-    from fuzzkern import corpus
-    from fuzzkern import repro as repro_module
+    from fuzzkern.corpus import repro as repro_module
+    from fuzzkern.corpus import store as corpus
 
     try:
         entry = corpus.load(entry_path)

@@ -2,7 +2,7 @@
 
 Misuse (a bad argument, a bad target spec, a malformed corpus file) is an error and raises.
 What a kernel does with a case (wrong numbers, a crash, an out-of-bounds access) is a result,
-an :class:`~fuzzkern.outcome.Outcome`, never one of these exceptions.
+an :class:`~fuzzkern.judge.outcome.Outcome`, never one of these exceptions.
 """
 
 from __future__ import annotations
@@ -42,3 +42,8 @@ class BudgetError(FuzzkernError):
 def describe(name: str, value: object) -> str:
     """``name=value (type=T)``: the one way misuse messages name a bad value."""
     return f"{name}={value!r} (type={type(value).__name__})"
+
+
+class ForcedConfigError(FuzzkernError, IndexError):
+    """A forced autotuner config (``interpreter_mode(configs=...)``, a case's ``configs``) named
+    a config index the autotuner does not have."""

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from fuzzkern.errors import InvalidArgument, describe
-from fuzzkern.target import MODES, Target
+from fuzzkern.target.declare import MODES, Target
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class FuzzSettings:
 
 
 def check_budget(budget: float | str) -> float:
-    from fuzzkern.engine import parse_budget
+    from fuzzkern.search.engine import parse_budget
 
     if isinstance(budget, bool) or not isinstance(budget, (int, float, str)):
         raise InvalidArgument(
@@ -132,9 +132,9 @@ def is_fuzz_test(obj: object) -> bool:
 
 
 def module_targets(module: ModuleType) -> list[Any]:
-    """The :class:`~fuzzkern.loader.LoadedTarget` of every module-level target of a file,
+    """The :class:`~fuzzkern.target.loader.LoadedTarget` of every module-level target of a file,
     named and referenced exactly as ``fuzzkern run path.py`` names them."""
-    from fuzzkern import loader
+    from fuzzkern.target import loader
 
     path = os.path.abspath(module.__file__ or "")
     stem = os.path.splitext(os.path.basename(path))[0]
@@ -172,7 +172,7 @@ def default_modes() -> tuple[str, ...]:
 
 
 def supports_corpus_option() -> bool:
-    from fuzzkern.engine import CampaignOptions
+    from fuzzkern.search.engine import CampaignOptions
 
     return "corpus" in {f.name for f in fields(CampaignOptions)}
 
@@ -195,7 +195,7 @@ def _stats(result: Any, opts: Any) -> str:
     else:
         seed = "random"
     limit = f", max {opts.max_examples} cases" if opts.max_examples else ""
-    from fuzzkern.reporting import devices_text
+    from fuzzkern.report.text import devices_text
 
     runs = result.minimize_runs
     minimized = f"; {runs} of the cases minimized the failure" if runs else ""
@@ -212,8 +212,9 @@ def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
     Only failures this run found count: corpus entries the engine replays first are each an
     item of their own (:func:`run_replay`), so a known regression fails once, by name.
     """
-    from fuzzkern import engine, reporting
-    from fuzzkern.outcome import tested_cases
+    from fuzzkern.judge.outcome import tested_cases
+    from fuzzkern.report import text as reporting
+    from fuzzkern.search import engine
 
     corpus_dir = getattr(opts, "corpus", None)
     before = {os.path.abspath(p) for p in _corpus_files(corpus_dir)}
@@ -263,7 +264,9 @@ def run_replay(path: str, entry: Any, ref: str, pool: Any,
     """Replay one corpus entry as a test: still failing fails, now passing passes, and an
     entry that cannot be replayed *fails* with the reason — a stale regression case (target
     renamed, signature changed, inputs damaged) must be seen, not silently skipped."""
-    from fuzzkern import corpus, engine, reporting
+    from fuzzkern.corpus import store as corpus
+    from fuzzkern.report import text as reporting
+    from fuzzkern.search import engine
 
     shown = _relative(path)
     if isinstance(entry, BaseException):
@@ -291,7 +294,7 @@ def run_replay(path: str, entry: Any, ref: str, pool: Any,
 
 
 def _relative(path: str) -> str:
-    from fuzzkern.reporting import shown_path
+    from fuzzkern.report.text import shown_path
 
     return shown_path(path)
 
@@ -299,11 +302,11 @@ def _relative(path: str) -> str:
 def _run_without_plugin(test: Callable[[], None]) -> None:
     """``fuzz_test`` called directly: fuzz with the ``dev`` profile, fail with an
     ``AssertionError`` carrying the diagnosis."""
-    from fuzzkern import engine
-    from fuzzkern.database import open_database
-    from fuzzkern.loader import LoadedTarget
-    from fuzzkern.profiles import PROFILES, effective
-    from fuzzkern.worker import WorkerPool
+    from fuzzkern.execution.pool import WorkerPool
+    from fuzzkern.search import engine
+    from fuzzkern.search.database import open_database
+    from fuzzkern.search.profiles import PROFILES, effective
+    from fuzzkern.target.loader import LoadedTarget
 
     target: Target = test.fuzzkern_target  # type: ignore[attr-defined]
     settings: FuzzSettings = test.fuzzkern_settings  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "NaN policy: tl.max drops NaN, torch.amax propagates it",
-    "peers": "§6 #9",
+    "peers": "bug class #9",
     "real_instance": "triton PR #7349 and #9022 (tl.max/tl.min ignore NaN)",
     "expected_verdicts": ["kernel-bug"],
     "minimal_dims": {"M": 1, "N": 1},

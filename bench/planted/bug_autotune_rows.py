@@ -22,7 +22,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "config-dependent: multi-row autotune configs miss the row mask",
-    "peers": "§6 #10",
+    "peers": "bug class #10",
     "real_instance": "triton#9230, triton#6524, helion PR #655 (config-dependent bugs)",
     "expected_verdicts": ["oob"],
     "minimal_dims": {"M": 1, "N": 1},

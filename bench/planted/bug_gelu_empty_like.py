@@ -24,7 +24,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "empty_like(non-contiguous) output written as if contiguous",
-    "peers": "§6 #4",
+    "peers": "bug class #4",
     "real_instance": "flagos-ai/FlagGems PR #4831 (bucketize)",
     "expected_verdicts": ["kernel-bug"],
     "minimal_dims": {"M": 2, "N": 2},

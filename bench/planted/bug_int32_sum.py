@@ -3,9 +3,9 @@
 ``torch.sum`` of an int32 tensor returns int64, so the kernel's output is int64; but the
 kernel reduces with ``tl.sum`` on the int32 values it loaded, which keeps int32, and only the
 final store widens the already wrapped sum. Sums of token counts, lengths or offsets wrap once
-they pass 2**31 - 1. This is the int32-overflow class (notes/peers.md §6 #7) in the form the
-interpreter can show: int32 *offset* overflow (``pid * stride`` on tensors of more than 2**31
-elements, Liger #1296, megablocks PR #185) needs > 8 GiB tensors or Triton's debug-mode
+they pass 2**31 - 1. This is the int32-overflow class (bug class #7, docs/architecture.md) in the
+form the interpreter can show: int32 *offset* overflow (``pid * stride`` on tensors of more than
+2**31 elements, Liger #1296, megablocks PR #185) needs > 8 GiB tensors or Triton's debug-mode
 overflow check (tests/quality/kernels/int32_index.py covers that one), so it is GPU/debug only.
 
 KNOWN MINIMAL CASE: dims ``{"M": 1, "N": 2}``; x contiguous int32 with two values whose sum
@@ -23,7 +23,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "int32 overflow: int32 accumulator for an int64 result",
-    "peers": "§6 #7 (int32 overflow; the offset form is GPU/debug-only)",
+    "peers": "bug class #7 (int32 overflow; the offset form is GPU/debug-only)",
     "real_instance": "torch promotes integer sums to int64; int32 accumulators wrap",
     "expected_verdicts": ["kernel-bug"],
     "minimal_dims": {"M": 1, "N": 2},

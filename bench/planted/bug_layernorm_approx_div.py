@@ -26,7 +26,7 @@ SPEC = {
     "kind": "buggy",
     "bug_class": "approximate float32 division (div.full.f32) amplified by 1/sqrt(eps) on "
                  "zero-variance rows",
-    "peers": "§6 #8 (numerics); compiled-only divergence",
+    "peers": "bug class #8 (numerics); compiled-only divergence",
     "real_instance": "triton#10661 (x/y is div.full.f32); Triton's LayerNorm tutorial computes "
                      "the mean with /",
     "expected_verdicts": ["kernel-bug", "compiled-only"],

@@ -22,7 +22,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "reduction padding: LayerNorm variance over masked lanes",
-    "peers": "§6 #1",
+    "peers": "bug class #1",
     "real_instance": "linkedin/Liger-Kernel#518 (PR #519)",
     "expected_verdicts": ["kernel-bug"],
     "minimal_dims": {"M": 1, "N": 3},

@@ -21,7 +21,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "reduction padding: masked lanes load the wrong neutral element",
-    "peers": "§6 #1",
+    "peers": "bug class #1",
     "real_instance": "linkedin/Liger-Kernel#518 (same class: padding lanes in a reduction)",
     "expected_verdicts": ["kernel-bug"],
     "minimal_dims": {"M": 1, "N": 3},

@@ -20,7 +20,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "empty input: launcher divides by the number of programs (0)",
-    "peers": "§6 #12",
+    "peers": "bug class #12",
     "real_instance": "triton PR #10427 (ZeroDivisionError for M/N/K = 0); FlagGems #5298",
     "expected_verdicts": ["error"],
     "minimal_dims": {"M": 0, "N": 1},

@@ -24,7 +24,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "persistent tile decomposition: remainder tiles never processed",
-    "peers": "§6 #10 (tile decomposition); tests/quality has the matmul variant",
+    "peers": "bug class #10 (tile decomposition); tests/quality has the matmul variant",
     "real_instance": "triton#9230 (disjoint partial writes); persistent-matmul tile loops",
     "expected_verdicts": ["unwritten-output", "kernel-bug"],
     "minimal_dims": {"M": 1, "N": 33},

@@ -20,7 +20,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "in-place update written into a copy (reshape of a non-viewable tensor)",
-    "peers": "§6 (in-place through a copy; tests/quality has the .contiguous() variant)",
+    "peers": "none (in-place through a copy; tests/quality has the .contiguous() variant)",
     "real_instance": "torch reshape-returns-a-copy pitfall in in-place wrappers",
     "expected_verdicts": ["kernel-bug"],
     "minimal_dims": {"M": 2, "N": 2},

@@ -22,8 +22,8 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "tail mask: per-column parameter loaded without the row's mask",
-    "peers": "§6 #2",
-    "real_instance": "textbook unmasked tail load (peers §6 #2); seen on norm weights",
+    "peers": "bug class #2",
+    "real_instance": "textbook unmasked tail load (bug class #2); seen on norm weights",
     "expected_verdicts": ["oob"],
     "minimal_dims": {"M": 1, "N": 3},
     "minimal_case": "M=1, N=3; x, w contiguous float32 (BLOCK_N=4)",

@@ -22,7 +22,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "all-negative rows: max-reduction initialized with 0 instead of -inf",
-    "peers": "§6 #9 (neutral elements); brief: all-negative rows",
+    "peers": "bug class #9 (neutral elements); brief: all-negative rows",
     "real_instance": "max accumulators initialized with tl.zeros (cross-entropy/softmax stats)",
     "expected_verdicts": ["kernel-bug"],
     "minimal_dims": {"M": 1, "N": 1},

@@ -26,7 +26,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "expanded (stride-0) input takes a unit-stride fast path",
-    "peers": "§6 #5",
+    "peers": "bug class #5",
     "real_instance": "flagos-ai/FlagGems #6017 (scatter_add_ with an expanded index)",
     "expected_verdicts": ["oob", "oob-view"],
     "minimal_dims": {"M": 1, "N": 2},

@@ -22,7 +22,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "exp overflow: softmax without max subtraction",
-    "peers": "§6 #9 (NaN/inf semantics), #8 (numerics)",
+    "peers": "bug class #9 (NaN/inf semantics), #8 (numerics)",
     "real_instance": "KernelBench #165; Megatron-LM PR #2206 (cross-entropy numerics)",
     "expected_verdicts": ["kernel-bug"],
     "minimal_dims": {"M": 1, "N": 1},

@@ -24,7 +24,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "ignored stride: row stride assumed to be N",
-    "peers": "§6 #3",
+    "peers": "bug class #3",
     "real_instance": "flagos-ai/Torch-FL #171/#173 (softmax); FlagGems PR #1786; pytorch#147828",
     "expected_verdicts": ["oob-view", "kernel-bug"],
     "minimal_dims": {"M": 2, "N": 1},

@@ -23,7 +23,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "split-K partials added into uninitialized (torch.empty) output",
-    "peers": "§6 #14 (split-K), #4 (uninitialized output)",
+    "peers": "bug class #14 (split-K), #4 (uninitialized output)",
     "real_instance": "ROCm/aiter PR #5428 (split-K partials); FlagGems PR #4831 (empty output)",
     "expected_verdicts": ["kernel-bug", "unwritten-output"],
     "minimal_dims": {"M": 1, "N": 1, "K": 1},

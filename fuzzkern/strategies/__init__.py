@@ -1,6 +1,6 @@
 """Strategies for Triton kernel inputs: sizes, dtypes, layouts, values, tensors and whole cases.
 
-Everything drawn here is data (:mod:`fuzzkern.case`); tensors are built from it later, in the
+Everything drawn here is data (:mod:`fuzzkern.case.model`); tensors are built from it later, in the
 worker, so importing this module imports neither torch nor triton. Each strategy is built
 bottom-up so every part shrinks on its own toward the boring case: small sizes, float32,
 contiguous, seed 0, small integer values, no special values.

@@ -126,7 +126,7 @@ def test_unshrunk_duplicates_from_several_processes(tmp_path):
     code = textwrap.dedent("""
         import sys
         from tests.unit import _corpus_writers as w
-        from fuzzkern import corpus
+        from fuzzkern.corpus import store as corpus
         n = int(sys.argv[2])
         corpus.save(sys.argv[1], w.TARGET_ID, w.REF, w.case_for(n, n=n), w.outcome(),
                     modes=("interpret",), shrunk=sys.argv[3] == "1")

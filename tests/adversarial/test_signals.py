@@ -105,13 +105,13 @@ def test_kill_loop_over_concurrent_writers(tmp_path):
     import subprocess
     import sys
 
-    from fuzzkern import corpus
+    from fuzzkern.corpus import store as corpus
 
     corpus_dir = tmp_path / "corpus"
     code = (
         "import sys\n"
         "from tests.unit import _corpus_writers as w\n"
-        "from fuzzkern import corpus\n"
+        "from fuzzkern.corpus import store as corpus\n"
         "i = int(sys.argv[1])\n"
         "while True:\n"
         "    i += 1\n"

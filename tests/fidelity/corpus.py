@@ -1,5 +1,5 @@
 """The interpreter-vs-compiled self-check: one small kernel per construct whose semantics
-fuzzkern's interpreter adapter fixes (fuzzkern.executors.interp_fidelity).
+fuzzkern's interpreter adapter fixes (fuzzkern.execution.fidelity).
 
 Each :class:`FidelityCase` launches its kernel on a device and returns output tensors, and
 gives the compiled semantics computed in torch (``expected``). The interpreter half
@@ -20,7 +20,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 from triton.language.extra.cuda import libdevice as cuda_libdevice
 
-from fuzzkern.executors.interp_fidelity import (
+from fuzzkern.execution.fidelity import (
     CHAINED_COMPARISON_MESSAGE,
     compiler_rejects_chained_comparisons,
 )

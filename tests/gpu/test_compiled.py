@@ -7,9 +7,10 @@ import os
 
 import pytest
 
-from fuzzkern import engine, loader
-from fuzzkern.devices import worker_env
-from fuzzkern.worker import WorkerPool
+from fuzzkern.execution.devices import worker_env
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
+from fuzzkern.target import loader
 
 pytestmark = pytest.mark.gpu
 

@@ -10,9 +10,12 @@ import sys
 
 import pytest
 
-from fuzzkern import corpus, engine, loader, repro
-from fuzzkern.devices import worker_env
-from fuzzkern.worker import WorkerPool
+from fuzzkern.corpus import repro
+from fuzzkern.corpus import store as corpus
+from fuzzkern.execution.devices import worker_env
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
+from fuzzkern.target import loader
 
 pytestmark = pytest.mark.gpu
 

@@ -11,9 +11,10 @@ import os
 
 import pytest
 
-from fuzzkern import engine, loader
-from fuzzkern.devices import worker_env
-from fuzzkern.worker import WorkerPool
+from fuzzkern.execution.devices import worker_env
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
+from fuzzkern.target import loader
 
 pytestmark = pytest.mark.gpu
 
@@ -41,7 +42,7 @@ def test_red_zone_guards_on_cuda_storages():
     import triton
     import triton.language as tl
 
-    from fuzzkern.executors import hygiene
+    from fuzzkern.execution import hygiene
 
     @triton.jit
     def store_one_past(out_ptr, n):
@@ -59,7 +60,7 @@ def test_red_zone_guards_on_cuda_storages():
 
 def test_off_by_one_store_is_oob_write_in_compiled_mode():
     # The interpreter would say oob first; compiled alone, only the red zone sees the write
-    # (the caching allocator's slack hides it otherwise, notes/triton-internals.md §3.3).
+    # (the caching allocator's slack hides it otherwise: docs/architecture.md, execution).
     result = _fuzz(_quality("oob_store"))
     assert [f.outcome.verdict for f in result.failures] == ["oob-write"]
     f = result.failures[0]
@@ -117,7 +118,7 @@ def test_builtin_targets_are_deterministic_and_in_bounds(name):
 
 
 def test_sanitize_reports_the_kernel_line_or_refuses_cleanly():
-    from fuzzkern.sanitizer import SanitizerUnavailable, probe, sanitized_pool
+    from fuzzkern.execution.sanitizer import SanitizerUnavailable, probe, sanitized_pool
 
     try:
         path = probe()

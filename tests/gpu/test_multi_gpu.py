@@ -16,8 +16,9 @@ import textwrap
 
 import pytest
 
-from fuzzkern import engine, loader
-from fuzzkern.devices import machine_devices
+from fuzzkern.execution.devices import machine_devices
+from fuzzkern.search import engine, schedule
+from fuzzkern.target import loader
 
 HERE = os.path.dirname(__file__)
 PLANTED = os.path.join(HERE, "planted_compiled.py")
@@ -46,7 +47,7 @@ def test_parallel_campaign_runs_one_process_per_gpu_and_a_fault_stays_on_its_gpu
     devices = DEVICES[:2]
     lts = loader.load_all([f"{PLANTED}::illegal", "fuzzkern.targets.builtin:vector_add"])
     opts = engine.CampaignOptions(budget=40.0, modes=("compiled",), seed=0, corpus=None)
-    illegal, add = engine.run_campaign(lts, opts, jobs=2, devices=devices)
+    illegal, add = schedule.run_campaign(lts, opts, jobs=2, devices=devices)
 
     assert {f.outcome.verdict for f in illegal.failures} == {"crash"}
     assert illegal.slices == 1  # it left the campaign with its failure, after round one

@@ -7,10 +7,11 @@ import dataclasses
 import pytest
 from hypothesis import find
 
-from fuzzkern import engine, loader
-from fuzzkern.devices import worker_env
-from fuzzkern.executors.kernels import autotuner_config_counts
-from fuzzkern.worker import WorkerPool
+from fuzzkern.execution.devices import worker_env
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.introspect import autotuner_config_counts
+from fuzzkern.search import engine
+from fuzzkern.target import loader
 
 pytestmark = pytest.mark.gpu
 

@@ -8,8 +8,8 @@ import os
 import pytest
 from hypothesis import find, settings
 
-from fuzzkern import loader
-from fuzzkern.worker import WorkerPool
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.target import loader
 from tests.liger.test_findings import pytestmark  # noqa: F401  (skip without liger-kernel)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))

@@ -70,7 +70,7 @@ FAST = ("--fuzzkern-max-examples", "8", "--fuzzkern-budget", "120s")
 def _run(pytester, *args):
     """An in-process inner session. The loader caches target files by path; a test that
     rewrites its file between sessions needs the new contents, as a new process would."""
-    from fuzzkern import loader
+    from fuzzkern.target import loader
 
     loader._file_modules.clear()
     return pytester.runpytest(*args)

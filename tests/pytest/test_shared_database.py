@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from fuzzkern.database import REDIS_KEY_PREFIX, open_database
+from fuzzkern.search.database import REDIS_KEY_PREFIX, open_database
 
 HERE = os.path.dirname(__file__)
 # The buggy kernel ignores x's stride: only a non-contiguous x shows it, so the simplest case
@@ -128,7 +128,7 @@ def test_the_ci_profile_writes_nothing_to_a_shared_database(pytester, redis_url)
 
 def test_a_dropped_redis_falls_back_to_the_local_database_with_one_warning(redis_server,
                                                                            tmp_path):
-    from fuzzkern.database import DatabaseFallbackWarning, open_database
+    from fuzzkern.search.database import DatabaseFallbackWarning, open_database
 
     local = tmp_path / "local"
     db = open_database(redis_server.url, fallback=str(local), connect_timeout=1)

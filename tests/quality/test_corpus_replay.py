@@ -15,8 +15,11 @@ import sys
 
 import pytest
 
-from fuzzkern import corpus, engine, loader, repro
-from fuzzkern.worker import WorkerPool
+from fuzzkern.corpus import repro
+from fuzzkern.corpus import store as corpus
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
+from fuzzkern.target import loader
 
 pytestmark = pytest.mark.slow
 

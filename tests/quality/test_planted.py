@@ -12,8 +12,9 @@ import os
 
 import pytest
 
-from fuzzkern import engine, loader
-from fuzzkern.worker import WorkerPool
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
+from fuzzkern.target import loader
 
 pytestmark = pytest.mark.slow
 

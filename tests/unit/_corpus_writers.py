@@ -4,9 +4,9 @@ import os
 import random
 import signal
 
-from fuzzkern import corpus
-from fuzzkern.case import Case, Layout, TensorCase, Values
-from fuzzkern.outcome import Outcome
+from fuzzkern.case.model import Case, Layout, TensorCase, Values
+from fuzzkern.corpus import store as corpus
+from fuzzkern.judge.outcome import Outcome
 
 TARGET_ID = "tests.corpus.writers"
 REF = "tests/unit/targets/corpus_targets.py::strided"

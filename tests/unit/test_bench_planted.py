@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from fuzzkern.outcome import Verdict
+from fuzzkern.judge.outcome import Verdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VERDICTS = {v for k, v in vars(Verdict).items() if k.isupper() and isinstance(v, str)}

@@ -1,9 +1,10 @@
-"""The case's clock (fuzzkern.worker.CaseClock): compiling does not count against the timeout,
-a case whose own measured cost explains its length is ``slow``, a stuck one is ``hang``."""
+"""The case's clock (fuzzkern.execution.pool.CaseClock): compiling does not count against the
+timeout, a case whose own measured cost explains its length is ``slow``, a stuck one is
+``hang``."""
 
 import pytest
 
-from fuzzkern.worker import COMPILE_TIMEOUT, SLOW_EARLY_FACTOR, CaseClock
+from fuzzkern.execution.pool import COMPILE_TIMEOUT, SLOW_EARLY_FACTOR, CaseClock
 
 
 def test_nothing_reported_is_a_hang_at_the_timeout():

@@ -106,7 +106,7 @@ def test_the_summary_never_wraps_a_row_on_a_narrow_screen(tmp_path):
     from rich.console import Console
 
     from fuzzkern.cli import summary_table
-    from fuzzkern.engine import TargetResult
+    from fuzzkern.search.engine import TargetResult
 
     r = TargetResult("builtin.matmul_persistent", "fuzzkern.targets.builtin:matmul_persistent")
     r.cases, r.seconds = 1234, 10.0

@@ -13,11 +13,15 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from fuzzkern import cli, corpus, engine, explain, loader
-from fuzzkern.case import ALL_DTYPES, Case, Layout, TensorCase, Values, materialize
+from fuzzkern import cli
+from fuzzkern.case.model import ALL_DTYPES, Case, Layout, TensorCase, Values, materialize
+from fuzzkern.case.storage import tensors_from_storages
+from fuzzkern.corpus import store as corpus
 from fuzzkern.errors import CorpusError
-from fuzzkern.outcome import Outcome
-from fuzzkern.worker import WorkerPool, _context
+from fuzzkern.execution.pool import WorkerPool, _context
+from fuzzkern.judge.outcome import Outcome
+from fuzzkern.search import engine, explain
+from fuzzkern.target import loader
 from tests.unit import _corpus_writers as writers
 
 HERE = os.path.dirname(__file__)
@@ -78,7 +82,7 @@ def test_every_dtype_and_layout_round_trips_bit_for_bit(tmp_path, dtype, layout)
     assert entry.case.tensors["x"] == x
     assert repr(entry.case.scalars["alpha"]) == "-0.0"
     corpus.check_storages(entry)
-    rebuilt = corpus.tensors_from_storages(entry.storages_path, entry.case)["x"]
+    rebuilt = tensors_from_storages(entry.storages_path, entry.case)["x"]
     assert _bits(rebuilt) == _bits(materialize(x))
     assert rebuilt.dtype == getattr(torch, dtype)
 
@@ -106,13 +110,13 @@ def test_nan_payloads_and_negative_zero_survive_bit_for_bit(tmp_path):
     path = _save(tmp_path, case, storages=storages)
     entry = corpus.load(path)
     corpus.check_storages(entry)
-    rebuilt = corpus.tensors_from_storages(entry.storages_path, entry.case)
+    rebuilt = tensors_from_storages(entry.storages_path, entry.case)
     for dtype, t in storages.items():
         assert _bits(rebuilt[dtype]) == _bits(t), dtype
 
 
 def test_replay_worker_rebuilds_the_exact_layout(tmp_path):
-    from fuzzkern.executors.run import _Run
+    from fuzzkern.execution.runner import _Run
 
     x = TensorCase.build((4, 3), "bfloat16", Layout((1, 0), (2, 1), (1, 0), 5, ()),
                          Values(1, "wide", ((2, "nan"), (5, "-0.0"))))
@@ -280,7 +284,7 @@ def _check_after_kills(corpus_dir, log_path):
     for path, entry in scanned:
         assert isinstance(entry, corpus.Entry), f"{path}: {entry}"
         corpus.check_storages(entry)  # a visible entry always has its whole inputs
-        rebuilt = corpus.tensors_from_storages(entry.storages_path, entry.case)["x"]
+        rebuilt = tensors_from_storages(entry.storages_path, entry.case)["x"]
         assert _bits(rebuilt) == _bits(materialize(entry.case.tensors["x"]))
     visible = {os.path.basename(p) for p, _ in scanned}
     logged = set(open(log_path).read().split()) if os.path.exists(log_path) else set()

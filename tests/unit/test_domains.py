@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fuzzkern
-from fuzzkern import engine, loader
 from fuzzkern import strategies as fks
-from fuzzkern.case import Case, Domain, Values, generate_values, materialize
+from fuzzkern.case.model import Case, Domain, Values, generate_values, materialize
 from fuzzkern.errors import InvalidArgument
-from fuzzkern.worker import WorkerPool
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
+from fuzzkern.target import loader
 
 HERE = os.path.dirname(__file__)
 TARGETS = os.path.join(HERE, "targets", "domain_targets.py")

@@ -4,10 +4,11 @@ import os
 
 import pytest
 
-from fuzzkern import engine, loader
-from fuzzkern.engine import parse_budget
 from fuzzkern.errors import BudgetError
-from fuzzkern.worker import WorkerPool
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
+from fuzzkern.search.engine import parse_budget
+from fuzzkern.target import loader
 
 HERE = os.path.dirname(__file__)
 MISBEHAVING = os.path.join(HERE, "targets", "misbehaving.py")
@@ -160,7 +161,7 @@ def test_slow_and_compile_time_are_counted_in_the_target_result():
 def test_the_stop_time_cuts_a_case_short():
     import time
 
-    from fuzzkern.worker import StopTime
+    from fuzzkern.execution.pool import StopTime
 
     (lt,) = loader.load(f"{SLOW_TARGETS}::long_and_wrong")
     from hypothesis import find

@@ -1,6 +1,6 @@
 """Memory-safety and hygiene checks, on the CPU.
 
-- poison patterns and red zones (fuzzkern.executors.poison / hygiene) on CPU storages, with
+- poison patterns and red zones (fuzzkern.execution.hygiene) on CPU storages, with
   deliberately corrupted guard and gap bytes;
 - the interpreter's view checker (reads and writes in the gaps of strided views);
 - the compiled-mode protocol (``run_on_device``) driven on the CPU by launchers written in
@@ -26,18 +26,20 @@ from hypothesis import strategies as st
 
 import fuzzkern
 from fuzzkern import strategies as fks
-from fuzzkern.case import Case, Layout, TensorCase, Values, materialize
-from fuzzkern.executors import hygiene
-from fuzzkern.executors.compiled import captured_output, run_on_device
-from fuzzkern.executors.interpreter import OOBAccess, OOBView, interpreter_mode
-from fuzzkern.executors.poison import (
+from fuzzkern.case.model import Case, Layout, TensorCase, Values, materialize
+from fuzzkern.execution import hygiene
+from fuzzkern.execution.compiled import captured_output, run_on_device
+from fuzzkern.execution.hygiene import (
     as_bits,
     is_poison,
     poison_bits,
     poisoned_allocations,
 )
-from fuzzkern.executors.run import _Run, checks_of, overflow_of, run_case, verdict_of
-from fuzzkern.outcome import Comparison, ModeResult, Outcome, Verdict
+from fuzzkern.execution.interpreter import OOBAccess, OOBView, interpreter_mode
+from fuzzkern.execution.launching import checks_of, overflow_of
+from fuzzkern.execution.runner import _Run, run_case
+from fuzzkern.judge.outcome import Comparison, ModeResult, Outcome, Verdict
+from fuzzkern.judge.verdict import verdict_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION")
 
@@ -584,7 +586,7 @@ def test_captured_output_passes_output_through():
 def test_debug_knob_applies_to_compiled_launches():
     from triton import knobs
 
-    from fuzzkern.executors.compiled import debug_knob
+    from fuzzkern.execution.compiled import debug_knob
 
     with debug_knob(True):
         assert knobs.runtime.debug is True
@@ -660,7 +662,7 @@ MEMCHECK_LOG = """\
 
 
 def test_parse_memcheck():
-    from fuzzkern.sanitizer import parse_memcheck
+    from fuzzkern.execution.sanitizer import parse_memcheck
 
     first, second = parse_memcheck(MEMCHECK_LOG)
     assert (first["space"], first["access"], first["size"]) == ("global", "read", 4)
@@ -673,7 +675,7 @@ def test_parse_memcheck():
 
 
 def test_memcheck_errors_make_the_verdict_oob_unless_the_interpreter_located_it():
-    from fuzzkern.sanitizer import annotate, parse_memcheck
+    from fuzzkern.execution.sanitizer import annotate, parse_memcheck
 
     errors = parse_memcheck(MEMCHECK_LOG)
     crash = Outcome("crash", "compiled: device fault", {
@@ -687,7 +689,7 @@ def test_memcheck_errors_make_the_verdict_oob_unless_the_interpreter_located_it(
 
 def test_sanitize_needs_cuda_and_says_so():
     from fuzzkern.cli import main
-    from fuzzkern.sanitizer import SanitizerUnavailable, probe
+    from fuzzkern.execution.sanitizer import SanitizerUnavailable, probe
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
@@ -710,8 +712,8 @@ def test_repeat_compiled_needs_the_compiled_mode():
 def test_sanitized_worker_protocol_without_the_sanitizer(tmp_path):
     """The subprocess worker (as compute-sanitizer would start it) speaks the pool protocol,
     keeps its protocol channel clean of a launcher's prints, and is replaced after a crash."""
-    from fuzzkern.sanitizer import SanitizedWorker
-    from fuzzkern.worker import WorkerPool
+    from fuzzkern.execution.pool import WorkerPool
+    from fuzzkern.execution.sanitizer import SanitizedWorker
 
     target = tmp_path / "t.py"
     target.write_text(
@@ -741,8 +743,8 @@ def test_a_worker_that_dies_on_a_fault_still_gets_memchecks_report(tmp_path):
     """Under memcheck without the caching allocator, freeing a tensor after the fault aborts
     the worker before it replies (seen on the H200): the pool completes the case's crash from
     the log (here written by the launcher, as memcheck would, before it aborts)."""
-    from fuzzkern.sanitizer import SanitizedWorker
-    from fuzzkern.worker import WorkerPool
+    from fuzzkern.execution.pool import WorkerPool
+    from fuzzkern.execution.sanitizer import SanitizedWorker
 
     log = tmp_path / "memcheck.log"
     target = tmp_path / "t.py"
@@ -788,8 +790,8 @@ def _case_n(n):
 
 
 def test_sanitized_worker_module_runs():
-    proc = subprocess.run([sys.executable, "-m", "fuzzkern._sanitized_worker"], input="null\n",
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "fuzzkern.execution._sanitized_worker"],
+                          input="null\n", capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout == ""
 
 

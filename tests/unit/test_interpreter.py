@@ -1,7 +1,7 @@
 """In-process Triton interpreter: redirection, autotune forcing, state restore, bounds checker.
 
-Runs on CPU with Triton 3.6 and 3.9 (see fuzzkern/executors/interpreter.py and
-notes/triton-internals.md §1-§3).
+Runs on CPU with Triton 3.6 and 3.9 (see fuzzkern/execution/interpreter.py and
+docs/architecture.md, execution).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from triton.runtime.autotuner import Autotuner, Heuristics  # noqa: E402
 from triton.runtime.errors import InterpreterError  # noqa: E402
 from triton.runtime.jit import JITFunction  # noqa: E402
 
-from fuzzkern.executors import interpreter as fki  # noqa: E402
-from fuzzkern.executors.interpreter import (  # noqa: E402
+from fuzzkern.execution import interpreter as fki  # noqa: E402
+from fuzzkern.execution.interpreter import (  # noqa: E402
     ForcedConfigError,
     OOBAccess,
     interpreter_mode,
     run_interpreted,
 )
-from fuzzkern.executors.kernels import (  # noqa: E402
+from fuzzkern.introspect import (  # noqa: E402
     autotuner_config_counts,
     autotuners_of,
     config_description,
@@ -554,7 +554,7 @@ def test_autotuners_behind_a_library_wrapper_and_a_subclass_are_found_and_forced
 
 
 def test_forced_configs_in_compiled_mode_reach_autotuner_subclasses():
-    from fuzzkern.executors.kernels import forced_configs
+    from fuzzkern.introspect import forced_configs
 
     own_run = vars(K.BenchingAutotuner)["run"]
     with forced_configs({"subclass_kernel": 1}):
@@ -594,7 +594,7 @@ def test_int_and_float_constexprs_have_value_as_compiled(n, expected):
 
 
 def test_interpreter_limitations_are_told_from_kernel_errors():
-    from fuzzkern.executors.interp_fidelity import interpreter_limitation
+    from fuzzkern.execution.fidelity import interpreter_limitation
 
     builder = _interp.interpreter_builder
     try:  # what Triton's interpreter raises for an atomic it does not implement

@@ -6,8 +6,9 @@ import os
 import subprocess
 import sys
 
-from fuzzkern import engine, loader
-from fuzzkern.worker import WorkerPool
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
+from fuzzkern.target import loader
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))

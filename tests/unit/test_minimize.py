@@ -1,4 +1,4 @@
-"""The post-shrink minimizer (fuzzkern.minimize) on planted kernels, through real workers.
+"""The post-shrink minimizer (fuzzkern.search.minimize) on planted kernels, through real workers.
 
 Each starting case is one Hypothesis leaves behind on bench/planted/: its value recipe or its
 tile count ties it to a size that Hypothesis cannot lower one choice at a time.
@@ -9,10 +9,13 @@ import time
 
 import pytest
 
-from fuzzkern import engine, loader, minimize, reporting
-from fuzzkern.case import Case, TensorCase, Values
-from fuzzkern.outcome import Outcome, Verdict
-from fuzzkern.worker import WorkerPool
+from fuzzkern.case.model import Case, TensorCase, Values
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.judge.outcome import Outcome, Verdict
+from fuzzkern.judge.verdict import verdict_family
+from fuzzkern.report import text as reporting
+from fuzzkern.search import engine, minimize
+from fuzzkern.target import loader
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -86,7 +89,7 @@ def test_remainder_tile_trades_rows_for_columns(pool):
     assert m.case.scalars == {"NUM_SMS": 2}
     for t in m.case.tensors.values():
         assert t.shape == (1, 33) and t.values == Values()
-    assert engine.verdict_family(run(m.case).verdict) == Verdict.KERNEL_BUG
+    assert verdict_family(run(m.case).verdict) == Verdict.KERNEL_BUG
     assert m.runs <= minimize.MAX_RUNS
 
 
@@ -118,7 +121,7 @@ def test_the_run_cap_is_a_hard_limit(pool):
     assert m.stopped == "runs"
     # what it reached within the cap is smaller, and still fails
     assert sum(t.numel for t in m.case.tensors.values()) < 2 * 17 * 17
-    assert engine.verdict_family(m.outcome.verdict) == Verdict.KERNEL_BUG
+    assert verdict_family(m.outcome.verdict) == Verdict.KERNEL_BUG
 
 
 def test_a_passed_deadline_runs_nothing(pool):
@@ -178,7 +181,7 @@ def test_the_engine_reports_and_saves_the_minimized_case(tmp_path):
     assert dict(failure.case.dims) == {"M": 1, "N": 1}, failure.case.describe()
     assert failure.outcome.verdict == Verdict.KERNEL_BUG
     # the corpus entry and the failure text describe that case, with its outcome
-    from fuzzkern import corpus
+    from fuzzkern.corpus import store as corpus
 
     entry = corpus.load(failure.corpus_path)
     assert entry.case == failure.case

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fuzzkern import Tolerance
-from fuzzkern.oracle import (
+from fuzzkern.judge.oracle import (
     compare,
     default_tolerance,
     round_to,
@@ -410,7 +410,7 @@ def test_a_million_element_transposed_output():
 
 
 def test_accept_native_takes_only_elements_right_against_the_native_reference():
-    from fuzzkern.oracle import accept_native
+    from fuzzkern.judge.oracle import accept_native
 
     expected = (f64(-0.63, 1.0, 2.0),)
     native = (torch.tensor([-0.0, 1.0, 5.0]),)
@@ -432,9 +432,9 @@ def test_intermediate_overflow_at_the_kernels_precision_is_not_a_kernel_bug():
 
     import fuzzkern
     from fuzzkern import strategies as fks
-    from fuzzkern.case import Case, TensorCase, Values
-    from fuzzkern.executors.run import run_case
-    from fuzzkern.outcome import Verdict
+    from fuzzkern.case.model import Case, TensorCase, Values
+    from fuzzkern.execution.runner import run_case
+    from fuzzkern.judge.outcome import Verdict
 
     path = pathlib.Path(__file__).parent / "targets" / "native_precision.py"
     spec = importlib.util.spec_from_file_location("native_precision", path)

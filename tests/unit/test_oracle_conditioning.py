@@ -1,7 +1,7 @@
 """Oracle rules 8 and 9: correct computations on ill-conditioned inputs pass (or at worst are
 accuracy findings), small logic bugs stay mismatches. The "kernels" here are torch computations
 with the numerics of a correct kernel (float32 arithmetic, fp16 rounding of intermediates,
-sequential sums), judged through the same :class:`~fuzzkern.conditioning.Evidence` the runner
+sequential sums), judged through the same :class:`~fuzzkern.judge.conditioning.Evidence` the runner
 builds from a target's reference."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from fuzzkern import Tolerance
-from fuzzkern.conditioning import Evidence
-from fuzzkern.oracle import compare
-from fuzzkern.outcome import Comparison
+from fuzzkern.judge.conditioning import Evidence
+from fuzzkern.judge.oracle import compare
+from fuzzkern.judge.outcome import Comparison
 
 F64 = torch.float64
 

@@ -32,7 +32,7 @@ def test_check_passes_a_correct_kernel_in_a_given_test(case):
 
 
 def test_check_raises_the_diagnosis_for_a_bug(tmp_path):
-    from fuzzkern import loader
+    from fuzzkern.target import loader
     from tests.pytest.test_plugin import TARGETS  # `bad`: a vector add without its mask
 
     path = tmp_path / "kernels_for_check.py"
@@ -49,7 +49,7 @@ def test_check_raises_the_diagnosis_for_a_bug(tmp_path):
 def test_compare_is_the_oracle():
     import torch
 
-    from fuzzkern import oracle
+    from fuzzkern.judge import oracle
 
     assert fuzzkern.compare is oracle.compare
     c = fuzzkern.compare(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5], dtype=torch.float64))
@@ -62,3 +62,17 @@ def test_import_fuzzkern_imports_neither_torch_nor_triton():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("module", ["fuzzkern.search.engine", "fuzzkern.search.schedule",
+                                    "fuzzkern.corpus.store", "fuzzkern.report.text",
+                                    "fuzzkern.report.html", "fuzzkern.cli",
+                                    "fuzzkern._pytest_plugin", "fuzzkern.execution.pool"])
+def test_the_parent_side_imports_neither_torch_nor_triton(module):
+    """The process that runs Hypothesis (CLI, pytest plugin, schedule) imports torch and triton
+    only when it needs them: kernels run in workers."""
+    code = (f"import sys, {module}; "
+            "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]", module

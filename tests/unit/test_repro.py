@@ -9,10 +9,12 @@ import sys
 
 import pytest
 
-from fuzzkern import corpus, loader, repro
-from fuzzkern.case import Case, Domain, Layout, TensorCase, Values
-from fuzzkern.outcome import Outcome
-from fuzzkern.worker import WorkerPool
+from fuzzkern.case.model import Case, Domain, Layout, TensorCase, Values
+from fuzzkern.corpus import repro
+from fuzzkern.corpus import store as corpus
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.judge.outcome import Outcome
+from fuzzkern.target import loader
 
 HERE = os.path.dirname(__file__)
 PLAIN = os.path.join(HERE, "targets", "plain_targets.py")
@@ -114,7 +116,7 @@ def test_reproducer_tolerances_are_the_oracles():
 
     import torch
 
-    from fuzzkern import oracle
+    from fuzzkern.judge import oracle
 
     tables = {}
     for node in ast.parse(repro._BODY).body:

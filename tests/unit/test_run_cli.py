@@ -13,10 +13,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from fuzzkern import htmlreport, loader, schedule
-from fuzzkern.engine import RECORD_LIMIT, TargetResult, bound_ratio, case_record, size_class
 from fuzzkern.errors import TargetError
-from fuzzkern.outcome import Comparison, ModeResult
+from fuzzkern.judge.outcome import Comparison, ModeResult
+from fuzzkern.report import html as htmlreport
+from fuzzkern.search import schedule
+from fuzzkern.search.engine import RECORD_LIMIT, TargetResult, bound_ratio, case_record, size_class
+from fuzzkern.target import loader
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MISBEHAVING = os.path.join(HERE, "targets", "misbehaving.py")
@@ -148,7 +150,7 @@ def test_merge_adds_up_and_keeps_records_bounded():
 
 
 def test_devices_merge_and_show_per_gpu_counts():
-    from fuzzkern.reporting import gpu_summary, result_row
+    from fuzzkern.report.text import gpu_summary, result_row
 
     a = "NVIDIA H200 (CUDA_VISIBLE_DEVICES=0, pci 0000:19:00.0)"
     b = "NVIDIA H200 (CUDA_VISIBLE_DEVICES=1, pci 0000:3b:00.0)"
@@ -169,13 +171,13 @@ def test_default_jobs():
 
 def test_parallel_campaign_runs_slices_in_processes(tmp_path):
     """-j 2: two targets fuzzed at once, in rounds; progress arrives from the processes."""
-    from fuzzkern import engine
+    from fuzzkern.search import engine
 
     lts = loader.load_all(["fuzzkern.targets.builtin:vector_add",
                            "fuzzkern.targets.builtin:axpy"])
     events = []
     opts = engine.CampaignOptions(budget=30.0, corpus=None)
-    results = engine.run_campaign(lts, opts, jobs=2,
+    results = schedule.run_campaign(lts, opts, jobs=2,
                                   on_event=lambda k, o, _: events.append((k, o)))
     assert [r.target_id for r in results] == ["builtin.vector_add", "builtin.axpy"]
     assert all(r.cases > 0 and r.slices >= 2 and not r.error for r in results)
@@ -193,8 +195,8 @@ def test_size_classes():
 
 
 def test_case_record_names_dtype_layout_and_size():
-    from fuzzkern.case import Case, Layout, TensorCase
-    from fuzzkern.outcome import Outcome
+    from fuzzkern.case.model import Case, Layout, TensorCase
+    from fuzzkern.judge.outcome import Outcome
 
     x = TensorCase.build((4, 8), "float16", layout=Layout((1, 0), (1, 2), (0, 0), 1))
     y = TensorCase.build((300,), "float32")
@@ -253,7 +255,7 @@ def test_html_report_draws_heatmaps_and_error_plots():
 
 def test_heatmaps_leave_out_layouts_a_target_cannot_draw():
     from fuzzkern import strategies as fks
-    from fuzzkern.target import Target
+    from fuzzkern.target.declare import Target
 
     one_d = Target(launcher=lambda x: x, reference=lambda x: x,
                    inputs=fks.inputs(x=fks.tensors(("N",))), dims={"N": fks.sizes()})

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 
-from fuzzkern import profiles
-from fuzzkern.database import DatabaseError, check_spec, describe_spec, open_database
-from fuzzkern.devices import pinned_device, visible_devices, worker_env
 from fuzzkern.errors import FuzzkernError
+from fuzzkern.execution.devices import pinned_device, visible_devices, worker_env
+from fuzzkern.search import profiles
+from fuzzkern.search.database import DatabaseError, check_spec, describe_spec, open_database
 
 # -- GPU pinning -----------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The seed kernels and the planted-bug kernels, checked on hand-made cases.
 
-Each case is a hand-written :class:`~fuzzkern.case.Case` run through fuzzkern's own pipeline
+Each case is a hand-written :class:`~fuzzkern.case.model.Case` run through fuzzkern's own pipeline
 in the interpreter (bounds checker, poisoned ``torch.empty``, forced autotune configs, float64
 reference, oracle) — no Hypothesis involved.
 
@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from fuzzkern import loader
-from fuzzkern.case import Case, Layout, TensorCase, Values
-from fuzzkern.executors.run import run_case
-from fuzzkern.worker import WorkerPool
+from fuzzkern.case.model import Case, Layout, TensorCase, Values
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.execution.runner import run_case
+from fuzzkern.target import loader
 
 ROOT = Path(__file__).resolve().parents[2]
 QUALITY = ROOT / "tests" / "quality" / "kernels"
@@ -73,7 +73,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
 def t(shape: tuple[int, ...], dtype: str = "float32", **layout: Any) -> dict[str, Any]:
     """A tensor input: shape, dtype, and optional layout/values keys (perm, steps, starts,
-    offset, expanded, seed, dist, specials) as in :class:`fuzzkern.case.Layout`/``Values``."""
+    offset, expanded, seed, dist, specials) as in :class:`fuzzkern.case.model.Layout`/``Values``."""
     return {"shape": list(shape), "dtype": dtype, **layout}
 
 

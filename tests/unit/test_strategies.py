@@ -17,7 +17,7 @@ from hypothesis.errors import NoSuchExample
 
 import fuzzkern
 from fuzzkern import strategies as fks
-from fuzzkern.case import Case, Layout, TensorCase, Values
+from fuzzkern.case.model import Case, Layout, TensorCase, Values
 from fuzzkern.errors import InvalidArgument
 from fuzzkern.strategies._internal import inputs as inputs_module
 from fuzzkern.strategies._internal.sizes import edge_sizes
@@ -321,7 +321,7 @@ def test_max_numel_reaches_its_bound():
 def test_materialize_has_the_drawn_layout_and_poisoned_gaps(tc):
     import torch
 
-    from fuzzkern.case import gap_fill, materialize
+    from fuzzkern.case.model import gap_fill, materialize
 
     t = materialize(tc)
     assert tuple(t.shape) == tc.shape
@@ -347,7 +347,7 @@ def test_materialize_has_the_drawn_layout_and_poisoned_gaps(tc):
 def test_expanded_tensor_materializes_with_stride_zero():
     import torch  # noqa: F401  (materialize needs it)
 
-    from fuzzkern.case import materialize
+    from fuzzkern.case.model import materialize
 
     tc = minimal(fks.tensors((3, 4), expand=True), lambda t: bool(t.layout.expanded))
     assert tc.strides == (1, 0)
@@ -538,7 +538,7 @@ def test_bad_arguments_raise_at_first_draw(call, message):
         (fks.tensors(("N",), dtype_of="a"), "inside fks.inputs"),
         (fks.inputs(x=st.just(object())), "Expected input 'x' to draw a JSON-representable"),
         (fks.inputs(x=st.just([1j])), "(type=list)"),
-        (fks.tensors(("N",), layout=st.just("dense")), "strategy of fuzzkern.case.Layout"),
+        (fks.tensors(("N",), layout=st.just("dense")), "strategy of fuzzkern.case.model.Layout"),
         (fks.tensors(("N",), values=st.just(Values(0, "gauss"))), "distribution='gauss'"),
         (fks.tensors(("N",), dtypes=["int8"], values=st.just(Values(0, "normal"))), "for int8"),
     ],

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 
-from fuzzkern.case import ALL_DTYPES
+from fuzzkern.case.model import ALL_DTYPES
 from fuzzkern.strategies._internal.base import FuzzkernStrategy
 from fuzzkern.strategies._internal.validation import call_repr, check_names
 
@@ -42,7 +42,7 @@ def dtypes(names: Sequence[str] | None = None) -> st.SearchStrategy[str]:
 
     Names are drawn in fuzzkern's shrink order whatever order they are given in, so a failing
     case shrinks to the most boring dtype that still fails (float32 first, then float16, ...).
-    Known names are those of :data:`fuzzkern.case.ALL_DTYPES`.
+    Known names are those of :data:`fuzzkern.case.model.ALL_DTYPES`.
 
     >>> from hypothesis import find
     >>> from fuzzkern import strategies as fks

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hypothesis import strategies as st
 
-from fuzzkern.case import Case, TensorCase, _encode_scalar
+from fuzzkern.case.model import Case, TensorCase, _encode_scalar
 from fuzzkern.errors import CaseError, InvalidArgument, describe
 from fuzzkern.strategies._internal.base import FuzzkernStrategy
 from fuzzkern.strategies._internal.tensors import (
@@ -24,7 +24,20 @@ from fuzzkern.strategies._internal.validation import check_strategy, fail
 if TYPE_CHECKING:  # pragma: no cover
     from hypothesis.internal.conjecture.data import ConjectureData
 
-    from fuzzkern.target import Target
+
+class Target(Protocol):
+    """What the strategies read of a target: the strategies stage sits below the target
+    stage (:class:`fuzzkern.target.declare.Target` has this shape), so it names the shape, not
+    the class."""
+
+    @property
+    def launcher(self) -> Callable[..., Any]: ...
+    @property
+    def dims(self) -> Mapping[str, Any]: ...
+    @property
+    def inplace_names(self) -> tuple[str, ...]: ...
+    @property
+    def id(self) -> str: ...
 
 
 def canonical_scalar(value: Any) -> Any:
@@ -45,7 +58,7 @@ def canonical_scalar(value: Any) -> Any:
 def autotune_counts(launcher: Any) -> dict[str, int]:
     """Autotuned kernel name -> number of configs the launcher's kernels offer ({} if none)."""
     try:
-        from fuzzkern.executors.kernels import autotuner_config_counts
+        from fuzzkern.introspect import autotuner_config_counts
     except ImportError as e:
         # Only the module (or its function) not existing yet means "no autotuning support";
         # a dependency failing to import inside it is a real error.
@@ -188,7 +201,7 @@ class InputsStrategy(FuzzkernStrategy[Case]):
                 )
 
     def cases_for(self, target: Target) -> st.SearchStrategy[Case]:
-        """The strategy of :class:`~fuzzkern.case.Case` for ``target``: dims, then inputs in
+        """The strategy of :class:`~fuzzkern.case.model.Case` for ``target``: dims, then inputs in
         order, then one config index per autotuned kernel (shrinks to config 0)."""
         self.validate_against(target)
         return CasesStrategy(
@@ -270,7 +283,7 @@ class CasesStrategy(st.SearchStrategy[Case]):
 
 
 def inputs(**named: Any) -> InputsStrategy:
-    """All the inputs of a kernel launch, drawn together as one :class:`fuzzkern.case.Case`.
+    """All the inputs of a kernel launch, drawn together as one :class:`fuzzkern.case.model.Case`.
 
     Each keyword is an argument of the launcher: :func:`tensors` for tensors, any Hypothesis
     strategy for scalars and meta-parameters (``st.floats(-4, 4)``,

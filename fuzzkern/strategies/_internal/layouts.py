@@ -1,4 +1,4 @@
-"""``layouts()``: how a view is cut from a larger storage (DESIGN decision 2)."""
+"""``layouts()``: how a view is cut from a larger storage (docs/architecture.md, case)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 
-from fuzzkern.case import Layout
+from fuzzkern.case.model import Layout
 from fuzzkern.strategies._internal.base import FuzzkernStrategy
 from fuzzkern.strategies._internal.validation import call_repr, check_bool, check_int
 
@@ -79,7 +79,7 @@ def layouts(
     max_offset: int = 9,
     expand: bool = False,
 ) -> st.SearchStrategy[Layout]:
-    """Layouts (:class:`fuzzkern.case.Layout`) of an ``ndim``-dim view over a larger storage.
+    """Layouts (:class:`fuzzkern.case.model.Layout`) of an ``ndim``-dim view over a larger storage.
 
     A layout permutes the dims in memory (``permute``), steps over elements (up to
     ``max_step``), skips up to ``max_start`` elements before each dim, shifts the view by up to

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from fuzzkern.case import Layout, TensorCase, Values
+from fuzzkern.case.model import Layout, TensorCase, Values
 from fuzzkern.errors import CaseError, InvalidArgument, describe
 from fuzzkern.strategies._internal.base import FuzzkernStrategy
 from fuzzkern.strategies._internal.dtypes import DEFAULT_DTYPES, check_dtype_names
@@ -170,7 +170,7 @@ def dim_inputs(spec: object) -> tuple[str, ...]:
     """The dims a derived dim reads."""
     if isinstance(spec, str):
         return dim_expression(spec)[1]
-    from fuzzkern.target import _accepts
+    from fuzzkern.calls import _accepts
 
     return tuple(sorted(_accepts(spec)[0]))  # type: ignore[arg-type]
 
@@ -178,7 +178,7 @@ def dim_inputs(spec: object) -> tuple[str, ...]:
 def derive_dims(derived: Mapping[str, object], dims: Mapping[str, int]) -> dict[str, int]:
     """The values of the ``derived`` dims (in order; each may read earlier ones) from
     ``dims``."""
-    from fuzzkern.target import call_with
+    from fuzzkern.calls import call_with
 
     known = dict(dims)
     out: dict[str, int] = {}
@@ -247,7 +247,7 @@ class TensorsStrategy(FuzzkernStrategy[TensorCase]):
         self._values: st.SearchStrategy[Values] = st.nothing()
 
     def layout_kinds(self) -> set[str]:
-        """The layout kinds (``fuzzkern.case.Layout.kinds`` and ``contiguous``) this strategy
+        """The layout kinds (``fuzzkern.case.model.Layout.kinds`` and ``contiguous``) this strategy
         can draw: the HTML report hides the others instead of showing them as gaps."""
         self.check()
         layout = self._layout_arg
@@ -377,7 +377,7 @@ class TensorsStrategy(FuzzkernStrategy[TensorCase]):
         layout = Layout.contiguous(len(shape)) if strategy is None else data.draw(strategy)
         if not isinstance(layout, Layout):
             fail(
-                "a strategy of fuzzkern.case.Layout",
+                "a strategy of fuzzkern.case.model.Layout",
                 "layout",
                 self._layout_arg,
                 f"It drew {layout!r}; use fks.layouts({len(shape)}).",
@@ -422,7 +422,7 @@ class TensorsStrategy(FuzzkernStrategy[TensorCase]):
 def check_recipe(recipe: object, dtype: str) -> None:
     """A user's values strategy must draw a :class:`Values` that fits ``dtype``."""
     if not isinstance(recipe, Values):
-        fail("a strategy of fuzzkern.case.Values", "values", recipe, "Use fks.values(...).")
+        fail("a strategy of fuzzkern.case.model.Values", "values", recipe, "Use fks.values(...).")
     kind = dtype_kind(dtype)
     if recipe.distribution not in DISTRIBUTIONS[kind]:
         fail(
@@ -451,7 +451,8 @@ def tensors(
     values: st.SearchStrategy[Values] | None = None,
     max_numel: int | None = None,
 ) -> st.SearchStrategy[TensorCase]:
-    """Tensor arguments (:class:`fuzzkern.case.TensorCase`): pure data, built on the CPU later.
+    """Tensor arguments (:class:`fuzzkern.case.model.TensorCase`): pure data, built on the CPU
+    later.
 
     ``shape`` holds sizes and dim names: ``("M", "K")`` or ``("N", 4)``. Inside
     :func:`inputs`, named dims come from the target's ``dims`` and are shared by every tensor

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 
-from fuzzkern.case import (
+from fuzzkern.case.model import (
     ALL_DTYPES,
     FLOAT_DISTRIBUTIONS,
     FLOAT_SPECIALS,
@@ -296,10 +296,10 @@ def values(
     rows: str | None = None,
     dim: int = -1,
 ) -> st.SearchStrategy[Values]:
-    """Value recipes (:class:`fuzzkern.case.Values`) for a tensor of ``dtype``.
+    """Value recipes (:class:`fuzzkern.case.model.Values`) for a tensor of ``dtype``.
 
     A recipe is a seed (shrinks to 0), a distribution from ``distributions`` (default: all
-    that apply to the dtype, see :data:`fuzzkern.case.FLOAT_DISTRIBUTIONS` and
+    that apply to the dtype, see :data:`fuzzkern.case.model.FLOAT_DISTRIBUTIONS` and
     ``INT_DISTRIBUTIONS``; shrinks to ``"small_ints"``) and up to ``max_specials`` special
     values (NaN, ±inf, -0.0, subnormals, dtype max, ...) at element positions that wrap around
     the tensor; each special sits behind its own switch, so the shrinker turns off those a

@@ -21,7 +21,7 @@ The module docstring says why that case is minimal. Dims are kept small (at most
 case costs milliseconds in Triton's interpreter.
 
 =====================  ==========================================================  ==========
-module                 bug class (notes/peers.md section 6)                        verdict
+module                 bug class (docs/architecture.md, appendix)                  verdict
 =====================  ==========================================================  ==========
 missing_mask           no tail mask on the last block (#2)                         oob
 ignored_stride         input stride ignored, contiguity assumed (#3)               oob-view

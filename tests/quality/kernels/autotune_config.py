@@ -1,4 +1,4 @@
-"""Planted bug: one config of an autotuned kernel drops the tail mask (notes/peers.md
+"""Planted bug: one config of an autotuned kernel drops the tail mask (docs/architecture.md,
 section 6, class #10; triton#9230, helion PR #655).
 
 The kernel has an ``EVEN`` switch that skips masking when the block size divides N. Its

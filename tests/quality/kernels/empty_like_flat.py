@@ -1,5 +1,5 @@
 """Planted bug: the output comes from ``torch.empty_like(x)`` but is written as if it were
-contiguous (notes/peers.md section 6, class #4; FlagGems PR #4831).
+contiguous (bug class #4 in docs/architecture.md; FlagGems PR #4831).
 
 ``torch.empty_like`` keeps the strides of a dense input: for a transposed ``x`` the output is
 transposed too. The buggy kernel reads ``x`` through its strides but stores element

@@ -1,5 +1,5 @@
 """Planted bug: a stride-0 (expanded) input takes a fast path meant for unit inner strides
-(notes/peers.md section 6, class #5; FlagGems #6017, an expanded index read out of bounds).
+(bug class #5 in docs/architecture.md; FlagGems #6017, an expanded index read out of bounds).
 
 ``out = x + bias`` for 2-D tensors, where ``bias`` is typically a broadcast view such as
 ``b.expand(M, N)``. The launcher has a fast path for inputs whose rows are contiguous (it

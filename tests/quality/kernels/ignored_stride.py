@@ -1,5 +1,5 @@
 """Planted bug: the input's stride is ignored; the kernel assumes it is contiguous
-(notes/peers.md section 6, class #3; e.g. FlagGems sum/mean, Torch-FL #171).
+(bug class #3 in docs/architecture.md; e.g. FlagGems sum/mean, Torch-FL #171).
 
 The buggy kernel indexes ``x`` with ``offs`` instead of ``offs * stride_x``. On a stepped
 view it reads the storage gaps (NaN-filled by fuzzkern) and the wrong elements. The reads stay

@@ -1,4 +1,4 @@
-"""Planted bug: no mask on the last block (notes/peers.md section 6, class #2).
+"""Planted bug: no mask on the last block (bug class #2 in docs/architecture.md).
 
 The buggy kernel loads and stores a whole BLOCK even when ``N % BLOCK != 0``, so the tail
 lanes of the last program read past the end of ``x`` and ``y`` and write past the end of

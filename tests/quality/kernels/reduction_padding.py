@@ -1,4 +1,4 @@
-"""Planted bug: padding lanes pollute a reduction (notes/peers.md section 6, class #1; the
+"""Planted bug: padding lanes pollute a reduction (bug class #1 in docs/architecture.md; the
 Liger-Kernel LayerNorm variance bug, linkedin/Liger-Kernel#518).
 
 A row's variance is computed in one block of ``BLOCK_N = next_power_of_2(N)`` lanes. Masked

@@ -1,4 +1,4 @@
-"""Planted bug: the matmul K loop loads without the K-tail mask (notes/peers.md section 6,
+"""Planted bug: the matmul K loop loads without the K-tail mask (docs/architecture.md,
 class #2, in its matmul form).
 
 Rows and columns are kept in bounds with the tutorial's ``% M`` / ``% N`` wrap-around, so the

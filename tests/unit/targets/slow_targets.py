@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 import fuzzkern
 from fuzzkern import strategies as fks
-from fuzzkern.worker import compile_phase
 
 
 @triton.jit
@@ -82,7 +81,7 @@ long_and_wrong = fuzzkern.Target(
 def _compiling(x, SECONDS):
     # what a compiled launch of a kernel whose autotuner compiles many configs looks like to
     # the worker: a long compilation, then a quick launch
-    with compile_phase():
+    with fuzzkern.compile_phase():
         time.sleep(SECONDS)
     return x * 1
 

@@ -1,0 +1,756 @@
+"""The case model: one fuzzing case as pure, JSON-serializable data.
+
+A :class:`Case` says everything needed to rebuild a kernel's inputs bit for bit: per tensor its
+shape, strides, storage offset, storage size, dtype and a value recipe; plus scalars,
+meta-parameters and the autotune config to force. Tensors are built from it on the CPU by
+:func:`materialize`; nothing here depends on a GPU, and this module imports torch lazily so the
+parent (Hypothesis) process can handle cases without touching it.
+
+Layout model (docs/architecture.md, case): a tensor is a view over a larger storage. The view is
+derived from a :class:`Layout` (permutation, per-dim step and start, extra storage offset, expanded
+dims), but the case stores the *resulting* strides and offsets as the truth, so a saved case replays
+with the same layout even if the derivation changes later.
+
+Example::
+
+    >>> from fuzzkern.case.model import Layout, TensorCase, Values, view_of
+    >>> strides, offset, size = view_of((3, 4), Layout.contiguous(2))
+    >>> (strides, offset, size)
+    ((4, 1), 0, 12)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fuzzkern.errors import CaseError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+CASE_VERSION = 1
+
+#: Dtype names fuzzkern knows, in shrink order (the first is the most boring).
+FLOAT_DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+)
+INT_DTYPES = ("int32", "int64", "int16", "int8", "uint8", "bool")
+ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES
+
+#: Value distributions, most boring first (what the shrinker aims for).
+FLOAT_DISTRIBUTIONS = ("small_ints", "normal", "uniform", "negative", "wide", "large")
+INT_DISTRIBUTIONS = ("small_ints", "uniform", "negative", "extreme")
+
+#: Special values a case can plant at chosen positions.
+FLOAT_SPECIALS = ("nan", "inf", "-inf", "-0.0", "subnormal", "max", "lowest", "tiny")
+INT_SPECIALS = ("max", "min", "zero", "minus_one")
+
+Scalar = None | bool | int | float | str | tuple[Any, ...]
+
+
+def is_float_dtype(dtype: str) -> bool:
+    return dtype in FLOAT_DTYPES
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a view was cut from its storage; every field shrinks to the contiguous case.
+
+    - ``permutation``: logical dims listed from outermost to innermost in memory
+      (identity = row-major).
+    - ``steps``: per logical dim, the step between neighbours in the base buffer (1 = dense).
+    - ``starts``: per logical dim, how many base-buffer elements to skip before the view.
+    - ``offset``: extra elements before everything (odd values break 16-byte alignment).
+    - ``expanded``: logical dims broadcast with stride 0 (inputs only).
+    """
+
+    permutation: tuple[int, ...]
+    steps: tuple[int, ...]
+    starts: tuple[int, ...]
+    offset: int = 0
+    expanded: tuple[int, ...] = ()
+
+    @staticmethod
+    def contiguous(ndim: int) -> Layout:
+        return Layout(tuple(range(ndim)), (1,) * ndim, (0,) * ndim, 0, ())
+
+    @property
+    def is_contiguous(self) -> bool:
+        return self == Layout.contiguous(len(self.permutation))
+
+    def kinds(self) -> list[str]:
+        """Short words for what makes this layout unusual (empty when contiguous)."""
+        out = []
+        if self.permutation != tuple(range(len(self.permutation))):
+            out.append("permuted")
+        if any(s != 1 for s in self.steps):
+            out.append("strided")
+        if any(s != 0 for s in self.starts) or self.offset:
+            out.append("offset")
+        if self.expanded:
+            out.append("expanded")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "permutation": list(self.permutation),
+            "steps": list(self.steps),
+            "starts": list(self.starts),
+            "offset": self.offset,
+            "expanded": list(self.expanded),
+        }
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Layout:
+        return Layout(
+            tuple(d["permutation"]),
+            tuple(d["steps"]),
+            tuple(d["starts"]),
+            int(d.get("offset", 0)),
+            tuple(d.get("expanded", ())),
+        )
+
+
+def view_of(shape: tuple[int, ...], layout: Layout) -> tuple[tuple[int, ...], int, int]:
+    """Strides, storage offset and storage size (all in elements) of ``shape`` cut by ``layout``.
+
+    The base buffer holds, per logical dim ``d``, ``starts[d] + (shape[d]-1)*steps[d] + 1``
+    elements (1 for an expanded dim), laid out row-major in ``permutation`` order.
+    """
+    ndim = len(shape)
+    if len(layout.permutation) != ndim or sorted(layout.permutation) != list(range(ndim)):
+        raise CaseError(f"layout permutation {layout.permutation} does not fit shape {shape}")
+    base = [1] * ndim
+    for d in range(ndim):
+        if d in layout.expanded or shape[d] == 0:
+            base[d] = 1
+        else:
+            base[d] = layout.starts[d] + (shape[d] - 1) * layout.steps[d] + 1
+    base_strides = [0] * ndim
+    acc = 1
+    for d in reversed(layout.permutation):
+        base_strides[d] = acc
+        acc *= base[d]
+    storage_size = layout.offset + acc
+    strides = []
+    offset = layout.offset
+    for d in range(ndim):
+        if d in layout.expanded:
+            strides.append(0)
+        else:
+            strides.append(base_strides[d] * layout.steps[d])
+            offset += base_strides[d] * layout.starts[d]
+    if any(s == 0 for s in shape):
+        storage_size = layout.offset
+    return tuple(strides), offset, storage_size
+
+
+#: Row domains: each row along ``Domain.dim`` is a probability vector (non-negative, sums to
+#: 1), or its logarithm (non-positive, logsumexp 0).
+ROWS = ("probability", "log_probability")
+
+
+def _number(v: Any, what: str) -> int | float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise CaseError(f"{what} must be a number or null, got {v!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where a tensor's values lie, as data: a range and/or a row constraint.
+
+    - ``min_value``/``max_value``: bounds (None: unbounded), inclusive unless
+      ``exclude_min``/``exclude_max``. Integer tensors use whole numbers; ``[0, V)`` is
+      ``min_value=0, max_value=V, exclude_max=True``.
+    - ``min_from``/``max_from``: the dim or scalar input a bound was read from when the case was
+      drawn (the number is stored too: a case is data); the minimizer re-reads it when it
+      changes that dim.
+    - ``rows``: ``"probability"`` or ``"log_probability"`` along dim ``dim`` (float tensors).
+
+    Values are drawn from the recipe's distribution, then folded into the range (reflected at
+    the bounds, wrapped for integers); special values move to the bounds or are skipped when
+    they fall outside (see :func:`apply_domain`).
+    """
+
+    min_value: int | float | None = None
+    max_value: int | float | None = None
+    exclude_min: bool = False
+    exclude_max: bool = False
+    min_from: str | None = None
+    max_from: str | None = None
+    rows: str | None = None
+    dim: int = -1
+
+    def describe(self) -> str:
+        parts = []
+        if self.min_value is not None or self.max_value is not None:
+            lo = "-inf" if self.min_value is None else repr(self.min_value)
+            hi = "inf" if self.max_value is None else repr(self.max_value)
+            parts.append(f"{'(' if self.exclude_min or self.min_value is None else '['}{lo},"
+                         f"{hi}{')' if self.exclude_max or self.max_value is None else ']'}")
+        if self.rows:
+            parts.append(f"{self.rows} rows(dim={self.dim})")
+        return " ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        for k in ("min_value", "max_value", "min_from", "max_from", "rows"):
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
+        for k in ("exclude_min", "exclude_max"):
+            if getattr(self, k):
+                d[k] = True
+        if self.rows is not None:
+            d["dim"] = self.dim
+        return d
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Domain:
+        if not isinstance(d, Mapping):
+            raise CaseError(f"a value domain must be a JSON object, got {type(d).__name__}")
+        rows = d.get("rows")
+        if rows is not None and rows not in ROWS:
+            raise CaseError(f"unknown row domain {rows!r}; expected one of {ROWS}")
+        names = {k: d.get(k) for k in ("min_from", "max_from")}
+        for k, v in names.items():
+            if v is not None and not isinstance(v, str):
+                raise CaseError(f"{k} must be a name or null, got {v!r}")
+        dom = Domain(_number(d.get("min_value"), "min_value"),
+                     _number(d.get("max_value"), "max_value"),
+                     bool(d.get("exclude_min", False)), bool(d.get("exclude_max", False)),
+                     names["min_from"], names["max_from"], rows, int(d.get("dim", -1)))
+        for k in ("min_value", "max_value"):
+            v = getattr(dom, k)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise CaseError(f"{k} must be finite, got {v!r}")
+        return dom
+
+
+def literal_special(kind: str) -> int | float | None:
+    """The number a literal special value (``"=-100"``) stands for; None for a named kind."""
+    if not kind.startswith("="):
+        return None
+    text = kind[1:]
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)  # "nan", "inf" parse too; float() runs no code
+    except ValueError:
+        raise CaseError(f"unknown special value {kind!r}") from None
+
+
+@dataclass(frozen=True)
+class Values:
+    """Recipe for a tensor's values: a seed, a distribution and sparse special values.
+
+    ``specials`` holds ``(position, kind)`` pairs; ``position`` indexes the tensor's distinct
+    elements in row-major order (expanded dims count once) and wraps around. A kind is a name
+    (:data:`FLOAT_SPECIALS`, :data:`INT_SPECIALS`) or a literal number written ``"=-100"``
+    (planted as is, even outside the ``domain``). ``domain`` (optional) says where the values
+    lie (:class:`Domain`).
+    """
+
+    seed: int = 0
+    distribution: str = "small_ints"
+    specials: tuple[tuple[int, str], ...] = ()
+    domain: Domain | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "seed": self.seed,
+            "distribution": self.distribution,
+            "specials": [[i, k] for i, k in self.specials],
+        }
+        if self.domain is not None:
+            d["domain"] = self.domain.to_json()
+        return d
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Values:
+        domain = d.get("domain")
+        return Values(
+            int(d.get("seed", 0)),
+            str(d.get("distribution", "small_ints")),
+            tuple((int(i), str(k)) for i, k in d.get("specials", ())),
+            None if domain is None else Domain.from_json(domain),
+        )
+
+
+@dataclass(frozen=True)
+class TensorCase:
+    """One tensor argument of a case: an exact strided view plus its value recipe."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    strides: tuple[int, ...]
+    storage_offset: int
+    storage_size: int
+    values: Values = field(default_factory=Values)
+    layout: Layout | None = None
+
+    @staticmethod
+    def build(
+        shape: tuple[int, ...],
+        dtype: str,
+        layout: Layout | None = None,
+        values: Values | None = None,
+    ) -> TensorCase:
+        layout = layout or Layout.contiguous(len(shape))
+        strides, offset, size = view_of(tuple(shape), layout)
+        return TensorCase(tuple(shape), dtype, strides, offset, size, values or Values(), layout)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def is_contiguous(self) -> bool:
+        return self.layout is None or self.layout.is_contiguous
+
+    def describe(self) -> str:
+        dims = ",".join(str(s) for s in self.shape)
+        text = f"{self.dtype}[{dims}]"
+        if not self.is_contiguous:
+            kinds = "+".join(self.layout.kinds()) if self.layout else "strided"
+            text += f" {kinds} strides={self.strides} offset={self.storage_offset}"
+        v = self.values
+        text += f" values={v.distribution}"
+        if v.seed:
+            text += f"(seed={v.seed})"
+        if v.specials:
+            text += " specials=" + ",".join(f"{k.lstrip('=')}@{i}" for i, k in v.specials)
+        if v.domain is not None:
+            text += f" in {v.domain.describe()}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "strides": list(self.strides),
+            "storage_offset": self.storage_offset,
+            "storage_size": self.storage_size,
+            "values": self.values.to_json(),
+        }
+        if self.layout is not None:
+            d["layout"] = self.layout.to_json()
+        return d
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> TensorCase:
+        try:
+            tc = TensorCase(
+                tuple(int(s) for s in d["shape"]),
+                str(d["dtype"]),
+                tuple(int(s) for s in d["strides"]),
+                int(d["storage_offset"]),
+                int(d["storage_size"]),
+                Values.from_json(d.get("values", {})),
+                Layout.from_json(d["layout"]) if d.get("layout") else None,
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise CaseError(f"malformed tensor in case: {e!r}") from e
+        if tc.dtype not in ALL_DTYPES:
+            raise CaseError(f"unknown dtype {tc.dtype!r} in case; expected one of {ALL_DTYPES}")
+        if len(tc.strides) != len(tc.shape):
+            raise CaseError(f"tensor has shape {tc.shape} but strides {tc.strides}")
+        return tc
+
+
+def _encode_scalar(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return {"$float": repr(v)}
+    if isinstance(v, tuple):
+        return {"$tuple": [_encode_scalar(x) for x in v]}
+    if isinstance(v, list):
+        return [_encode_scalar(x) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    raise CaseError(
+        f"Expected a JSON-representable scalar (None, bool, int, float, str or a tuple of them) "
+        f"but got value={v!r} (type={type(v).__name__}). Draw plain values from the strategy."
+    )
+
+
+def _decode_scalar(v: Any) -> Any:
+    if isinstance(v, dict):
+        if "$float" in v:
+            f = float(v["$float"])
+            # One NaN object (math.nan), as strategies draw it: containers compare items by
+            # identity first, so a decoded case then equals the case that was encoded.
+            return math.nan if math.isnan(f) else f
+        if "$tuple" in v:
+            return tuple(_decode_scalar(x) for x in v["$tuple"])
+        raise CaseError(f"unknown scalar encoding {v!r}")
+    if isinstance(v, list):
+        return [_decode_scalar(x) for x in v]
+    return v
+
+
+@dataclass(frozen=True)
+class Case:
+    """Everything one kernel launch gets, as data.
+
+    - ``dims``: the symbolic dims drawn for this case (``{"N": 17}``).
+    - ``inputs``: argument name → :class:`TensorCase` or a scalar, in declaration order.
+    - ``configs``: autotuned kernel name → index of the ``triton.Config`` forced in every mode.
+    """
+
+    dims: Mapping[str, int]
+    inputs: Mapping[str, TensorCase | Any]
+    configs: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def tensors(self) -> dict[str, TensorCase]:
+        return {k: v for k, v in self.inputs.items() if isinstance(v, TensorCase)}
+
+    @property
+    def scalars(self) -> dict[str, Any]:
+        return {k: v for k, v in self.inputs.items() if not isinstance(v, TensorCase)}
+
+    def describe(self) -> str:
+        """The case in words: shapes, layouts, dtypes, values, scalars and configs."""
+        parts = []
+        for name, v in self.inputs.items():
+            parts.append(f"{name}={v.describe() if isinstance(v, TensorCase) else repr(v)}")
+        for name, idx in self.configs.items():
+            parts.append(f"{name}.config[{idx}]")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        inputs: dict[str, Any] = {}
+        for k, v in self.inputs.items():
+            if isinstance(v, TensorCase):
+                inputs[k] = {"tensor": v.to_json()}
+            else:
+                inputs[k] = {"scalar": _encode_scalar(v)}
+        return {
+            "version": CASE_VERSION,
+            "dims": dict(self.dims),
+            "inputs": inputs,
+            "configs": dict(self.configs),
+        }
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Case:
+        if not isinstance(d, Mapping):
+            raise CaseError(f"a case must be a JSON object, got {type(d).__name__}")
+        version = d.get("version", CASE_VERSION)
+        if not isinstance(version, int) or version > CASE_VERSION:
+            raise CaseError(
+                f"case version {version!r} is newer than this fuzzkern understands "
+                f"({CASE_VERSION}); upgrade fuzzkern"
+            )
+        inputs: dict[str, Any] = {}
+        try:
+            for k, v in d["inputs"].items():
+                if "tensor" in v:
+                    inputs[k] = TensorCase.from_json(v["tensor"])
+                elif "scalar" in v:
+                    inputs[k] = _decode_scalar(v["scalar"])
+                else:
+                    raise CaseError(f"input {k!r} is neither a tensor nor a scalar")
+            dims = {str(k): int(n) for k, n in d.get("dims", {}).items()}
+            configs = {str(k): int(n) for k, n in d.get("configs", {}).items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CaseError(f"malformed case: {e!r}") from e
+        return Case(dims, inputs, configs)
+
+
+# --------------------------------------------------------------------------------------------
+# Materialization (worker side: imports torch)
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    import torch
+
+    dt = getattr(torch, name, None)
+    if not isinstance(dt, torch.dtype):
+        raise CaseError(f"torch {torch.__version__} has no dtype {name!r}")
+    return dt
+
+
+def gap_fill(dtype: torch.dtype) -> float | int | bool:
+    """The sentinel written into storage that no view element covers (docs/architecture.md,
+    case)."""
+    import torch
+
+    if dtype == torch.bool:
+        return True
+    if dtype.is_floating_point:
+        return float("nan")
+    if dtype == torch.uint8:
+        return 0xA5
+    return torch.iinfo(dtype).min + 0x5A
+
+
+def _special_value(kind: str, dtype: torch.dtype) -> float | int | bool:
+    import torch
+
+    if dtype.is_floating_point:
+        fi = torch.finfo(dtype)
+        table: dict[str, float] = {
+            "nan": float("nan"),
+            "inf": float("inf"),
+            "-inf": float("-inf"),
+            "-0.0": -0.0,
+            "subnormal": float(fi.smallest_normal) / 2,
+            "max": float(fi.max),
+            "lowest": float(fi.min),
+            "tiny": float(fi.smallest_normal),
+        }
+        if kind not in table:
+            raise CaseError(f"unknown float special value {kind!r}")
+        return table[kind]
+    if dtype == torch.bool:
+        return kind in ("max", "minus_one")
+    ii = torch.iinfo(dtype)
+    itable = {"max": ii.max, "min": ii.min, "zero": 0, "minus_one": -1 if ii.min < 0 else ii.max}
+    if kind not in itable:
+        raise CaseError(f"unknown integer special value {kind!r}")
+    return itable[kind]
+
+
+def _float_bounds(dom: Domain) -> tuple[float, float]:
+    lo = -math.inf if dom.min_value is None else float(dom.min_value)
+    hi = math.inf if dom.max_value is None else float(dom.max_value)
+    return lo, hi
+
+
+def _int_bounds(dom: Domain, dtype: torch.dtype) -> tuple[int, int]:
+    """The inclusive integer range of ``dom`` within ``dtype``."""
+    import torch
+
+    ii = torch.iinfo(dtype)
+    lo, hi = ii.min, ii.max
+    if dom.min_value is not None:
+        lo = max(lo, math.ceil(dom.min_value) + (1 if dom.exclude_min
+                                                 and dom.min_value == math.ceil(dom.min_value)
+                                                 else 0))
+    if dom.max_value is not None:
+        hi = min(hi, math.floor(dom.max_value) - (1 if dom.exclude_max
+                                                  and dom.max_value == math.floor(dom.max_value)
+                                                  else 0))
+    if lo > hi:
+        raise CaseError(f"the value domain {dom.describe()} holds no {dtype} value")
+    return lo, hi
+
+
+def _inside(v: float, dom: Domain) -> bool:
+    lo, hi = _float_bounds(dom)
+    if math.isnan(v):
+        return False
+    if v < lo or (dom.exclude_min and v == lo) or v > hi or (dom.exclude_max and v == hi):
+        return False
+    return True
+
+
+def _interior(dom: Domain) -> float:
+    """A value well inside a float range (what a value rounded onto an excluded bound becomes)."""
+    lo, hi = _float_bounds(dom)
+    if math.isfinite(lo) and math.isfinite(hi):
+        return lo + (hi - lo) / 2
+    if math.isfinite(lo):
+        return lo + max(1.0, abs(lo))
+    if math.isfinite(hi):
+        return hi - max(1.0, abs(hi))
+    return 0.0
+
+
+def _fold_float(x: torch.Tensor, dom: Domain) -> torch.Tensor:
+    """Reflect ``x`` (float64) into the range at its bounds: continuous, deterministic, keeps
+    small integers small integers where the range allows."""
+    import torch
+
+    lo, hi = _float_bounds(dom)
+    if math.isfinite(lo) and math.isfinite(hi):
+        w = hi - lo
+        if w <= 0:
+            return torch.full_like(x, lo)
+        t = torch.remainder(x - lo, 2 * w)
+        return lo + torch.where(t <= w, t, 2 * w - t)
+    if math.isfinite(lo):
+        return lo + (x - lo).abs()
+    if math.isfinite(hi):
+        return hi - (hi - x).abs()
+    return x
+
+
+def _rows(x: torch.Tensor, shape: tuple[int, ...], dom: Domain) -> torch.Tensor:
+    """``x`` (float64, flat) turned into probability (or log-probability) rows along
+    ``dom.dim`` of ``shape``; a 0-dim tensor is one whole row."""
+    if math.prod(shape) == 0:
+        return x
+    if not shape:
+        return x * 0 + (0.0 if dom.rows == "log_probability" else 1.0)
+    dim = dom.dim % len(shape)
+    v = x.reshape(shape)
+    v = v.log_softmax(dim) if dom.rows == "log_probability" else v.softmax(dim)
+    return v.reshape(-1)
+
+
+def _special_in_domain(kind: str, dtype: torch.dtype, dom: Domain | None
+                       ) -> float | int | bool | None:
+    """The value a special kind plants under ``dom`` (None: it lies outside; skipped). Literal
+    kinds (``"=-100"``) are planted as they are; ``max``/``lowest``/``min`` become the range's
+    bounds."""
+    import torch
+
+    literal = literal_special(kind)
+    if literal is not None:
+        if dtype.is_floating_point:
+            return float(literal)
+        if isinstance(literal, float) and not math.isfinite(literal):
+            raise CaseError(f"special value {kind!r} does not fit {dtype}")
+        return int(literal)
+    value = _special_value(kind, dtype)
+    if dom is None or dtype == torch.bool or (dom.min_value is None and dom.max_value is None):
+        return value
+    if not dtype.is_floating_point:
+        ilo, ihi = _int_bounds(dom, dtype)
+        value = {"max": ihi, "min": ilo}.get(kind, value)
+        return value if ilo <= int(value) <= ihi else None
+    flo, fhi = _float_bounds(dom)
+    if kind == "max" and math.isfinite(fhi):
+        value = fhi
+    elif kind == "lowest" and math.isfinite(flo):
+        value = flo
+    if kind == "nan":
+        return value  # drawn only when the strategy allows NaN
+    return value if _inside(float(value), dom) else None
+
+
+def generate_values(values: Values, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """Contiguous tensor of ``shape`` filled as ``values`` says, deterministically from its seed."""
+    import torch
+
+    g = torch.Generator().manual_seed(values.seed)
+    n = math.prod(shape)
+    dist = values.distribution
+    dom = values.domain
+    if dtype.is_floating_point:
+        fmax = float(torch.finfo(dtype).max)
+        if dist == "small_ints":
+            x = torch.randint(-4, 5, (n,), generator=g).double()
+        elif dist == "normal":
+            x = torch.randn(n, generator=g, dtype=torch.float64)
+        elif dist == "uniform":
+            x = torch.rand(n, generator=g, dtype=torch.float64) * 2 - 1
+        elif dist == "negative":
+            x = -torch.rand(n, generator=g, dtype=torch.float64) * 4 - 0.25
+        elif dist == "wide":
+            emax = min(20, int(math.log2(fmax)) - 3)
+            e = torch.randint(-emax, emax + 1, (n,), generator=g).double()
+            x = torch.randn(n, generator=g, dtype=torch.float64) * torch.exp2(e)
+        elif dist == "large":
+            mag = min(1024.0, fmax / 4)
+            sign = torch.randint(0, 2, (n,), generator=g).double() * 2 - 1
+            x = sign * (torch.rand(n, generator=g, dtype=torch.float64) * 0.75 + 0.25) * mag
+        else:
+            raise CaseError(f"unknown float distribution {dist!r}")
+        if dom is not None and dom.rows:
+            x = _rows(x, shape, dom)
+        if dom is not None and (dom.min_value is not None or dom.max_value is not None):
+            x = _fold_float(x, dom)
+        x = x.clamp(-fmax, fmax)
+        # fp8 casts from float64 are not implemented for every torch build; go through fp32.
+        out = x.float().to(dtype) if dtype.itemsize == 1 else x.to(dtype)
+        if dom is not None and (dom.min_value is not None or dom.max_value is not None) and n:
+            # Rounding to the dtype may land on an excluded bound or just past a bound.
+            lo, hi = _float_bounds(dom)
+            y = out.double()
+            bad = (y < lo) | (y > hi)
+            if dom.exclude_min:
+                bad |= y == lo
+            if dom.exclude_max:
+                bad |= y == hi
+            if bool(bad.any()):
+                out[bad] = torch.tensor(_interior(dom), dtype=torch.float64).to(dtype)
+    else:
+        if dtype == torch.bool:
+            lo, hi = 0, 2
+        else:
+            ii = torch.iinfo(dtype)
+            bounds = {
+                "small_ints": (max(-4, ii.min), 5),
+                "uniform": (ii.min, ii.max),
+                "negative": (ii.min, 0) if ii.min < 0 else (0, 3),
+                "extreme": (ii.min, ii.max),
+            }
+            if dist not in bounds:
+                raise CaseError(f"unknown integer distribution {dist!r}")
+            lo, hi = bounds[dist]
+        if dist == "extreme" and dtype != torch.bool:
+            ii = torch.iinfo(dtype)
+            pick = torch.randint(0, 4, (n,), generator=g)
+            choices = torch.tensor([ii.min, ii.max, ii.min + 1, ii.max - 1], dtype=torch.int64)
+            out = choices[pick].to(dtype)
+        else:
+            # randint's high bound is exclusive and must fit int64
+            out = torch.randint(lo, min(hi + 1, 2**63 - 1) if dtype != torch.bool else hi, (n,),
+                                generator=g, dtype=torch.int64).to(dtype)
+        if (dom is not None and dtype != torch.bool
+                and (dom.min_value is not None or dom.max_value is not None)):
+            dlo, dhi = _int_bounds(dom, dtype)
+            x64 = out.to(torch.int64)
+            if (dlo, dhi) != (torch.iinfo(dtype).min, torch.iinfo(dtype).max):
+                width = dhi - dlo + 1
+                if width >= 2**62:  # one-sided over (nearly) all of int64: clamp
+                    x64 = x64.clamp(dlo, dhi)
+                else:  # wrap into [dlo, dhi]: small ints stay small (x mod V)
+                    x64 = dlo + torch.remainder(x64 - dlo, width)
+            out = x64.to(dtype)
+    if n:
+        for pos, kind in values.specials:
+            v = _special_in_domain(kind, dtype, dom)
+            if v is not None:
+                out[pos % n] = v
+    return out.reshape(shape)
+
+
+def materialize(tc: TensorCase) -> torch.Tensor:
+    """Build the CPU tensor ``tc`` describes: a view with the exact strides and offset over a
+    storage whose uncovered elements hold :func:`gap_fill`."""
+    import torch
+
+    dtype = torch_dtype(tc.dtype)
+    storage = torch.empty(tc.storage_size, dtype=dtype)
+    storage.fill_(gap_fill(dtype))
+    view = storage.as_strided(tc.shape, tc.strides, tc.storage_offset)
+    # Write through a view with expanded (stride-0) dims collapsed to size 1: torch refuses to
+    # copy into overlapping memory, and an expanded input repeats one value along that dim.
+    dense_shape = tuple(1 if st == 0 else s for s, st in zip(tc.shape, tc.strides, strict=True))
+    dst = storage.as_strided(dense_shape, tc.strides, tc.storage_offset)
+    dst.copy_(generate_values(tc.values, dense_shape, dtype))
+    return view
+
+
+def rebuild_like(t: torch.Tensor, device: Any = None) -> torch.Tensor:
+    """Copy ``t`` *with its layout*: same strides and offset over a copy of its whole storage.
+
+    ``t.clone()`` of a non-dense view returns a dense tensor; this keeps gaps, offsets and
+    stride-0 dims so every executor sees the same memory picture.
+    """
+    import torch
+
+    nbytes = t.untyped_storage().nbytes()
+    n = nbytes // t.element_size()
+    flat = torch.empty(n, dtype=t.dtype, device=device if device is not None else t.device)
+    src = t.as_strided((n,), (1,), 0)
+    flat.copy_(src)
+    return flat.as_strided(t.shape, t.stride(), t.storage_offset())

@@ -1,0 +1,405 @@
+"""Compiled mode: the case's CPU-built tensors copied to the GPU with their exact layouts,
+launched through the user's launcher, synchronized and copied back.
+
+A device-side fault (illegal address, misaligned address, device assert) leaves the CUDA context
+unusable: the mode result says ``poisoned`` and the worker pool replaces the worker before the
+next case. fp32 ``tl.dot`` defaults to tf32 on the GPU while the interpreter and the reference
+compute in full fp32; the worker sets ``TRITON_F32_DEFAULT=ieee`` (unless the user set it), so a
+kernel that leaves ``input_precision`` unset is compared at fp32 precision. A kernel that asks
+for tf32 explicitly needs a looser :class:`~fuzzkern.Tolerance`.
+
+Hygiene (each check can be turned off, see :data:`fuzzkern.target.declare.DEFAULT_CHECKS`):
+
+* **red zones**: every input storage, and every ``torch.empty*`` allocation the launcher makes,
+  lies between two guard bands of :data:`~fuzzkern.execution.hygiene.DEFAULT_GUARD_BYTES`
+  poison bytes in one allocation of its own (:func:`~fuzzkern.execution.hygiene.
+  place_in_red_zone`), so they do not depend on the caching allocator. After the launch a
+  changed guard byte, or a changed gap byte of an input, is an ``oob_write`` finding; a changed
+  element of an input not declared in-place is a ``mutated`` finding. Under compute-sanitizer
+  (``options["sanitize"]``) red zones are left out: memcheck sees exact allocation bounds.
+* **debug** (``options["debug"]``): ``triton.knobs.runtime.debug`` is set for the launch, the
+  same as ``TRITON_DEBUG=1`` or ``debug=True`` on every launch: device asserts and the integer
+  overflow check. An overflow assert is a device fault whose text the CUDA runtime prints to
+  the process's stderr, not into the exception; that output is captured during the launch
+  (and passed on) to name the operation.
+* **compile time**: every JIT compilation runs inside
+  :func:`fuzzkern.execution.progress.compile_phase` (:func:`time_compilations`): the parent stops
+  the case's clock while it compiles and bounds compiling by its own, larger limit;
+  ``detail["compile_seconds"]`` says how long it took.
+* **repeats** (``options["repeat_compiled"]`` = N >= 2): the case runs N times on fresh copies
+  and the outputs are compared bitwise with the first run's (``nondeterministic``).
+
+:func:`run_on_device` holds all of it and takes any torch device, so the machinery is tested
+on the CPU with launchers written in plain torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from fuzzkern.case.model import rebuild_like
+from fuzzkern.execution import hygiene
+from fuzzkern.execution.hygiene import Allocations
+from fuzzkern.judge.outcome import ModeResult
+
+os.environ.setdefault("TRITON_F32_DEFAULT", "ieee")
+
+_DEVICE_FAULTS = (
+    "illegal memory access",
+    "illegal address",
+    "misaligned address",
+    "device-side assert",
+    "unspecified launch failure",
+    "an illegal instruction",
+    "CUDA error",
+    "cudaError",
+)
+
+
+class CompileCounter:
+    """Counts real compilations and on-disk cache hits through Triton's compilation listener."""
+
+    def __init__(self) -> None:
+        self.compiles = 0
+        self.cache_hits = 0
+        self.kernels: dict[str, int] = {}
+        self._installed = False
+
+    def install(self) -> None:
+        if self._installed:
+            return
+        from triton import knobs
+
+        previous = knobs.compilation.listener
+
+        def listener(*, src: Any, metadata: Any, metadata_group: Any, times: Any,
+                     cache_hit: bool, **kw: Any) -> None:
+            if cache_hit:
+                self.cache_hits += 1
+            else:
+                self.compiles += 1
+                name = getattr(src, "name", None) or getattr(getattr(src, "fn", None),
+                                                             "__name__", "?")
+                self.kernels[str(name)] = self.kernels.get(str(name), 0) + 1
+            if previous is not None:
+                previous(src=src, metadata=metadata, metadata_group=metadata_group, times=times,
+                         cache_hit=cache_hit, **kw)
+
+        knobs.compilation.listener = listener
+        self._installed = True
+
+
+counter = CompileCounter()
+
+
+def time_compilations() -> None:
+    """Bracket every Triton JIT compilation in this process with
+    :func:`fuzzkern.execution.progress.compile_phase`, so that the parent does not count compiling
+    against the case's timeout (it has a compile limit of its own). Installed once, by wrapping
+    ``JITFunction._do_compile`` (Triton 3.6 to 3.9: where a cache miss compiles)."""
+    from triton.runtime.jit import JITFunction
+
+    from fuzzkern.execution.progress import compile_phase
+
+    do_compile = JITFunction.__dict__.get("_do_compile")
+    if do_compile is None or getattr(do_compile, "_fuzzkern_timed", False):
+        return
+
+    @functools.wraps(do_compile)
+    def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with compile_phase():
+            return do_compile(self, *args, **kwargs)
+
+    timed._fuzzkern_timed = True  # type: ignore[attr-defined]
+    JITFunction._do_compile = timed  # type: ignore[method-assign]
+
+
+def _device() -> torch.device:
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+@functools.cache
+def device_label(index: int) -> str:
+    """Which physical GPU ``cuda:index`` of this process is, for reports: its name, the
+    ``CUDA_VISIBLE_DEVICES`` entry it was pinned by, and its PCI bus id (or UUID), e.g.
+    ``"NVIDIA H200 (CUDA_VISIBLE_DEVICES=1, pci 0000:19:00.0)"``."""
+    props = torch.cuda.get_device_properties(index)
+    where = []
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        where.append(f"CUDA_VISIBLE_DEVICES={cvd}")
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is not None:
+        where.append("pci {:04x}:{:02x}:{:02x}.0".format(
+            int(getattr(props, "pci_domain_id", 0) or 0), int(bus),
+            int(getattr(props, "pci_device_id", 0) or 0)))
+    else:
+        uuid = getattr(props, "uuid", None)
+        if uuid is not None:
+            where.append(f"uuid {uuid}")
+    return f"{props.name} ({', '.join(where)})" if where else str(props.name)
+
+
+def is_device_fault(e: BaseException) -> bool:
+    name = type(e).__name__
+    text = str(e)
+    return name == "AcceleratorError" or any(s in text for s in _DEVICE_FAULTS)
+
+
+@contextlib.contextmanager
+def debug_knob(on: bool) -> Iterator[None]:
+    """``triton.knobs.runtime.debug`` set for the block (what ``TRITON_DEBUG=1`` sets): every
+    launch compiles with device asserts and integer overflow checks. Part of Triton's cache
+    key, so debug and non-debug variants never mix."""
+    if not on:
+        yield
+        return
+    from triton import knobs
+
+    before = knobs.runtime.debug
+    knobs.runtime.debug = True
+    try:
+        yield
+    finally:
+        knobs.runtime.debug = before
+
+
+@contextlib.contextmanager
+def captured_output(on: bool = True, box: dict[str, str] | None = None
+                    ) -> Iterator[dict[str, str]]:
+    """Capture what the process writes to file descriptors 1 and 2 during the block (the CUDA
+    runtime prints device assert messages there, below Python), then write it through to the
+    real descriptors. Yields ``box`` (a new dict by default) whose ``"text"`` is filled on
+    exit, also when the block raised."""
+    box = {"text": ""} if box is None else box
+    box["text"] = ""
+    if not on:
+        yield box
+        return
+    saved: list[tuple[int, int, Any]] = []
+    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+        try:
+            stream.flush()
+            tmp = tempfile.TemporaryFile()
+            saved.append((fd, os.dup(fd), tmp))
+            os.dup2(tmp.fileno(), fd)
+        except (OSError, ValueError, AttributeError):  # no real descriptor (e.g. pytest capture)
+            continue
+    try:
+        yield box
+    finally:
+        chunks = []
+        for fd, orig, tmp in saved:
+            with contextlib.suppress(Exception):
+                (sys.stdout if fd == 1 else sys.stderr).flush()
+            os.dup2(orig, fd)
+            os.close(orig)
+            tmp.seek(0)
+            data = tmp.read()
+            tmp.close()
+            if data:
+                os.write(fd, data)
+                chunks.append(data.decode(errors="replace"))
+        box["text"] = "".join(chunks)
+
+
+@dataclass
+class _Inputs:
+    """A case's tensors on the device: the views the launcher gets and their red zones."""
+
+    views: dict[str, torch.Tensor]
+    zones: dict[str, hygiene.RedZone] = field(default_factory=dict)
+
+
+def copy_inputs(base: dict[str, torch.Tensor], device: Any, guard_bytes: int) -> _Inputs:
+    """Each tensor with its exact layout on ``device``, inside a red zone when ``guard_bytes``
+    is a multiple of its element size (else a plain copy of its storage)."""
+    out = _Inputs({})
+    for name, t in base.items():
+        if guard_bytes > 0 and guard_bytes % t.element_size() == 0:
+            view, zone = hygiene.place_in_red_zone(t, device, guard_bytes, name=name)
+            out.views[name] = view
+            out.zones[name] = zone
+        else:
+            out.views[name] = rebuild_like(t, device)
+    return out
+
+
+def _to_cpu(outs: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    return None if outs is None else tuple(
+        rebuild_like(o, "cpu") if isinstance(o, torch.Tensor) else o for o in outs)
+
+
+def run_compiled(run: Any) -> ModeResult:
+    """Run ``run`` (an :class:`fuzzkern.execution.runner._Run`) compiled on the current GPU."""
+    if not torch.cuda.is_available():
+        return ModeResult("compiled", "unsupported", error="no CUDA device in this worker")
+    counter.install()
+    time_compilations()
+    device = _device()
+    return run_on_device(run, device, name=device_label(device.index or 0),
+                         sync=lambda: torch.cuda.synchronize(device))
+
+
+def run_on_device(run: Any, device: Any, *, name: str | None = None,
+                  sync: Callable[[], None] | None = None) -> ModeResult:
+    """The compiled-mode protocol on any torch ``device``: inputs in red zones, launch with
+    forced configs (and debug), synchronize, hygiene checks, compare, repeats."""
+    from fuzzkern.calls import call_with
+    from fuzzkern.execution.hygiene import poisoned_allocations
+    from fuzzkern.execution.launching import (
+        as_outputs,
+        checks_of,
+        is_precondition,
+        overflow_of,
+        short_traceback,
+        unwrap,
+    )
+    from fuzzkern.introspect import forced_configs
+
+    sync = sync or (lambda: None)
+    options = run.options
+    checks = checks_of(options)
+    debug = bool(options.get("debug", False))
+    guard = hygiene.DEFAULT_GUARD_BYTES if checks["redzone"] and not options.get("sanitize") \
+        else 0
+    repeats = max(1, int(options.get("repeat_compiled", 1) or 1))
+    detail: dict[str, Any] = {"device": name or str(device)}
+    if guard:
+        detail["guard_bytes"] = guard
+    from fuzzkern.execution import progress
+
+    before = (counter.compiles, counter.cache_hits, progress.compile_seconds)
+
+    def counts() -> None:
+        detail.update(compiles=counter.compiles - before[0],
+                      cache_hits=counter.cache_hits - before[1])
+        spent = progress.compile_seconds - before[2]
+        if spent:
+            detail["compile_seconds"] = round(spent, 3)
+
+    captured: dict[str, str] = {"text": ""}
+
+    def launch(inputs: _Inputs) -> tuple[Any, Allocations]:
+        with captured_output(debug, captured), debug_knob(debug), \
+                poisoned_allocations(checks["poison"], guard_bytes=guard) as allocations, \
+                forced_configs(dict(run.case.configs)):
+            result = call_with(run.target.launcher, {**run.scalars, **inputs.views})
+            sync()
+        return result, allocations
+
+    def outputs_of(result: Any, inputs: _Inputs) -> tuple[Any, ...] | None:
+        if run.target.inplace_names:
+            return tuple(inputs.views[n] for n in run.target.inplace_names)
+        return as_outputs(result)
+
+    def failed(e: BaseException, seconds: float, stage: str, text: str = "") -> ModeResult:
+        counts()
+        inner = unwrap(e)
+        info = {**detail, "traceback": short_traceback(e)}
+        if stage != "launch":
+            info["stage"] = stage
+        if is_device_fault(e):
+            info["poisoned"] = True
+            overflow = overflow_of(text) if debug else None
+            if overflow is not None:
+                line = next((ln for ln in text.splitlines() if "overflow detected" in ln), "")
+                where = re.search(r"([^\s:]+\.py):(\d+)", line)
+                if where:
+                    overflow["location"] = f"{os.path.basename(where[1])}:{where[2]}"
+                info["overflow"] = overflow
+                return ModeResult("compiled", "overflow",
+                                  error=f"{overflow['dtype']} overflow in "
+                                  f"{overflow['operation']} (debug mode's overflow check; "
+                                  "device-side assert)", detail=info, seconds=seconds)
+            asserted = [ln.strip() for ln in text.splitlines() if "Assertion" in ln][:3]
+            if asserted:
+                info["device_output"] = asserted
+            return ModeResult("compiled", "crash", error=f"device fault: {type(e).__name__}: {e}"
+                              + "".join(f"\n{ln}" for ln in asserted),
+                              detail=info, seconds=seconds)
+        status = "precondition" if is_precondition(run.target, inner) else "error"
+        return ModeResult("compiled", status, error=f"{type(inner).__name__}: {inner}",
+                          detail=info, seconds=seconds)
+
+    try:
+        inputs = copy_inputs(run.base, device, guard)
+        sync()
+    except Exception as e:
+        poisoned = is_device_fault(e)
+        return ModeResult("compiled", "crash" if poisoned else "error",
+                          error=f"{type(e).__name__}: {e}",
+                          detail={**detail, "poisoned": poisoned, "stage": "copy to device"})
+    start = time.perf_counter()
+    try:
+        result, allocations = launch(inputs)
+        seconds = time.perf_counter() - start
+        outs = outputs_of(result, inputs)
+        allocated = allocations.indices_of(outs)
+        _record_hygiene(run, inputs, allocations, outs, checks, detail)
+        outputs = _to_cpu(outs)
+    except Exception as e:
+        return failed(e, time.perf_counter() - start, "launch", captured["text"])
+
+    if repeats > 1 and outputs is not None:
+        worst: dict[str, Any] | None = None
+        for i in range(1, repeats):
+            try:
+                again = copy_inputs(run.base, device, 0)
+                result, _ = launch(again)
+                other = _to_cpu(outputs_of(result, again))
+            except Exception as e:
+                return failed(e, time.perf_counter() - start, f"repeat {i + 1} of {repeats}",
+                              captured["text"])
+            diff = hygiene.spread(outputs, other or ())
+            if diff is not None and (worst is None or diff["count"] > worst["count"]):
+                worst = {**diff, "run": i + 1, "runs": repeats}
+        detail["repeats"] = repeats
+        if worst is not None:
+            detail["nondeterministic"] = worst
+    counts()
+    return run._compare("compiled", outputs, detail, seconds, {},
+                        allocations if checks["poison"] else None, allocated)
+
+
+def _record_hygiene(run: Any, inputs: _Inputs, allocations: Allocations,
+                    outs: tuple[Any, ...] | None, checks: dict[str, bool],
+                    detail: dict[str, Any]) -> None:
+    """Guards of every red zone, and gaps and elements of every input (into ``detail``)."""
+    findings: list[dict[str, Any]] = []
+    storages = {}
+    for name, t in run.base.items():
+        zone = inputs.zones.get(name)
+        after = zone.alloc.cpu() if zone is not None else None
+        if zone is not None and after is not None:
+            findings += hygiene.check_guards(zone, after)
+        if checks["mutation"]:
+            before = hygiene.storage_bytes(t)
+            if zone is not None and after is not None:
+                now = after[zone.guard:zone.guard + zone.nbytes]
+            else:
+                now = hygiene.storage_bytes(inputs.views[name]).cpu()
+            storages[name] = (t, before, now)
+    labels = {}
+    for i, o in enumerate(outs or ()):
+        z = allocations.zone_of(o)
+        if z is not None:
+            labels[id(z)] = f"output {i}" if len(outs or ()) > 1 else "the output"
+    for k, zone in enumerate(allocations.zones):
+        zone.name = labels.get(id(zone), f"torch.empty allocation {k} of the launcher")
+        findings += hygiene.check_guards(zone)
+    if findings:
+        detail.setdefault("oob_write", []).extend(findings)
+    if storages:
+        run.storage_checks(storages, detail)

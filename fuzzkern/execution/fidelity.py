@@ -1,0 +1,581 @@
+"""Compiled semantics where Triton's interpreter runs Python's (the gaps fuzzkern closes).
+
+Installed by :func:`fuzzkern.execution.interpreter.interpreter_mode` for the length of its
+block, on Triton 3.6 and 3.9, and removed on exit. Each gap, the compiled behaviour and the
+upstream issue are listed in docs/interpreter.md (generated from tests/fidelity/, the
+differential self-check that runs each construct in the interpreter and compiled).
+
+* **Boolean operators on tensors.** The compiler lowers ``a and b`` / ``a or b`` to
+  ``logical_and`` / ``logical_or`` (short-circuiting only on compile-time constants) and
+  ``not t`` to ``t.__not__()``; the interpreter runs Python's, so a 2x2 mask ``r < 1 and c < 2``
+  is whichever operand Python picks. The rewriter below turns them into calls with the
+  compiler's rules. A chained comparison ``0 <= x < n`` is ``(0 <= x) and (x < n)`` with ``x``
+  evaluated once where the compiler accepts it (Triton 3.9); where the compiler rejects it
+  (Triton 3.6: "simultaneous multiple comparison is not supported") the interpreter raises
+  the same ``UnsupportedLanguageConstruct``, instead of running what could not be compiled.
+* **Scalar arguments.** The compiler types a Python float argument ``fp32`` and an int ``i32``,
+  ``i64`` or ``u64`` by its value; the interpreter keeps a float a Python float (``eps.to``
+  raises; ``fp16 * 1e-14`` underflows in a weak-typed product) and types ints ``uint32`` in
+  ``[2**31, 2**32)``.
+* **``tl.dtype`` in helpers.** A dtype passed to a ``@jit`` helper is a ``constexpr`` compiled,
+  so ``DT.value`` works; the interpreter passes the bare dtype. ``tl.dtype`` gets ``value``;
+  int and float constexprs get it from :mod:`fuzzkern.execution.interpreter`, which passes
+  them to the kernel and its helpers as int/float subclasses with ``.value``.
+* **Interpreter limitations** (:func:`interpreter_limitation`): what the interpreter cannot
+  run is told from what the kernel got wrong, so the case is ``unsupported``, not ``error``.
+* **libdevice.** ``triton.language.extra.libdevice`` functions are stubs the compiler maps to a
+  backend's implementation; the interpreter calls the stub (returns None) or the CUDA/HIP
+  wrapper without a semantic ("Did you forget to add @triton.jit"), and
+  ``create_extern_elementwise`` raises. Here every libdevice function resolves to the CUDA
+  wrapper (same argument typing and result dtype as compiled) and the extern call runs a numpy
+  (or torch, for the special functions numpy lacks) equivalent at the result's precision.
+* **NaN in max/min/argmax/argmin.** Compiled ``tl.max`` ignores NaN (``maxnumf``) and an
+  all-NaN row gives NaN; ``tl.argmax``'s combine function never prefers a NaN and so picks the
+  last lane of an all-NaN row. Triton 3.9's interpreter raises on an all-NaN row
+  (``np.nanargmax``), Triton 3.6's propagates NaN (``np.max``/``np.argmax``). In a row that
+  mixes NaN and numbers, the compiled index depends on the order in which the layout combines
+  lanes (a NaN wins whenever it is the second operand): not reproducible without the layout;
+  the interpreter picks the first extreme non-NaN element, one of the compiled outcomes.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import triton
+import triton.language as tl
+import triton.language.core as tl_core
+import triton.runtime.interpreter as _interp
+from triton.compiler.errors import UnsupportedLanguageConstruct
+
+__all__ = ["FidelityRewriter", "InterpreterUnsupported", "interpreter_limitation",
+           "libdevice_modules", "patches"]
+
+
+class InterpreterUnsupported(NotImplementedError):
+    """The interpreter cannot run this construct; the case is ``unsupported``, with the reason."""
+
+
+#: what Triton's interpreter raises for a construct it does not implement (3.6 to 3.9): the
+#: messages of its own ValueError/TypeError ("unsupported semantic", "unsupported rmwOp",
+#: "unsupported padding", "unsupported type", "Multiple assignments are not supported")
+_LIMITATION_TEXTS = ("not supported in interpreter", "unsupported semantic", "unsupported rmwop",
+                     "unsupported padding", "unsupported type", "are not supported")
+
+
+def _raised_in_interpreter(e: BaseException) -> bool:
+    """Whether the innermost frame of ``e``'s traceback is Triton's interpreter module."""
+    tb = e.__traceback__
+    last = ""
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return last.replace("\\", "/").endswith("triton/runtime/interpreter.py")
+
+
+def interpreter_limitation(e: BaseException) -> bool:
+    """Whether ``e`` (a kernel's exception under the interpreter, unwrapped from Triton's
+    InterpreterError) is a limitation of Triton's interpreter rather than a bug of the kernel:
+    ``NotImplementedError`` (inline asm, extern calls, :class:`InterpreterUnsupported`), an
+    interpreter builder method that does not exist (an op the interpreter never implemented),
+    or a ValueError/TypeError raised by the interpreter module itself saying the construct is
+    unsupported. Such a case is ``unsupported``, never ``error``: not shrunk, not saved."""
+    if isinstance(e, NotImplementedError):
+        return True
+    text = str(e)
+    if isinstance(e, AttributeError) and "'InterpreterBuilder' object has no attribute" in text:
+        return True
+    if isinstance(e, (ValueError, TypeError)) and _raised_in_interpreter(e):
+        low = text.lower()
+        return any(t in low for t in _LIMITATION_TEXTS)
+    return "not supported in interpreter" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# Boolean operators
+
+
+def _dynamic(value: Any) -> bool:
+    """A run-time value (a tensor), as opposed to a compile-time one that short-circuits."""
+    return isinstance(value, tl_core.tensor)
+
+
+def _fk_bool(is_and: bool, *thunks: Callable[[], Any]) -> Any:
+    """``and`` (``is_and``) / ``or`` over lazily evaluated operands, as the code generator's
+    ``_apply_boolean_values``: a constant operand short-circuits or drops out, tensors combine
+    with ``logical_and``/``logical_or``."""
+    tensors: list[Any] = []
+    value: Any = None
+    for thunk in thunks:
+        value = thunk()
+        if not _dynamic(value):
+            truth = bool(value)
+            if is_and and not truth:
+                return value
+            if not is_and and truth:
+                return value
+        else:
+            tensors.append(value)
+    if not tensors:
+        return value
+    while len(tensors) >= 2:
+        rhs = tensors.pop()
+        lhs = tensors.pop()
+        tensors.append(lhs.logical_and(rhs) if is_and else lhs.logical_or(rhs))
+    return tensors[0]
+
+
+def _fk_and(*thunks: Callable[[], Any]) -> Any:
+    return _fk_bool(True, *thunks)
+
+
+def _fk_or(*thunks: Callable[[], Any]) -> Any:
+    return _fk_bool(False, *thunks)
+
+
+def _fk_not(value: Any) -> Any:
+    if _dynamic(value):
+        return value.__not__()
+    return not value
+
+
+_COMPARE = {
+    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+    ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+_COMPARE_NAMES = {op: i for i, op in enumerate(_COMPARE)}
+_COMPARE_FNS = list(_COMPARE.values())
+
+
+def _fk_chain(left: Any, *rest: Any) -> Any:
+    """``left op1 mid op2 right ...`` with the code generator's semantics: the pairwise results
+    combined by ``and``, each operand evaluated once (``rest`` alternates op index, thunk)."""
+    results: list[Any] = []
+    lhs = left
+    for i in range(0, len(rest), 2):
+        rhs = rest[i + 1]()
+        result = _COMPARE_FNS[rest[i]](lhs, rhs)
+        if not _dynamic(result) and not bool(result):
+            return result
+        results.append(result)
+        lhs = rhs
+    return _fk_and(*(functools.partial(lambda r: r, r) for r in results))
+
+
+#: names the rewritten code calls; they live in the globals the rewritten kernel runs with
+HELPERS = {"__fuzzkern_and": _fk_and, "__fuzzkern_or": _fk_or, "__fuzzkern_not": _fk_not,
+           "__fuzzkern_chain": _fk_chain}
+
+
+def _call(name: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=args, keywords=[])
+
+
+def _thunk(expr: ast.expr) -> ast.Lambda:
+    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
+                                         defaults=[]), body=expr)
+
+
+def _has_walrus(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.NamedExpr) for n in ast.walk(node))
+
+
+#: the code generator's words when it rejects ``a < b < c`` (Triton 3.6 and older)
+CHAINED_COMPARISON_MESSAGE = "simultaneous multiple comparison is not supported"
+
+
+@functools.cache
+def compiler_rejects_chained_comparisons() -> bool:
+    """Whether the installed Triton's code generator refuses a chained comparison (3.6 does,
+    3.9 compiles it as ``and``): read from its ``visit_Compare``, so a kernel the compiler would
+    not compile does not pass in the interpreter either."""
+    from triton.compiler.code_generator import CodeGenerator
+
+    try:
+        return CHAINED_COMPARISON_MESSAGE in inspect.getsource(CodeGenerator.visit_Compare)
+    except (OSError, TypeError):  # no source: assume the newer compiler
+        return False
+
+
+def _upstream_transformer() -> type:
+    return type(_interp.FunctionRewriter.ast_transformer)
+
+
+class _Transformer(_upstream_transformer()):  # type: ignore[misc]
+    """Upstream's rewriting (assignments, and chained comparisons on 3.9) plus the boolean
+    operators. A walrus inside keeps Python's semantics (thunks would rebind its target)."""
+
+    _upstream_compare = hasattr(_upstream_transformer(), "visit_Compare")
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        # Triton 3.6's visit_Assign does not visit the value; 3.9's does (idempotent here)
+        node.value = self.visit(node.value)
+        return super().visit_Assign(node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        node = self.generic_visit(node)
+        if _has_walrus(node):
+            return node
+        name = "__fuzzkern_and" if isinstance(node.op, ast.And) else "__fuzzkern_or"
+        return ast.copy_location(_call(name, [_thunk(v) for v in node.values]), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        node = self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(_call("__fuzzkern_not", [node.operand]), node)
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        if self._upstream_compare:
+            return super().visit_Compare(node)
+        node = self.generic_visit(node)
+        if len(node.ops) == 1 or _has_walrus(node):
+            return node
+        args: list[ast.expr] = [node.left]
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            args += [ast.Constant(_COMPARE_NAMES[type(op)]), _thunk(right)]
+        return ast.copy_location(_call("__fuzzkern_chain", args), node)
+
+
+class FidelityRewriter(_interp.FunctionRewriter):  # type: ignore[misc]
+    """Upstream's kernel rewriter with :class:`_Transformer`, executing the rewritten kernel in
+    a copy of its module's globals where libdevice functions and modules resolve to
+    implementations the interpreter can run (the compiler's ``module_map`` does the same when
+    compiling), and where the rewritten code's helpers live (upstream adds its own names to
+    the user's module; this does not)."""
+
+    ast_transformer = _Transformer()
+
+    def _transform_ast(self, src: str) -> Any:
+        if compiler_rejects_chained_comparisons():
+            for node in ast.walk(ast.parse(src)):
+                if isinstance(node, ast.Compare) and len(node.ops) > 1:
+                    raise UnsupportedLanguageConstruct(src, node, CHAINED_COMPARISON_MESSAGE)
+        return super()._transform_ast(src)
+
+    def _compile_and_exec(self, transformed_ast: Any) -> Any:
+        compiled_code = compile(transformed_ast, filename=self.filename, mode="exec")
+        local_namespace = {**self.kwargs}
+        fn_globals = {k: _substitute(v) for k, v in self.fn.__globals__.items()}
+        for key, value in vars(_interp).items():
+            fn_globals.setdefault(key, value)
+        fn_globals.update(HELPERS)
+        exec(compiled_code, fn_globals, local_namespace)
+        return local_namespace[self.fn.__name__]
+
+
+class FidelityInterpretedFunction(_interp.InterpretedFunction):  # type: ignore[misc]
+    """``InterpretedFunction`` with :class:`FidelityRewriter` and its own cache of rewritten
+    functions (upstream's class-wide cache stays as upstream fills it)."""
+
+    rewritten_fn: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+    def __init__(self, fn: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(fn, **kwargs)
+        self.rewriter = FidelityRewriter(fn, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scalar arguments
+
+
+def implicit_cvt(arg: Any) -> Any:
+    """The interpreter's argument conversion with the compiler's scalar types: a Python float
+    is an ``fp32`` tensor, an int ``i32``/``i64``/``u64`` as ``mangle_type`` types it."""
+    if isinstance(arg, bool):
+        return tl_core.tensor(_interp.TensorHandle(np.array([arg], dtype=np.bool_), tl.int1),
+                              tl.int1)
+    if isinstance(arg, int):
+        ty = tl.str_to_ty(triton.runtime.jit.mangle_type(arg), None)
+        if not isinstance(ty, tl_core.dtype) or not ty.is_int():
+            return _ORIG_IMPLICIT_CVT(arg)
+        np_dtype = _interp._get_np_dtype(ty)
+        return tl_core.tensor(_interp.TensorHandle(np.array([arg], dtype=np_dtype), ty), ty)
+    if isinstance(arg, float):
+        return tl_core.tensor(_interp.TensorHandle(np.array([arg], dtype=np.float32),
+                                                   tl.float32), tl.float32)
+    return _ORIG_IMPLICIT_CVT(arg)
+
+
+_ORIG_IMPLICIT_CVT = _interp._implicit_cvt
+
+
+# ---------------------------------------------------------------------------------------------
+# libdevice
+
+
+def libdevice_modules() -> dict[str, types.ModuleType]:
+    """The libdevice modules this Triton has, by name (generic stubs, CUDA, HIP)."""
+    out = {}
+    for name in ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
+                 "triton.language.extra.hip.libdevice"):
+        try:
+            __import__(name)
+        except ImportError:
+            continue
+        out[name] = sys.modules[name]
+    return out
+
+
+_LIBDEVICE = libdevice_modules()
+_CUDA = _LIBDEVICE.get("triton.language.extra.cuda.libdevice")
+
+
+@functools.cache
+def _libdevice_fn(name: str) -> Callable[..., Any]:
+    """The interpreter's version of libdevice function ``name``: the CUDA wrapper (argument
+    typing and result dtype as compiled) run with the interpreter's semantic."""
+    target = getattr(_CUDA, name, None) if _CUDA is not None else None
+
+    # ``_semantic`` by name: the code generator passes its semantic only to a builtin whose
+    # signature names it
+    def fn(*args: Any, _semantic: Any = None, **kwargs: Any) -> Any:
+        semantic = _semantic
+        if target is None:
+            raise InterpreterUnsupported(
+                f"libdevice.{name} has no CUDA implementation in this Triton to interpret")
+        if semantic is not None and semantic is not _interp.interpreter_semantic:
+            # the compiler's semantic: this function outlived interpreter mode in a module
+            # imported while it was active (``from ...libdevice import rsqrt`` inside a
+            # launcher binds the patched name for good). Compiled, the stub resolves to the
+            # CUDA function through the backend's module map: so does this
+            return target(*args, _semantic=semantic, **kwargs)
+        return target(*args, _semantic=_interp.interpreter_semantic, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__triton_builtin__ = True  # type: ignore[attr-defined]
+    return fn
+
+
+class _LibdeviceModule(types.ModuleType):
+    """A libdevice module as the interpreted kernel sees it."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        super().__init__(module.__name__)
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._module, name)
+        return _libdevice_fn(name) if callable(value) else value
+
+
+def _substitute(value: Any) -> Any:
+    if isinstance(value, types.ModuleType):
+        if value.__name__ in _LIBDEVICE:
+            return _LibdeviceModule(value)
+        return value
+    if callable(value) and getattr(value, "__module__", None) in _LIBDEVICE:
+        name = getattr(value, "__name__", None)
+        if isinstance(name, str):
+            return _libdevice_fn(name)
+    return value
+
+
+def _torch_special(name: str) -> Callable[..., np.ndarray]:
+    def fn(*args: np.ndarray) -> np.ndarray:
+        import torch
+
+        out = getattr(torch.special, name)(*(torch.from_numpy(np.ascontiguousarray(a))
+                                             for a in args))
+        return np.asarray(out.numpy())
+
+    return fn
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(np.reciprocal(np.sqrt(x)))
+
+
+def _rcp(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.asarray(np.reciprocal(x))
+
+
+def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(np.true_divide(x, y))
+
+
+#: libdevice base names (CUDA symbol without ``__nv_`` and the ``f`` of fp32 variants) ->
+#: numpy function of the same math, evaluated in the symbol's precision
+_MATH: dict[str, Callable[..., Any]] = {
+    "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "atan2": np.arctan2,
+    "exp": np.exp, "exp2": np.exp2, "exp10": lambda x: np.power(x.dtype.type(10), x),
+    "expm1": np.expm1, "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
+    "sqrt": np.sqrt, "rsqrt": _rsqrt, "cbrt": np.cbrt, "rcbrt": lambda x: _rcp(np.cbrt(x)),
+    "pow": np.power, "powi": lambda x, n: np.power(x, n.astype(x.dtype)),
+    "hypot": np.hypot, "fmod": np.fmod, "remainder": lambda x, y: x - np.round(x / y) * y,
+    "fmin": np.fmin, "fmax": np.fmax, "fdim": lambda x, y: np.where(x > y, x - y, 0).astype(
+        x.dtype), "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": lambda x:
+    np.sign(x) * np.floor(np.abs(x) + x.dtype.type(0.5)), "rint": np.rint,
+    "nearbyint": np.rint, "fabs": np.abs, "copysign": np.copysign,
+    "fma": lambda x, y, z: x * y + z,
+    "erf": _torch_special("erf"), "erfc": _torch_special("erfc"),
+    "erfinv": _torch_special("erfinv"), "erfcx": _torch_special("erfcx"),
+    "lgamma": _torch_special("gammaln"), "normcdf": _torch_special("ndtr"),
+    "normcdfinv": _torch_special("ndtri"), "tgamma": lambda x: np.exp(
+        _torch_special("gammaln")(x)) * np.where((x < 0) & (np.floor(x / 2) * 2 != np.floor(x)),
+                                                 -1, 1).astype(x.dtype),
+    "saturate": lambda x: np.clip(x, 0, 1), "signbit": lambda x: np.signbit(x).astype(np.int32),
+    "isnan": lambda x: np.isnan(x).astype(np.int32), "isinf": lambda x: np.isinf(x).astype(
+        np.int32), "finite": lambda x: np.isfinite(x).astype(np.int32),
+    "isfinite": lambda x: np.isfinite(x).astype(np.int32),
+    "ldexp": lambda x, n: np.ldexp(x, n), "logb": lambda x: np.floor(np.log2(np.abs(x))),
+    "ilogb": lambda x: np.floor(np.log2(np.abs(x))).astype(np.int32),
+    "nextafter": np.nextafter, "div_rn": _div, "div_rz": _div, "div_rd": _div, "div_ru": _div,
+    "fdiv_rn": _div, "fast_fdivide": _div, "fdivide": _div, "rcp_rn": _rcp, "rcp_rz": _rcp,
+    "rcp_rd": _rcp, "rcp_ru": _rcp, "frcp_rn": _rcp, "drcp_rn": _rcp,
+    "sqrt_rn": np.sqrt, "sqrt_rz": np.sqrt, "sqrt_rd": np.sqrt, "sqrt_ru": np.sqrt,
+    "fsqrt_rn": np.sqrt, "dsqrt_rn": np.sqrt,
+    "fast_exp": np.exp, "fast_exp10": lambda x: np.power(x.dtype.type(10), x),
+    "fast_log": np.log, "fast_log2": np.log2, "fast_log10": np.log10, "fast_pow": np.power,
+    "fast_tan": np.tan, "fast_sin": np.sin, "fast_cos": np.cos, "fast_tanh": np.tanh,
+    "abs": np.abs, "llabs": np.abs, "min": np.minimum, "max": np.maximum,
+    "umin": np.minimum, "umax": np.maximum, "llmin": np.minimum, "llmax": np.maximum,
+    "ullmin": np.minimum, "ullmax": np.maximum, "j0": _torch_special("bessel_j0"),
+    "j1": _torch_special("bessel_j1"), "y0": _torch_special("bessel_y0"),
+    "y1": _torch_special("bessel_y1"), "i0": _torch_special("i0"), "i1": _torch_special("i1"),
+}
+
+#: CUDA symbols whose name does not strip to a base name above
+_ALIASES = {"fadd_rn": "add", "dadd_rn": "add", "fmul_rn": "mul", "dmul_rn": "mul",
+            "fmaf": "fma", "fma_rn": "fma", "fmaf_rn": "fma"}
+_MATH["add"] = np.add
+_MATH["mul"] = np.multiply
+
+
+def _math_for(symbol: str) -> Callable[..., Any] | None:
+    name = symbol
+    for prefix in ("__nv_", "__ocml_"):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    for suffix in ("_f64", "_f32", "_f16"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    name = _ALIASES.get(name, name)
+    for candidate in (name, name[:-1] if name.endswith("f") else None,
+                      name.replace("f", "", 1) if name.startswith("f") else None):
+        if candidate and candidate in _MATH:
+            return _MATH[candidate]
+    return None
+
+
+def create_extern_elementwise(self: Any, libName: str, libPath: str, symbol: str,
+                              argList: list[Any], retType: Any, isPure: bool) -> Any:
+    """A libdevice call in the interpreter: the numpy equivalent of ``symbol`` on its
+    arguments, computed and returned in the symbol's result dtype."""
+    fn = _math_for(symbol)
+    ret = getattr(retType, "element_ty", retType)
+    if fn is None or not isinstance(ret, tl_core.dtype):
+        raise InterpreterUnsupported(
+            f"the interpreter has no implementation of libdevice symbol {symbol!r}")
+    np_ret = _interp._get_np_dtype(ret)
+    args = [a.data for a in argList]
+    if ret.is_floating():
+        # libdevice's fp32 functions are within 1-2 ULPs of the exact result: evaluate in
+        # fp64 and round once to the result dtype (numpy's own fp32 kernels are further off)
+        args = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in args]
+    with np.errstate(all="ignore"):
+        out = np.asarray(fn(*args))
+    return _interp.TensorHandle(out.astype(np_ret, copy=False), ret.scalar)
+
+
+# ---------------------------------------------------------------------------------------------
+# NaN-tolerant max/min/argmax/argmin
+
+
+_ORIG_APPLY_IMPL = _interp.ReduceOps.apply_impl
+
+
+def _nan_reduce(self: Any, value: Any, is_max: bool, with_index: bool) -> Any:
+    data = value.handle.data
+    axis = self.axis
+    if axis is None:
+        flat = data.reshape(-1)
+        axis_n = 0
+    else:
+        flat = data
+        axis_n = axis
+    nan = np.isnan(flat)
+    all_nan = nan.all(axis=axis_n, keepdims=True)
+    ufunc = np.fmax if is_max else np.fmin
+    val = ufunc.reduce(flat, axis=axis_n, keepdims=True)
+    outs = [(val, value.dtype)]
+    if with_index:
+        filler = np.array(-np.inf if is_max else np.inf, dtype=flat.dtype)
+        clean = np.where(nan, filler, flat)
+        idx = (np.argmax if is_max else np.argmin)(clean, axis=axis_n, keepdims=True)
+        # every combine of compiled argmax/argmin prefers its second operand when a value is
+        # NaN: an all-NaN row ends on its last element
+        last = np.full_like(idx, flat.shape[axis_n] - 1)
+        idx = np.where(all_nan, last, idx).astype(np.int32)
+        outs.append((idx, tl.int32))
+    result = []
+    for arr, dtype in outs:
+        if not self.keep_dims:
+            arr = np.squeeze(arr, axis=axis_n)
+        elif axis is None:
+            arr = arr.reshape((1,) * data.ndim)
+        if axis is None and not self.keep_dims:
+            arr = arr.reshape(())[()]
+        result.append(self.to_tensor(arr, dtype))
+    return tuple(result) if with_index else result[0]
+
+
+def apply_impl(self: Any, input: Any) -> Any:
+    """``ReduceOps.apply_impl`` with the compiled result for NaN in float max/min/arg*."""
+    std = tl.standard
+    fn = self.combine_fn
+    first = input[0]
+    data = getattr(getattr(first, "handle", None), "data", None)
+    if isinstance(data, np.ndarray) and data.dtype.kind == "f" and np.isnan(data).any():
+        kinds = (("_argmax_combine_tie_break_left", True, True),
+                 ("_argmax_combine_tie_break_fast", True, True),
+                 ("_argmin_combine_tie_break_left", False, True),
+                 ("_argmin_combine_tie_break_fast", False, True),
+                 ("_elementwise_max", True, False), ("_elementwise_min", False, False))
+        # identity, not a dict: hashing a JITFunction computes its cache key
+        kind = next(((is_max, with_index) for name, is_max, with_index in kinds
+                     if getattr(std, name, None) is fn), None)
+        if kind is not None:
+            return _nan_reduce(self, first, *kind)
+    return _ORIG_APPLY_IMPL(self, input)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the interpreter session installs
+
+
+def _dtype_value(self: Any) -> Any:
+    return self
+
+
+def patches() -> list[tuple[Any, str, Any]]:
+    """(object, attribute, value) to set while interpreter mode is active."""
+    out: list[tuple[Any, str, Any]] = [
+        (_interp, "_implicit_cvt", implicit_cvt),
+        (_interp.InterpreterBuilder, "create_extern_elementwise", create_extern_elementwise),
+        (_interp.ReduceOps, "apply_impl", apply_impl),
+    ]
+    if "value" not in vars(tl_core.dtype):
+        out.append((tl_core.dtype, "value", property(_dtype_value)))
+    for name, module in _LIBDEVICE.items():
+        for attr, member in list(vars(module).items()):
+            if attr.startswith("_") or not callable(member) or inspect.isclass(member):
+                continue
+            if getattr(member, "__module__", None) != name:
+                continue
+            out.append((module, attr, _libdevice_fn(attr)))
+    return out

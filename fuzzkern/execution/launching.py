@@ -1,0 +1,66 @@
+"""What the interpreted and the compiled mode share around a launch: the checks in force, the
+launcher's result read as outputs, its exceptions read (a declared precondition, Triton's
+wrapper unwrapped, the integer-overflow assertion, a short traceback)."""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from fuzzkern.target.declare import DEFAULT_CHECKS, Target
+
+
+def checks_of(options: Mapping[str, Any], target: Any = None) -> dict[str, bool]:
+    """:data:`DEFAULT_CHECKS` updated with ``target.checks`` and then ``options["checks"]``
+    (unknown names are errors)."""
+    given = dict(getattr(target, "checks", None) or {})
+    given.update(options.get("checks") or {})
+    unknown = sorted(set(given) - set(DEFAULT_CHECKS))
+    if unknown:
+        raise ValueError(f"Expected check names among {sorted(DEFAULT_CHECKS)} but got "
+                         f"{unknown}.")
+    return {k: bool(given.get(k, v)) for k, v in DEFAULT_CHECKS.items()}
+
+
+_OVERFLOW = re.compile(r"(u?int\d+) overflow detected for operation (\w+)")
+
+
+def overflow_of(text: str) -> dict[str, str] | None:
+    """The dtype and operation of Triton's integer overflow assertion in ``text``, if any."""
+    m = _OVERFLOW.search(text)
+    return {"dtype": m.group(1), "operation": m.group(2)} if m else None
+
+
+def short_traceback(e: BaseException, limit: int = 12) -> str:
+    return "".join(traceback.format_exception(type(e), e, e.__traceback__, limit=-limit))
+
+
+def as_outputs(result: Any) -> tuple[Any, ...] | None:
+    if result is None:
+        return None
+    if isinstance(result, torch.Tensor):
+        return (result,)
+    if isinstance(result, (tuple, list)):
+        return tuple(result)
+    return (result,)
+
+
+def storage_labels(tensors: Mapping[str, torch.Tensor]) -> dict[int, str]:
+    return {t.untyped_storage().data_ptr(): name for name, t in tensors.items()}
+
+
+def is_precondition(target: Target, e: BaseException) -> bool:
+    return bool(target.preconditions) and isinstance(e, target.preconditions)
+
+
+def unwrap(e: BaseException) -> BaseException:
+    """The user's exception inside Triton's InterpreterError wrapper, when there is one."""
+    seen = 0
+    while seen < 5 and e.__cause__ is not None and type(e).__name__ == "InterpreterError":
+        e = e.__cause__
+        seen += 1
+    return e

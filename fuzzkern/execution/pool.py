@@ -1,0 +1,497 @@
+"""Worker processes: where kernels run, so that nothing a kernel does can take the fuzzer down.
+
+Why: docs/architecture.md, execution. The parent (Hypothesis) process never runs a kernel. It sends
+a case to a worker and waits for an :class:`~fuzzkern.judge.outcome.Outcome`. A worker that dies (a
+signal, an abort) or runs past the case's timeout is killed and replaced, and the case gets a
+``crash`` or ``hang`` outcome that shrinks like any other failure.
+
+Workers are forked from a pre-imported server (``multiprocessing``'s forkserver with torch,
+triton and fuzzkern's executors preloaded), so replacing one costs milliseconds, not an
+``import torch``. The server itself never runs torch code, so forking it is safe.
+
+**The case's clock** (:class:`CaseClock`). While a case runs, the worker tells the parent what
+it is doing (:func:`fuzzkern.execution.progress.notify`): when a Triton compilation starts and ends
+(compiled mode), and how an interpreted launch progresses (programs finished, of how many, in how
+many seconds). The timeout covers the case's own work, not compilation: compiling is bounded by a
+separate, larger compile limit, and a case stopped there is ``slow``, not ``hang``. An interpreted
+launch whose programs keep finishing but would take past twice the timeout is stopped as soon as
+that is known (``slow``: its own cost explains it; nothing was tested); at the timeout, a launch
+whose current program runs far longer than any program before it is stuck (``hang``), one still
+finishing programs is ``slow``. A case that reports nothing is a ``hang`` at the timeout.
+
+**The stop time.** ``WorkerPool.stop_at`` (a ``time.monotonic()`` instant, e.g. the end of
+``--budget``) is a hard stop: a case still running then is cut short, its worker killed, and
+:class:`StopTime` raised to the caller, which keeps what it found.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from fuzzkern.execution import progress
+from fuzzkern.execution.progress import PROGRESS_EVERY
+from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
+
+_PRELOAD = ["fuzzkern.execution._preload"]
+
+#: seconds all the compilations of one case may take (compiled mode) before the case is
+#: stopped as ``slow``; compilation does not count against the case's timeout
+COMPILE_TIMEOUT = 300.0
+#: an interpreted launch whose measured programs project past this many times the timeout is
+#: stopped as ``slow`` at once, without waiting for the timeout
+SLOW_EARLY_FACTOR = 2.0
+#: at the timeout, a launch whose current program has run longer than this many times its
+#: slowest finished program (and longer than :data:`STALL_MIN` seconds or a quarter of the
+#: timeout, whichever is less) is stuck: ``hang``
+STALL_FACTOR = 10.0
+STALL_MIN = 2.0
+
+
+class StopTime(BaseException):
+    """The pool's stop time (``WorkerPool.stop_at``) came: the case in flight, if any, was cut
+    short and its worker killed. A BaseException: no caller mistakes it for a kernel's error,
+    and Hypothesis does not catch it."""
+
+
+# -- the parent side: the clock of one case ----------------------------------------------------
+
+
+@dataclass
+class CaseClock:
+    """The parent's view of one running case: how long it has worked (compilation excluded),
+    how long it has compiled, and how its interpreted launch progresses; :meth:`check` says
+    when to stop it and with which verdict. Times are ``time.monotonic()`` instants."""
+
+    timeout: float
+    compile_timeout: float = COMPILE_TIMEOUT
+    start: float = 0.0
+    compile_seconds: float = 0.0
+    compiles: int = 0
+    compiling_since: float | None = None
+    #: the current launch's last report: (done, total, seconds, slowest), and when it came
+    progress: tuple[int, int, float, float] | None = None
+    progress_at: float = 0.0
+
+    def event(self, event: Any, now: float) -> None:
+        kind = event[0] if isinstance(event, (list, tuple)) and event else None
+        if kind == "compile":
+            if event[1]:
+                if self.compiling_since is None:
+                    self.compiling_since = now
+            elif self.compiling_since is not None:
+                self.compile_seconds += now - self.compiling_since
+                self.compiles += 1
+                self.compiling_since = None
+        elif kind == "progress":
+            done, total, seconds, slowest = event[1:5]
+            self.progress = (int(done), int(total), float(seconds), float(slowest))
+            self.progress_at = now
+        elif kind == "launch":
+            self.progress = None
+
+    def compiled(self, now: float) -> float:
+        """Seconds spent compiling so far."""
+        extra = now - self.compiling_since if self.compiling_since is not None else 0.0
+        return self.compile_seconds + extra
+
+    def ran(self, now: float) -> float:
+        """Seconds the case has worked so far, compilation excluded."""
+        return max(0.0, now - self.start - self.compiled(now))
+
+    def wait(self, now: float) -> float:
+        """Seconds until :meth:`check` may have a verdict without a new event."""
+        if self.compiling_since is not None:
+            return max(0.0, self.compile_timeout - self.compiled(now))
+        return max(0.0, self.timeout - self.ran(now))
+
+    def _cost(self) -> str:
+        assert self.progress is not None
+        done, total, seconds, slowest = self.progress
+        each = seconds / max(done, 1)
+        return (f"{done} of {total} programs in {seconds:.2f} s, {each:.3g} s each (slowest "
+                f"{slowest:.3g} s): about {each * total:.1f} s for the launch")
+
+    def check(self, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """(verdict, message, detail) when the case must stop now, else None."""
+        detail: dict[str, Any] = {"timeout": self.timeout,
+                                  "compile_seconds": round(self.compiled(now), 3)}
+        if self.compiling_since is not None:
+            if self.compiled(now) <= self.compile_timeout:
+                return None
+            detail["compile_timeout"] = self.compile_timeout
+            return (Verdict.SLOW,
+                    f"compilation ran past the compile limit of {self.compile_timeout:g} s "
+                    f"({self.compiles} compilation(s) done before this one); stopped: slow, "
+                    "not hung", detail)
+        ran = self.ran(now)
+        p = self.progress
+        if p is not None and p[0] >= 1:
+            done, total, seconds, slowest = p
+            detail["progress"] = {"done": done, "total": total, "seconds": round(seconds, 3),
+                                  "slowest": round(slowest, 3)}
+            left = seconds / done * (total - done)
+            if ran + left > SLOW_EARLY_FACTOR * self.timeout:
+                return (Verdict.SLOW,
+                        f"the interpreted launch would take past {SLOW_EARLY_FACTOR:g} times "
+                        f"the timeout of {self.timeout:g} s ({self._cost()}); stopped after "
+                        f"{ran:.1f} s: slow, not hung", detail)
+        if ran <= self.timeout:
+            return None
+        if p is not None and p[0] >= 1:
+            stalled = now - self.progress_at
+            if stalled <= max(STALL_FACTOR * p[3], min(STALL_MIN, self.timeout / 4),
+                              2 * PROGRESS_EVERY):
+                return (Verdict.SLOW,
+                        f"the case ran past the timeout of {self.timeout:g} s while its "
+                        f"programs kept finishing ({self._cost()}); stopped: slow, not hung",
+                        detail)
+            detail["stalled_seconds"] = round(stalled, 3)
+            return (Verdict.HANG,
+                    f"the case ran past the timeout of {self.timeout:g} s; its current program "
+                    f"has run {stalled:.1f} s, where its slowest of {p[0]} finished programs "
+                    f"took {p[3]:.3g} s; the worker was killed", detail)
+        spent = self.compiled(now)
+        note = f" (plus {spent:.1f} s compiling, not counted)" if spent >= 0.05 else ""
+        return (Verdict.HANG,
+                f"the case ran past the timeout of {self.timeout:g} s{note}; the worker was "
+                "killed", detail)
+
+
+def _context() -> Any:
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (``PR_SET_PDEATHSIG``, Linux),
+    and exit now if the parent already died before the request took effect (its children are
+    reparented: ``getppid()`` changed). ``parent``: the pid the caller's parent must have
+    (default: the parent at the time of the call, which only catches a reparenting to init)."""
+    expected = os.getppid() if parent is None else parent
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # pragma: no cover - not Linux
+        return
+    if os.getppid() != expected or expected == 1:
+        os._exit(1)
+
+
+def _worker_main(conn: Connection, env: dict[str, str]) -> None:
+    """Loop of one worker: receive (ref, case, options), run it, send back the outcome."""
+    os.environ.update(env)
+    # numpy's RuntimeWarnings from kernels' arithmetic in the interpreter ("All-NaN slice",
+    # overflow): the oracle judges the values; on the terminal they are noise.
+    import warnings
+
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    try:  # a kernel that aborts should not leave a core file behind for every case
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except Exception:  # pragma: no cover
+        pass
+    # Die with the parent (the fork server, which dies with fuzzkern) rather than linger as an
+    # orphan spinning on a case or holding a GPU context.
+    die_with_parent()
+    # Ctrl-C reaches the whole process group: the parent decides what an interrupt means (it
+    # kills this worker when it stops); a KeyboardInterrupt here would read as a kernel error.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import torch
+
+    # One intra-op thread: cases are small, and torch's thread pool costs more than it saves
+    # on them (a 64x48x80 float64 matmul: 1.9 ms with 2 threads, 0.02 ms with 1).
+    torch.set_num_threads(1)
+    import fuzzkern.execution.runner  # noqa: F401  (imported once, before the first case)
+
+    progress._channel = conn.send
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        ref, case_json, options = msg
+        with _Capture() as captured:
+            result = run_case_or_harness_error(ref, case_json, options)
+        if captured.total:
+            result["output"] = captured.text()
+            result["output_bytes"] = captured.total
+        conn.send(result)
+
+
+#: bytes of a case's stdout/stderr a worker keeps (the rest is counted, not kept)
+OUTPUT_LIMIT = 16 * 1024
+
+
+class _Capture:
+    """Captures file descriptors 1 and 2 (Python's prints, C's printf, Triton's device_print)
+    while a case runs, through a pipe a thread drains: the first :data:`OUTPUT_LIMIT` bytes are
+    kept, the rest counted and dropped, so a kernel printing gigabytes neither floods the
+    terminal nor fills a disk."""
+
+    def __init__(self, limit: int = OUTPUT_LIMIT) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.total = 0
+
+    def __enter__(self) -> _Capture:
+        import sys
+        import threading
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # pragma: no cover
+                pass
+        r, w = os.pipe()
+        self.saved = (os.dup(1), os.dup(2))
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        os.close(w)
+        self.thread = threading.Thread(target=self._drain, args=(r,), daemon=True)
+        self.thread.start()
+        return self
+
+    def _drain(self, r: int) -> None:
+        try:
+            while True:
+                chunk = os.read(r, 1 << 16)
+                if not chunk:
+                    return
+                self.total += len(chunk)
+                room = self.limit - len(self.kept)
+                if room > 0:
+                    self.kept += chunk[:room]
+        finally:
+            os.close(r)
+
+    def __exit__(self, *exc: Any) -> None:
+        import sys
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # pragma: no cover
+                pass
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).fflush(None)  # C stdio buffers (printf from native code)
+        except Exception:  # pragma: no cover
+            pass
+        os.dup2(self.saved[0], 1)
+        os.dup2(self.saved[1], 2)
+        os.close(self.saved[0])
+        os.close(self.saved[1])
+        # the pipe's last write end is closed now, unless the case left a process or thread
+        # holding it: then what it printed so far is what there is
+        self.thread.join(1.0)
+
+    def text(self) -> str:
+        return bytes(self.kept).decode("utf-8", errors="replace")
+
+
+class Worker:
+    """One worker process and the pipe to it."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        ctx = _context()
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, dict(env or {})), daemon=True)
+        self.process.start()
+        child.close()
+        self.cases = 0
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+    def close(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.process.join(2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(2)
+        self.conn.close()
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+class WorkerPool:
+    """Runs cases in a worker, replacing it after a crash, a hang or a poisoned CUDA context.
+
+    ``restarts`` counts replacements; ``run`` never raises for what a kernel does; it raises
+    :class:`StopTime` once ``stop_at`` has come (a case in flight then is cut short).
+    ``worker_factory(env)`` makes a worker (default :class:`Worker`); another kind, e.g. a
+    worker under compute-sanitizer (:class:`fuzzkern.execution.sanitizer.SanitizedWorker`), offers
+    the same ``conn``/``process``/``alive``/``kill``/``close``, and may offer ``postmortem``: the
+    outcome JSON of a case whose worker died, completed from what the worker left behind.
+    """
+
+    def __init__(self, env: dict[str, str] | None = None,
+                 worker_factory: Callable[[dict[str, str]], Any] | None = None) -> None:
+        self.env = dict(env or {})
+        self.worker_factory = worker_factory or Worker
+        self._worker: Any = None
+        self.restarts = 0
+        self.started = 0
+        #: a hard stop (``time.monotonic()``): a case still running then is cut short and
+        #: :class:`StopTime` raised; None: none
+        self.stop_at: float | None = None
+        #: seconds all compilations of one case may take (see :class:`CaseClock`)
+        self.compile_timeout = COMPILE_TIMEOUT
+
+    def _get(self) -> Any:
+        if self._worker is None or not self._worker.alive():
+            if self._worker is not None:
+                self._worker.kill()
+                self.restarts += 1
+            self._worker = self.worker_factory(self.env)
+            self.started += 1
+        return self._worker
+
+    def replace(self) -> None:
+        if self._worker is not None:
+            self._worker.kill()
+            self._worker = None
+            self.restarts += 1
+
+    def run(self, ref: str, case_json: dict[str, Any], options: dict[str, Any],
+            timeout: float) -> Outcome:
+        try:
+            return self._run(ref, case_json, options, timeout)
+        except StopTime:  # the worker is idle, or was killed with the case it ran
+            raise
+        except BaseException:
+            # Interrupted (SIGINT/SIGTERM) mid-case: the worker still runs that case and its
+            # answer would be read as the next case's; it goes.
+            self.replace()
+            raise
+
+    def _run(self, ref: str, case_json: dict[str, Any], options: dict[str, Any],
+             timeout: float) -> Outcome:
+        if self.stop_at is not None and time.monotonic() >= self.stop_at:
+            raise StopTime
+        worker = self._get()
+        start = time.monotonic()
+        try:
+            worker.conn.send((ref, case_json, options))
+        except OSError:
+            self.replace()
+            worker = self._get()
+            worker.conn.send((ref, case_json, options))
+        clock = CaseClock(timeout, self.compile_timeout, start)
+        while True:
+            now = time.monotonic()
+            wait = clock.wait(now)
+            if self.stop_at is not None:
+                wait = min(wait, max(0.0, self.stop_at - now))
+            try:
+                ready = worker.conn.poll(wait)
+            except (EOFError, OSError):
+                ready = True
+            now = time.monotonic()
+            if ready:
+                try:
+                    result = worker.conn.recv()
+                except (EOFError, OSError):
+                    return self._died(worker, start, clock)
+                if isinstance(result, dict):
+                    break
+                clock.event(result, now)
+            elif self.stop_at is not None and now >= self.stop_at:
+                self.replace()
+                raise StopTime
+            stop = clock.check(now)
+            if stop is not None:
+                verdict, message, detail = stop
+                self.replace()
+                return Outcome(verdict, message,
+                               {"worker": ModeResult("worker", verdict, detail=detail)},
+                               seconds=now - start)
+        worker.cases += 1
+        outcome = Outcome.from_json(result)
+        if outcome.modes.get("compiled") and outcome.modes["compiled"].detail.get("poisoned"):
+            # A device-side fault leaves the CUDA context unusable: never run another case in it.
+            self.replace()
+        return outcome
+
+    def _died(self, worker: Any, start: float, clock: CaseClock) -> Outcome:
+        worker.process.join(5)
+        how = _signal_name(worker.process.exitcode)
+        died = Outcome(
+            Verdict.CRASH,
+            f"the worker process died while running the case ({how})",
+            {"worker": ModeResult("worker", "crash", detail={
+                "exit": how, "compile_seconds": round(clock.compiled(time.monotonic()), 3)})},
+            seconds=time.monotonic() - start,
+        )
+        postmortem = getattr(worker, "postmortem", None)
+        if postmortem is not None:  # e.g. memcheck's report of the fault that killed it
+            died = Outcome.from_json(postmortem(died.to_json()))
+        self.replace()
+        return died
+
+    @contextmanager
+    def limits(self, *, stop_at: float | None = None,
+               compile_timeout: float | None = None) -> Iterator[WorkerPool]:
+        """``stop_at`` and ``compile_timeout`` set for the block (None: left as they are)."""
+        saved = (self.stop_at, self.compile_timeout)
+        if stop_at is not None:
+            self.stop_at = stop_at
+        if compile_timeout is not None:
+            self.compile_timeout = compile_timeout
+        try:
+            yield self
+        finally:
+            self.stop_at, self.compile_timeout = saved
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+
+def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[str, Any]:
+    """One case's outcome as JSON; a failure of the harness itself is an ``error`` outcome
+    too, never silence."""
+    from fuzzkern.execution.runner import run_case_json
+
+    try:
+        return run_case_json(ref, case_json, options)
+    except BaseException as e:
+        return Outcome(
+            Verdict.ERROR,
+            f"fuzzkern worker error: {type(e).__name__}: {e}",
+            {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
+        ).to_json()

@@ -1,0 +1,295 @@
+"""Running one case inside a worker: materialize, reference, each mode, compare, verdict.
+
+This is the worker-side half of the pipeline; the parent only ever sees the resulting
+:class:`~fuzzkern.judge.outcome.Outcome`. Order of work per case:
+
+1. build the case's CPU tensors from their recipe (exact strides, offsets, gap sentinels);
+2. run the launcher in each mode on its own copy of those tensors (layouts preserved);
+3. run the torch reference on float64 copies (only when a mode produced outputs);
+4. compare each mode's outputs with the reference and derive the verdict.
+
+Hygiene checks ride along (each can be turned off with ``options["checks"]``, see
+:data:`fuzzkern.target.declare.DEFAULT_CHECKS`): the interpreter's bounds and view checkers,
+poisoned ``torch.empty`` memory (unwritten outputs), input storages compared bytewise before and
+after each launch (mutated inputs, writes into gaps), red zones around compiled-mode storages, and
+optionally a repeated compiled run (``options["repeat_compiled"]``) for nondeterminism.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from fuzzkern.calls import call_with
+from fuzzkern.case.model import Case, materialize, rebuild_like
+from fuzzkern.execution import hygiene
+from fuzzkern.execution.hygiene import (
+    Allocations,
+    is_poison,
+    unwritten_counts,
+)
+from fuzzkern.execution.launching import (
+    as_outputs,
+    short_traceback,
+)
+from fuzzkern.judge import oracle
+from fuzzkern.judge.conditioning import Evidence
+from fuzzkern.judge.outcome import Comparison, ModeResult, Outcome, Verdict
+from fuzzkern.judge.verdict import verdict_of
+from fuzzkern.target import loader
+from fuzzkern.target.declare import Target, Tolerance
+
+_targets: dict[str, Target] = {}
+
+
+def _target(ref: str) -> Target:
+    if ref not in _targets:
+        _targets[ref] = loader.load_ref(ref)
+    return _targets[ref]
+
+
+class _Run:
+    def __init__(self, target: Target, case: Case, options: Mapping[str, Any]) -> None:
+        self.target = target
+        self.case = case
+        self.options = options
+        storages = options.get("storages")
+        if storages:  # a corpus replay: the exact stored bytes, not the value recipe
+            from fuzzkern.case.storage import tensors_from_storages
+
+            self.base = tensors_from_storages(storages, case)
+        else:
+            self.base = {name: materialize(tc) for name, tc in case.tensors.items()}
+        self.scalars = case.scalars
+        self._expected: tuple[Any, ...] | None = None
+        self._magnitude: tuple[Any, ...] | None = None
+        self._reference_error: BaseException | None = None
+        self._reference_done = False
+        self._native: tuple[Any, ...] | None = None
+        self._native_done = False
+        self._evidence: Evidence | None = None
+        #: whether the interpreter's outputs mismatched (None: not compared, or not yet)
+        self._interpret_mismatch: bool | None = None
+
+    # -- reference ---------------------------------------------------------------------------
+    def _reference_inputs(self, absolute: bool = False) -> dict[str, Any]:
+        values: dict[str, Any] = dict(self.scalars)
+        for name, t in self.base.items():
+            c = oracle.upcast_for_reference(t) if self.target.upcast else rebuild_like(t)
+            if absolute and (c.is_floating_point() or c.is_complex()):
+                c = c.abs()
+            values[name] = c
+        return values
+
+    def reference(self) -> tuple[Any, ...] | None:
+        if not self._reference_done:
+            self._reference_done = True
+            try:
+                with torch.no_grad():
+                    self._expected = as_outputs(call_with(self.target.reference,
+                                                           self._reference_inputs()))
+            except Exception as e:
+                self._reference_error = e
+                return None
+            if self.target.reduction is not None:
+                try:
+                    with torch.no_grad():
+                        self._magnitude = as_outputs(
+                            call_with(self.target.reference, self._reference_inputs(True))
+                        )
+                except Exception:
+                    self._magnitude = None
+        return self._expected
+
+    def native_reference(self) -> tuple[Any, ...] | None:
+        """The reference on the inputs' own dtypes (CPU), as a torch user computes it: used only
+        for elements that fail against the float64 reference (oracle rule 7,
+        :func:`fuzzkern.judge.oracle.accept_native`). None when it raises."""
+        if not self._native_done:
+            self._native_done = True
+            values: dict[str, Any] = dict(self.scalars)
+            values.update({n: rebuild_like(t, "cpu") for n, t in self.base.items()})
+            try:
+                with torch.no_grad():
+                    self._native = as_outputs(call_with(self.target.reference, values))
+            except Exception:
+                self._native = None
+        return self._native
+
+    def evidence(self) -> Evidence | None:
+        """What the reference says about this input's conditioning (oracle rules 8 and 9),
+        computed lazily by the oracle only for a comparison that fails the plain tolerance."""
+        if self._evidence is None and self.target.upcast and self._expected is not None:
+            values = self._reference_inputs()
+            dtypes: dict[str, torch.dtype] = {n: t.dtype for n, t in self.base.items()}
+            for name, v in self.scalars.items():
+                if isinstance(v, float):
+                    dtypes[name] = torch.float32  # a Python float reaches a kernel as fp32
+            reference = self.target.reference
+
+            def call(v: Mapping[str, Any]) -> tuple[Any, ...] | None:
+                return as_outputs(call_with(reference, v))
+
+            reduction = (self.case.dims.get(self.target.reduction)
+                         if self.target.reduction else None)
+            self._evidence = Evidence(call, values, dtypes, native=self.native_reference,
+                                      reduction=reduction, dims=self.case.dims,
+                                      expected=self._expected)
+        return self._evidence
+
+    def output_names(self) -> tuple[str | None, ...] | None:
+        if self.target.inplace_names:
+            return self.target.inplace_names
+        return tuple(self.target.output_names) if self.target.output_names else None
+
+    # -- modes -------------------------------------------------------------------------------
+    def interpret(self) -> ModeResult:
+        from fuzzkern.execution.interpret import run_interpreted
+
+        return run_interpreted(self)
+
+    def storage_checks(self, storages: Mapping[str, tuple[torch.Tensor, torch.Tensor,
+                                                          torch.Tensor]],
+                       detail: dict[str, Any]) -> None:
+        """Record changed gaps (``detail["oob_write"]``) and mutated inputs
+        (``detail["mutated"]``): ``storages`` maps each input to (view, bytes before, bytes
+        after), the bytes on the CPU."""
+        # in-place inputs are compared as outputs, clobbered ones not at all: neither is a
+        # mutation (a write outside the view still is a bug)
+        inplace = set(self.target.inplace_names) | set(self.target.clobber_names)
+        for name, (view, before, after) in storages.items():
+            gaps, mutated = hygiene.storage_changes(name, view, before, after,
+                                                    inplace=name in inplace)
+            if gaps:
+                detail.setdefault("oob_write", []).extend(gaps)
+            if mutated is not None:
+                detail.setdefault("mutated", []).append(mutated)
+
+    def _outputs(self, result: Any, tensors: Mapping[str, torch.Tensor]) -> tuple[Any, ...] | None:
+        if self.target.inplace_names:
+            return tuple(tensors[n] for n in self.target.inplace_names)
+        return as_outputs(result)
+
+    def _compare(self, mode: str, outputs: tuple[Any, ...] | None, detail: dict[str, Any],
+                 seconds: float, substituted: Mapping[str, str],
+                 allocations: Allocations | None = None,
+                 allocated: set[int] | None = None) -> ModeResult:
+        expected = self.reference()
+        if expected is None:
+            if self._reference_error is not None:
+                e = self._reference_error
+                return ModeResult(mode, "reference-error", error=f"{type(e).__name__}: {e}",
+                                  detail={**detail, "traceback": short_traceback(e)},
+                                  seconds=seconds)
+            outputs_desc = "nothing" if outputs is None else f"{len(outputs)} output(s)"
+            return ModeResult(mode, "mismatch", Comparison(
+                ok=False, structural=f"the reference returned nothing; the launcher returned "
+                f"{outputs_desc} (set inplace= for in-place kernels)"), detail=detail,
+                seconds=seconds)
+        if outputs is None:
+            return ModeResult(mode, "mismatch", Comparison(
+                ok=False, structural="the launcher returned nothing but the reference returned "
+                f"{len(expected)} output(s) (set inplace= for in-place kernels)"),
+                detail=detail, seconds=seconds)
+        tolerance = self.target.tolerance
+        note = ""
+        if substituted:
+            # Compare at the precision of the dtype the user asked for, not the float32 stand-in.
+            low = max(substituted.values(),
+                      key=lambda n: oracle.default_tolerance(getattr(torch, n))[0])
+            rtol, atol, _ = oracle.default_tolerance(getattr(torch, low))
+            tolerance = Tolerance(
+                rtol=tolerance.rtol if tolerance.rtol is not None else rtol,
+                atol=tolerance.atol if tolerance.atol is not None else atol,
+                equal_nan=tolerance.equal_nan,
+            )
+            note = f" ({low} run as float32 in the interpreter)"
+        reduction = self.case.dims.get(self.target.reduction, 1) if self.target.reduction else 1
+        masks: list[torch.Tensor] = []
+        judge = functools.partial(
+            oracle.compare, outputs, expected, tolerance=tolerance, magnitude=self._magnitude,
+            reduction_length=max(1, reduction),
+            native=self.native_reference if self.target.upcast else None,
+            evidence=self.evidence(), names=self.output_names())
+        comparison = judge(masks=masks, compiled=mode == "compiled")
+        if mode == "interpret":
+            self._interpret_mismatch = not comparison.ok
+        if (mode == "compiled" and comparison.ok and comparison.structural is None
+                and self._interpret_mismatch is not False
+                and "interpret" in (self.options.get("modes") or ())
+                and comparison.max_rel_error > oracle.default_tolerance(torch.float32)[0]):
+            # Passed, but maybe only thanks to the wider float32 tolerance of compiled code
+            # (oracle.COMPILED_RTOL), in a case where the interpreter mismatched (or has yet to
+            # run): say so, so that verdict_of calls it a kernel bug, not an interpreter
+            # divergence.
+            strict = judge()
+            if not strict.ok:
+                detail["approx_math"] = (
+                    f"{strict.mismatched} of {strict.total} elements pass only with the float32 "
+                    f"tolerance for compiled code (up to {strict.max_ulp_error:.0f} ulp; "
+                    f"{strict.tolerance.split(' (')[0]} otherwise)")
+        comparison.tolerance += note
+        if not comparison.ok and allocations is not None and outputs is not None:
+            if allocated is None:
+                allocated = allocations.indices_of(outputs)
+            unwritten = unwritten_counts(outputs, allocations, allocated)
+            if unwritten:
+                detail["unwritten"] = unwritten
+                detail["unwritten_only"] = (comparison.structural is None
+                                            and _only_unwritten(outputs, masks, allocated))
+        status = "ok" if comparison.ok else "accuracy" if comparison.accuracy else "mismatch"
+        return ModeResult(mode, status, comparison, detail=detail, seconds=seconds)
+
+
+def _only_unwritten(outputs: tuple[Any, ...], masks: list[torch.Tensor],
+                    allocated: set[int]) -> bool:
+    """Whether every mismatching element is a poisoned element of an output the launcher
+    allocated: the kernel never wrote it (rather than wrote a wrong value)."""
+    if len(masks) != len(outputs):
+        return False
+    any_bad = False
+    for i, (o, bad) in enumerate(zip(outputs, masks, strict=True)):
+        if not bool(bad.any()):
+            continue
+        any_bad = True
+        poison = is_poison(o) if i in allocated and isinstance(o, torch.Tensor) else None
+        if poison is None or bool((bad & ~poison.reshape(bad.shape)).any()):
+            return False
+    return any_bad
+
+
+def run_case(target: Target, case: Case, options: Mapping[str, Any]) -> Outcome:
+    start = time.perf_counter()
+    modes = tuple(options.get("modes") or ("interpret",))
+    run = _Run(target, case, options)
+    results: dict[str, ModeResult] = {}
+    for mode in modes:
+        if mode not in target.modes:
+            continue
+        if mode == "interpret":
+            results[mode] = run.interpret()
+        elif mode == "compiled":
+            from fuzzkern.execution.compiled import run_compiled
+
+            results[mode] = run_compiled(run)
+        else:  # pragma: no cover - validated by the CLI
+            raise ValueError(f"unknown mode {mode!r}")
+    if not results:
+        return Outcome(Verdict.UNSUPPORTED, f"target runs in none of the modes {modes}",
+                       seconds=time.perf_counter() - start)
+    verdict, reason = verdict_of(results)
+    score = max((oracle.score(r.comparison) for r in results.values() if r.comparison), default=0.0)
+    strict = bool(options.get("strict_accuracy")) or target.strict_accuracy
+    return Outcome(verdict, reason, results, score=score, seconds=time.perf_counter() - start,
+                   strict=strict)
+
+
+def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, Any]
+                  ) -> dict[str, Any]:
+    target = _target(ref)
+    case = Case.from_json(case_json)
+    return run_case(target, case, options).to_json()

@@ -1,0 +1,317 @@
+"""Find the Triton kernels a host launcher uses, without running anything.
+
+A launcher is plain Python (``def add(x, y): ...; kernel[grid](...)``); the kernels it launches
+are names it references. This module resolves those names the way Python would at call time
+(its globals, its closure cells, attributes of modules it references) and recurses into plain
+Python helpers it calls, so the parent process can learn, e.g., how many configs each
+``@triton.autotune`` kernel offers and draw one per case (docs/architecture.md, strategies).
+
+Importing this module imports triton but never launches or compiles a kernel.
+
+>>> import triton, triton.language as tl
+>>> @triton.autotune(configs=[triton.Config({"B": 64}), triton.Config({"B": 128})], key=[])
+... @triton.jit
+... def k(x_ptr, B: tl.constexpr):
+...     pass
+>>> def launch(x):
+...     k[(1,)](x)
+>>> autotuner_config_counts(launch)
+{'k': 2}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import types
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from triton.runtime.autotuner import Autotuner, Config, Heuristics
+from triton.runtime.jit import JITFunction
+
+from fuzzkern.errors import ForcedConfigError
+
+__all__ = [
+    "autotuner_config_counts",
+    "autotuners_of",
+    "config_description",
+    "kernel_name",
+]
+
+#: How many levels of plain-Python helpers below the launcher are searched for kernels.
+MAX_DEPTH = 3
+
+
+def kernel_name(obj: Any) -> str:
+    """The name of the Python function under a kernel object.
+
+    Sees through any stack of ``Autotuner``/``Heuristics``/``JITFunction`` wrappers (each has
+    ``.fn``), so an autotuned kernel and its ``@triton.jit`` function share a name.
+
+    >>> import triton
+    >>> @triton.jit
+    ... def my_kernel(x_ptr):
+    ...     pass
+    >>> kernel_name(my_kernel)
+    'my_kernel'
+    """
+    base = getattr(obj, "base_fn", None)
+    if inspect.isfunction(base):
+        return base.__name__
+    seen = 0
+    while not inspect.isfunction(obj) and hasattr(obj, "fn") and seen < 16:
+        obj = obj.fn
+        seen += 1
+    name = getattr(obj, "__name__", None)
+    return name if isinstance(name, str) else repr(obj)
+
+
+def _wrapped_autotuners(obj: Any) -> Iterator[Autotuner]:
+    """Every Autotuner in a Heuristics/Autotuner/JITFunction ``.fn`` chain starting at ``obj``."""
+    seen = 0
+    while isinstance(obj, (Autotuner, Heuristics)) and seen < 16:
+        if isinstance(obj, Autotuner):
+            yield obj
+        obj = obj.fn
+        seen += 1
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    """``co_names`` of ``code`` and of the code objects nested in it (lambdas, inner defs,
+    comprehensions), whose global lookups resolve in the same globals."""
+    names: set[str] = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _referenced_values(fn: types.FunctionType) -> list[Any]:
+    """Values ``fn`` can reach by name: the globals named in its code, attributes with those
+    names of modules it references, and the contents of its closure cells."""
+    names = _code_names(fn.__code__)
+    glb = fn.__globals__
+    values: list[Any] = []
+    modules: list[types.ModuleType] = []
+    for name in names:
+        if name in glb:
+            v = glb[name]
+            values.append(v)
+            if isinstance(v, types.ModuleType):
+                modules.append(v)
+    for cell in fn.__closure__ or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell (variable not yet bound)
+            continue
+        values.append(v)
+        if isinstance(v, types.ModuleType):
+            modules.append(v)
+    # ``mod.kernel[grid](...)``: co_names holds both "mod" and "kernel".
+    for mod in modules:
+        mod_dict = vars(mod)
+        for name in names:
+            if name in mod_dict:
+                values.append(mod_dict[name])
+    return values
+
+
+#: modules whose objects never wrap a user's kernel (not searched for attributes)
+_FOREIGN = frozenset({"torch", "builtins", "numpy", "triton.runtime.jit"})
+
+
+def autotuner_classes() -> list[type[Autotuner]]:
+    """``Autotuner`` and every subclass of it that defines its own ``run`` (a library's
+    autotuner with its own benchmarking): each gets fuzzkern's ``run`` while configs are
+    forced, so configs are drawn per case and nothing is benchmarked."""
+    out: list[type[Autotuner]] = [Autotuner]
+    todo = list(Autotuner.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if "run" in vars(cls):
+            out.append(cls)
+    return out
+
+
+def autotuners_of(launcher: Callable[..., Any]) -> dict[str, Autotuner]:
+    """The ``triton.runtime.autotuner.Autotuner`` objects a host launcher uses, by kernel name.
+
+    Names in the launcher's code are resolved in its globals and closure cells (and as
+    attributes of modules it references); plain Python functions found that way are searched
+    the same way, up to :data:`MAX_DEPTH` levels deep. ``@triton.heuristics`` over
+    ``@triton.autotune`` and the reverse are both seen through. The key is the kernel's name,
+    the one :func:`fuzzkern.execution.interpreter.interpreter_mode`'s ``configs`` expects.
+
+    >>> autotuners_of(lambda x: x + 1)
+    {}
+    """
+    found: dict[str, Autotuner] = {}
+    visited: set[int] = set()
+
+    def visit_value(v: Any, depth: int) -> None:
+        if isinstance(v, (Autotuner, Heuristics)):
+            for at in _wrapped_autotuners(v):
+                found.setdefault(kernel_name(at), at)
+            return
+        if isinstance(v, JITFunction):
+            return
+        if isinstance(v, functools.partial):
+            visit_value(v.func, depth)
+            for a in (*v.args, *v.keywords.values()):
+                if isinstance(a, (Autotuner, Heuristics)):
+                    visit_value(a, depth)
+            return
+        if isinstance(v, types.MethodType):
+            visit_value(v.__func__, depth)
+            return
+        if isinstance(v, types.FunctionType):
+            wrapped = getattr(v, "__wrapped__", None)  # functools.wraps around a kernel
+            if wrapped is not None and wrapped is not v:
+                visit_value(wrapped, depth)
+            visit_function(v, depth + 1)
+            return
+        if depth < MAX_DEPTH and not isinstance(v, (type, types.ModuleType)):
+            # a library's own wrapper object around a kernel (a launch cache, a decorator
+            # class): the kernels it holds as attributes
+            visit_attributes(v, depth + 1)
+
+    def visit_attributes(obj: Any, depth: int) -> None:
+        attrs = getattr(obj, "__dict__", None)
+        if not isinstance(attrs, dict) or id(obj) in visited:
+            return
+        visited.add(id(obj))
+        for a in list(attrs.values())[:64]:
+            if isinstance(a, (Autotuner, Heuristics, types.FunctionType, functools.partial,
+                              types.MethodType)):
+                visit_value(a, depth)
+            elif type(a).__module__ not in _FOREIGN and hasattr(a, "__dict__") and not \
+                    isinstance(a, (type, types.ModuleType)):
+                visit_value(a, depth)
+
+    def visit_function(fn: types.FunctionType, depth: int) -> None:
+        if depth > MAX_DEPTH or id(fn) in visited:
+            return
+        visited.add(id(fn))
+        for v in _referenced_values(fn):
+            visit_value(v, depth)
+
+    fn = launcher
+    if isinstance(fn, functools.partial):
+        visit_value(fn, -1)
+    elif isinstance(fn, types.MethodType):
+        visit_value(fn.__func__, -1)
+    elif isinstance(fn, types.FunctionType):
+        visit_function(fn, 0)
+    elif isinstance(fn, (Autotuner, Heuristics)):
+        visit_value(fn, 0)
+    else:
+        # a callable object: search its class's __call__, and the kernels it holds
+        call = next((vars(c)["__call__"] for c in type(fn).__mro__ if "__call__" in vars(c)),
+                    None)
+        if isinstance(call, types.FunctionType):
+            visit_function(call, 0)
+        visit_attributes(fn, 0)
+    return found
+
+
+def autotuner_config_counts(launcher: Callable[..., Any]) -> dict[str, int]:
+    """Number of ``triton.Config`` entries of each autotuned kernel the launcher uses.
+
+    >>> autotuner_config_counts(lambda x: x)
+    {}
+    """
+    return {name: len(at.configs) for name, at in autotuners_of(launcher).items()}
+
+
+def _format_config(config: Config) -> str:
+    parts = [f"{k}={v!r}" for k, v in config.kwargs.items()]
+    parts.append(f"num_warps={config.num_warps}")
+    parts.append(f"num_stages={config.num_stages}")
+    if getattr(config, "num_ctas", 1) not in (None, 1):
+        parts.append(f"num_ctas={config.num_ctas}")
+    if getattr(config, "maxnreg", None) is not None:
+        parts.append(f"maxnreg={config.maxnreg}")
+    return ", ".join(parts)
+
+
+def config_description(autotuner: Autotuner, index: int) -> str:
+    """Config ``index`` of ``autotuner`` in words: its kwargs, then num_warps/num_stages.
+
+    >>> import triton, triton.language as tl
+    >>> @triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2)], key=[])
+    ... @triton.jit
+    ... def k(x_ptr, BLOCK: tl.constexpr):
+    ...     pass
+    >>> config_description(k, 0)
+    'BLOCK=64, num_warps=2, num_stages=3'
+    """
+    configs = autotuner.configs
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(configs):
+        raise IndexError(
+            f"Expected a config index in [0, {len(configs)}) for autotuned kernel "
+            f"{kernel_name(autotuner)!r}, but got index={index!r} (type={type(index).__name__})."
+        )
+    return _format_config(configs[index])
+
+
+# ---------------------------------------------------------------------------------------------
+# Forcing configs in compiled mode
+
+
+@contextlib.contextmanager
+def forced_configs(configs: Mapping[str, int]) -> Iterator[None]:
+    """While active, an autotuned kernel named in ``configs`` runs with that config index and
+    never benchmarks, as on a tuning-cache hit (only the config's ``pre_hook`` runs), the same
+    way :func:`fuzzkern.execution.interpreter.interpreter_mode` forces it. The autotuner's cache
+    and ``best_config`` are restored on exit, so a forced choice never leaks into a later case.
+    Kernels not named run through the autotuner unchanged.
+    """
+    if not configs:
+        yield
+        return
+    classes = autotuner_classes()
+    originals = {cls: vars(cls)["run"] for cls in classes}
+    touched: dict[int, tuple[Any, dict[Any, Any], Any]] = {}
+    missing = object()
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        name = kernel_name(self)
+        if name not in configs:
+            own = next(c for c in type(self).__mro__ if c in originals)
+            return originals[own](self, *args, **kwargs)
+        index = configs[name]
+        if not (isinstance(index, int) and 0 <= index < len(self.configs)):
+            raise ForcedConfigError(
+                f"Expected a config index in [0, {len(self.configs)}) for autotuned kernel "
+                f"{name!r}, but got configs[{name!r}]={index!r}."
+            )
+        if id(self) not in touched:
+            touched[id(self)] = (self, dict(self.cache), getattr(self, "best_config", missing))
+        config = self.configs[index]
+        self.nargs = dict(zip(self.arg_names, args, strict=False))
+        try:
+            self.best_config = config
+            if config.pre_hook is not None:
+                config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+            return self.fn.run(*args, **kwargs, **config.all_kwargs())
+        finally:
+            self.nargs = None
+
+    for cls in classes:
+        cls.run = run  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for cls, original in originals.items():
+            cls.run = original  # type: ignore[method-assign]
+        for at, cache, best in touched.values():
+            at.cache.clear()
+            at.cache.update(cache)
+            if best is missing:
+                if hasattr(at, "best_config"):
+                    del at.best_config
+            else:
+                at.best_config = best

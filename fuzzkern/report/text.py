@@ -1,0 +1,207 @@
+"""Human-readable reports: a failure is a diagnosis, not a boolean (docs/architecture.md,
+front)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from fuzzkern.judge.outcome import ModeResult, Verdict, tested_cases
+from fuzzkern.search.engine import Failure, TargetResult
+
+
+def _mode_lines(m: ModeResult) -> list[str]:
+    lines = [f"[{m.mode}] {m.status}" + (f" ({m.seconds:.3f} s)" if m.seconds else "")]
+    if m.comparison is not None and m.status != "ok":
+        lines += ["  " + ln for ln in m.comparison.summary().splitlines()]
+    if m.error and m.status not in ("ok", "mismatch", "accuracy"):
+        lines += ["  " + ln for ln in str(m.error).splitlines()[:8]]
+    unwritten = m.detail.get("unwritten")
+    if unwritten:
+        lines.append("  never written: " + ", ".join(
+            f"{n} element(s) of out{i if len(unwritten) > 1 or str(i) != '0' else ''} still "
+            "hold the poison value fuzzkern filled torch.empty with"
+            for i, n in unwritten.items())
+            + (" (and nothing else is wrong)" if m.detail.get("unwritten_only") else ""))
+    lines += _hygiene_lines(m)
+    sub = m.detail.get("substituted")
+    if sub:
+        lines.append("  note: " + ", ".join(f"{k} ({v})" for k, v in sub.items())
+                     + " ran as float32: the interpreter cannot compute in these dtypes")
+    return lines
+
+
+def _hygiene_lines(m: ModeResult) -> list[str]:
+    """What the memory-safety and hygiene checks found in one mode (fuzzkern.execution.
+    hygiene, the interpreter's checkers, compute-sanitizer)."""
+    d = m.detail
+    lines = []
+    oob = d.get("oob")
+    if oob and oob.get("region"):
+        lines.append(f"  outside the view: storage element {oob.get('storage_index')} of "
+                     f"`{oob.get('argument')}` ({oob['region']}); the kernel was given "
+                     f"{oob.get('view')}")
+    for f in d.get("oob_write") or ():
+        lines.append(f"  write outside the view: {f['text']}")
+    for f in d.get("mutated") or ():
+        lines.append(f"  mutated input: {f['text']}")
+    spread = d.get("nondeterministic")
+    if spread:
+        lines.append(f"  nondeterministic: run {spread.get('run')} of {spread.get('runs')}: "
+                     f"{spread['text']}")
+    overflow = d.get("overflow")
+    if overflow:
+        where = overflow.get("program_id")
+        lines.append(f"  integer overflow: {overflow['dtype']} {overflow['operation']}"
+                     + (f" in program ({','.join(map(str, where))})" if where else "")
+                     + "; widen the operands (x.to(tl.int64)) before the operation")
+    for e in (d.get("memcheck") or ())[:3]:
+        lines.append(f"  memcheck: {e.get('text', e.get('error'))}")
+    return lines
+
+
+#: lines and characters of a case's captured output a failure report shows
+OUTPUT_LINES, OUTPUT_CHARS = 20, 2000
+
+
+def output_lines(o: Any) -> list[str]:
+    """What the failing case printed (stdout and stderr, captured per case in the worker)."""
+    if not getattr(o, "output_bytes", 0):
+        return []
+    text = o.output[:OUTPUT_CHARS]
+    shown = text.splitlines()[:OUTPUT_LINES]
+    head = f"output of the case ({o.output_bytes} bytes"
+    if o.output_bytes > len(text.encode()) or len(shown) < len(text.splitlines()):
+        head += ", the start shown"
+    return [head + "):"] + [f"  | {ln[:200]}" for ln in shown]
+
+
+def failure_text(failure: Failure, ref: str | None = None, seed: int | None = None) -> str:
+    """A failure in words. ``seed``: the seed of the run that found it, for the command that
+    repeats the run when there is no corpus entry to replay."""
+    o = failure.outcome
+    lines = [f"{failure.target_id}: {o.verdict} — {o.message}"]
+    lines.append(f"minimal case: {failure.case.describe()}")
+    if failure.case.dims:
+        lines.append("dims: " + ", ".join(f"{k}={v}" for k, v in failure.case.dims.items()))
+    if not failure.shrunk:
+        lines.append("(interrupted while shrinking: this case may not be minimal)"
+                     if getattr(failure, "interrupted", False) else
+                     "(the budget ran out while shrinking: this case may not be minimal)")
+    if failure.flaky:
+        lines.append("(flaky: the case did not fail the same way every time it ran)")
+    for m in o.modes.values():
+        lines += _mode_lines(m)
+    lines += output_lines(o)
+    explanations = getattr(failure, "explanations", None)
+    if explanations:
+        lines += [f"  · {e}" for e in explanations]
+    entry = getattr(failure, "corpus_path", None)
+    if entry:
+        shown = shown_path(str(entry))
+        if getattr(failure, "replayed", False):
+            lines.append(f"regression: corpus entry {shown} still fails")
+        else:
+            lines.append(f"saved: {shown}")
+        lines.append(f"replay: fuzzkern replay {shlex.quote(shown)}")
+        lines.append(f"reproduce without fuzzkern: fuzzkern repro {shlex.quote(shown)}")
+    else:
+        lines.append(f"replay: {rerun_command(ref or failure.target_id, seed)}")
+    return "\n".join(lines)
+
+
+def rerun_command(ref: str, seed: int | None = None) -> str:
+    """``fuzzkern run REF --budget 30s [--seed N]``, a file ref relative to the current
+    folder when it is below it."""
+    path, sep, name = ref.partition("::")
+    shown = shown_path(path) + sep + name if sep and path.endswith(".py") else ref
+    return (f"fuzzkern run {shlex.quote(shown)} --budget 30s"
+            + (f" --seed {seed}" if seed is not None else ""))
+
+
+def accuracy_text(target_id: str, case: Any, outcome: Any) -> str:
+    """An accuracy finding (oracle rule 9) in words: the case, then each mode's figures."""
+    lines = [f"{target_id}: {outcome.verdict} — {outcome.message}",
+             f"case: {case.describe()}"]
+    if case.dims:
+        lines.append("dims: " + ", ".join(f"{k}={v}" for k, v in case.dims.items()))
+    for m in outcome.modes.values():
+        lines += _mode_lines(m)
+    return "\n".join(lines)
+
+
+def shown_path(path: str) -> str:
+    """``path`` relative to the current folder when it is below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # pragma: no cover - another drive
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def gpu_summary(devices: Mapping[str, int]) -> str:
+    """A short cell for the GPUs a target ran on: the pinned ``CUDA_VISIBLE_DEVICES`` entries
+    (or the labels, unpinned) with case counts, e.g. ``"0: 812, 1: 790"``.
+
+    >>> gpu_summary({"NVIDIA H200 (CUDA_VISIBLE_DEVICES=1, pci 0000:19:00.0)": 7})
+    '1: 7'
+    >>> gpu_summary({"NVIDIA H200": 3})
+    'NVIDIA H200: 3'
+    """
+    parts = []
+    for label, n in sorted(devices.items()):
+        m = re.search(r"CUDA_VISIBLE_DEVICES=([^,)]+)", label)
+        parts.append(f"{m.group(1) if m else label}: {n}")
+    return ", ".join(parts) or "-"
+
+
+def devices_text(devices: Mapping[str, int]) -> str:
+    """Every GPU label with its case count, e.g. ``"NVIDIA H200 (...): 812 cases; ..."``."""
+    return "; ".join(f"{d}: {n} cases" for d, n in sorted(devices.items()))
+
+
+def result_row(r: TargetResult) -> dict[str, Any]:
+    rate = r.cases / r.seconds if r.seconds else 0.0
+    tested = tested_cases(r.cases, r.counts)
+    status = "FAIL" if r.failures else ("ERROR" if r.error else ("skipped" if r.skipped else
+              ("no cases" if not r.cases else "untested" if tested <= 0 else "ok")))
+    return {
+        "target": r.target_id,
+        "status": status,
+        "cases": r.cases,
+        "minimize_runs": r.minimize_runs,
+        "cases_per_s": round(rate, 2),
+        "passed": r.counts.get(Verdict.PASS, 0),
+        "accuracy": r.counts.get(Verdict.ACCURACY, 0),
+        "pass_ratio": round(r.pass_ratio, 4),
+        "accuracy_findings": [
+            {"case": case.to_json(), "message": o.message, "score": o.score,
+             "condition": next((m.comparison.condition for m in o.modes.values()
+                                if m.comparison is not None and m.comparison.condition), {})}
+            for case, o in r.accuracy],
+        "preconditions": r.counts.get(Verdict.PRECONDITION, 0),
+        "unsupported": r.counts.get(Verdict.UNSUPPORTED, 0),
+        "unsupported_reason": r.unsupported_reason,
+        "slow": list(r.slow),
+        "slow_cases": r.counts.get(Verdict.SLOW, 0),
+        "compile_seconds": round(r.compile_seconds, 2),
+        "slow_compiles": r.slow_compiles,
+        "stopped_at_budget": r.stopped,
+        "interpreter_divergences": r.counts.get(Verdict.INTERPRETER_DIVERGENCE, 0),
+        "failures": [f.outcome.verdict for f in r.failures],
+        "seconds": round(r.seconds, 2),
+        "compiles": r.compiles,
+        "cache_hits": r.cache_hits,
+        "compiles_per_1000_cases": round(1000 * r.compiles / r.cases, 1) if r.cases else None,
+        "specializations": dict(sorted(r.specializations.items())),
+        "devices": dict(sorted(r.devices.items())),
+        "error": r.error,
+        "skipped": r.skipped,
+        "corpus_replayed": r.replayed,
+        "corpus_still_failing": list(r.corpus_failing),
+        "corpus_now_passing": list(r.corpus_passing),
+        "corpus_problems": list(r.corpus_problems),
+    }

@@ -1,0 +1,812 @@
+"""The fuzzing engine: Hypothesis drives generation and shrinking, workers run the cases.
+
+One campaign fuzzes a list of targets within a wall-clock budget (docs/architecture.md, search), in
+rounds of slices that favour targets still finding new behaviour, serially or in parallel
+processes (:mod:`fuzzkern.search.schedule`). :func:`fuzz_target` fuzzes one target for one slice.
+Hypothesis has no time budget of its own: the test body checks the clock and stops the run by
+raising an exception Hypothesis does not catch (a ``BaseException``), so a budget never turns
+into a fake failure.
+
+A failing case is shrunk by Hypothesis, then by :mod:`fuzzkern.search.minimize` (smaller cases that
+need several changes at once, such as a smaller dim with another seed). Shrinking may run past
+the target's share, up to a grace period; if even that runs out, the smallest failing case seen
+so far is kept, so nothing found is ever lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import os
+import random
+import re
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import hypothesis
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis.database import ExampleDatabase
+
+from fuzzkern.case.model import Case
+from fuzzkern.errors import BudgetError
+from fuzzkern.execution.pool import COMPILE_TIMEOUT, StopTime, WorkerPool
+from fuzzkern.judge.outcome import Outcome, Verdict
+from fuzzkern.judge.verdict import failure_key
+from fuzzkern.target.declare import Target
+from fuzzkern.target.loader import LoadedTarget
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)?")
+
+
+def parse_budget(text: str) -> float:
+    """Seconds in ``90s``, ``10m``, ``1h``, ``1h30m`` or a plain number of seconds.
+
+    >>> parse_budget("1m30s")
+    90.0
+    """
+    s = str(text).strip().lower()
+    pos = 0
+    total = 0.0
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
+    if not s:
+        raise BudgetError("empty budget; expected a duration like 90s, 10m or 1h")
+    while pos < len(s):
+        m = _DURATION.match(s, pos)
+        if not m or m.end() == pos:
+            raise BudgetError(
+                f"Expected a duration like 90s, 10m, 1h or 1h30m but got budget={text!r}."
+            )
+        total += float(m.group(1)) * units[m.group(2)]
+        pos = m.end()
+        if m.group(2) is None and pos < len(s):
+            raise BudgetError(f"Expected a unit after {m.group(1)!r} in budget={text!r}.")
+    if not math.isfinite(total) or total <= 0:
+        raise BudgetError(f"Expected a positive, finite duration but got budget={text!r}.")
+    return total
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived while fuzzing: stop the search, keep what was found."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Interrupts:
+    """The signal handlers :func:`handle_interrupts` installs and their state: the first
+    signal is recorded; an :class:`Interrupted` is raised only inside :func:`interruptible`
+    sections (running cases, shrinking), never while a failure is being saved."""
+
+    signum: int | None = None
+    armed: bool = False
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    if _Interrupts.signum is None:
+        _Interrupts.signum = signum
+    if _Interrupts.armed:
+        _Interrupts.armed = False
+        raise Interrupted(signum)
+
+
+def interrupted() -> int | None:
+    """The signal that interrupted this process's campaign, if one did."""
+    return _Interrupts.signum
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """A section a SIGINT/SIGTERM may cut short (raising :class:`Interrupted` in it)."""
+    if _Interrupts.signum is not None:
+        raise Interrupted(_Interrupts.signum)
+    was = _Interrupts.armed
+    _Interrupts.armed = True
+    try:
+        yield
+    finally:
+        _Interrupts.armed = was
+
+
+@contextmanager
+def handle_interrupts() -> Iterator[None]:
+    """While active (main thread only), SIGINT and SIGTERM stop the campaign gracefully: the
+    search stops, every failure found so far is saved (shrunk as far as it got), and
+    :func:`interrupted` says which signal came."""
+    import signal
+
+    _Interrupts.signum = None
+    _Interrupts.armed = False
+    old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        _Interrupts.armed = False
+
+
+class _BudgetExhausted(BaseException):
+    """Stops a Hypothesis run at the deadline. A BaseException, so Hypothesis does not treat it
+    as a failure to shrink."""
+
+
+class KernelFailure(AssertionError):
+    """Raised inside the Hypothesis test for a failing outcome; one subclass per verdict
+    family (:data:`VERDICT_FAMILIES`), so Hypothesis keeps distinct kinds of failure apart
+    when it shrinks."""
+
+    outcome: Outcome
+
+
+_failure_types: dict[str, type[KernelFailure]] = {}
+
+def _failure_type(key: str) -> type[KernelFailure]:
+    """One exception type per failure key: Hypothesis tells failures apart by exception type
+    and line (its ``interesting_origin``), so each key shrinks separately."""
+    if key not in _failure_types:
+        name = "".join(p.capitalize() for p in re.split(r"[^A-Za-z0-9]+", key) if p)
+        _failure_types[key] = type(name or "KernelFailure", (KernelFailure,), {"key": key})
+    return _failure_types[key]
+
+
+class _RunDatabase(ExampleDatabase):
+    """The example database as one fuzzing attempt sees it.
+
+    - Hypothesis saves the case a test body was interrupted in, whatever the exception: the
+      case cut short at the deadline is no failure, so saves stop once ``stopping`` is set.
+    - With ``keep_known``, known failures count as passes: Hypothesis deletes a stored example
+      that no longer fails when it replays it, but a known failure's example must stay for
+      the next run. Only examples saved during this attempt are then deleted or moved.
+    """
+
+    def __init__(self, db: ExampleDatabase, keep_known: bool) -> None:
+        super().__init__()
+        self.db = db
+        self.keep_known = keep_known
+        self.stopping = False
+        self.saved: set[bytes] = set()
+
+    def save(self, key: bytes, value: bytes) -> None:
+        if self.stopping:
+            return
+        self.saved.add(value)
+        self.db.save(key, value)
+
+    def fetch(self, key: bytes) -> Any:
+        return self.db.fetch(key)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        if not self.keep_known or value in self.saved:
+            self.db.delete(key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        if not self.keep_known or value in self.saved:
+            self.db.move(src, dest, value)
+        elif not self.stopping:
+            self.db.save(dest, value)
+
+
+@dataclass
+class Failure:
+    """A failing case and what happened, after shrinking."""
+
+    target_id: str
+    case: Case
+    outcome: Outcome
+    #: False when the budget (plus grace) ran out before shrinking finished
+    shrunk: bool = True
+    flaky: bool = False
+    #: the corpus entry (JSON file) this failure is saved as, or was replayed from
+    corpus_path: str | None = None
+    #: what the failure depends on, from variants of the minimal case (fuzzkern.search.explain)
+    explanations: list[str] = field(default_factory=list)
+    #: True when this is a corpus entry that still fails, not a case found by this run
+    replayed: bool = False
+    #: smaller failing cases fuzzkern.search.minimize accepted after Hypothesis's shrink (0: none)
+    minimized: int = 0
+    #: True when SIGINT/SIGTERM stopped the run before shrinking finished
+    interrupted: bool = False
+    #: a ``hang`` the budget left no time to confirm by a re-run: reported, never saved
+    unconfirmed: bool = False
+
+    @property
+    def key(self) -> str:
+        """Verdict family and location: what tells distinct failures apart."""
+        return failure_key(self.outcome)
+
+
+#: most per-case records a TargetResult keeps (a uniform sample of all cases beyond that)
+RECORD_LIMIT = 4000
+#: accuracy findings kept per target (the worst ones)
+ACCURACY_KEEP = 3
+
+#: size classes of a case (numel of its largest tensor), for the report's heatmaps
+SIZE_CLASSES = ("1", "2-16", "17-128", "129-1024", ">1024")
+
+#: layout kinds of a case (fuzzkern.case.model.Layout.kinds, or contiguous)
+LAYOUT_KINDS = ("contiguous", "permuted", "strided", "offset", "expanded")
+
+
+def size_class(numel: int) -> str:
+    """The report's size class of ``numel`` elements.
+
+    >>> size_class(1), size_class(16), size_class(2000)
+    ('1', '2-16', '>1024')
+    """
+    if numel <= 1:
+        return "1"
+    for bound, name in ((16, "2-16"), (128, "17-128"), (1024, "129-1024")):
+        if numel <= bound:
+            return name
+    return ">1024"
+
+
+def bound_ratio(comparison: Any) -> float:
+    """The worst element's error over its tolerance bound in one comparison: <= 1 passes,
+    > 1 fails, ``inf`` for a NaN/inf position or shape that differs.
+
+    The one place the HTML report's error figure comes from. It uses the oracle's own
+    ``Comparison.bound_ratio`` when the comparison carries one; otherwise it estimates from the
+    summary figures: ``min(max_abs / atol, max_rel / rtol)`` (an upper bound of the true ratio,
+    as both maxima may come from different elements), capped at 1 for a passing comparison.
+    """
+    own = getattr(comparison, "bound_ratio", None)
+    if own is not None:
+        return float(own)
+    if comparison.structural or comparison.nonfinite_mismatches:
+        return math.inf
+    m = re.search(r"rtol=(\S+) atol=(\S+)", comparison.tolerance or "")
+    if m is None:
+        return 0.0 if comparison.ok else math.inf
+    rtol, atol = float(m.group(1)), float(m.group(2))
+    abs_err, rel_err = comparison.max_abs_error, comparison.max_rel_error
+    if not abs_err:
+        ratio = 0.0
+    else:
+        ratio = min(abs_err / atol if atol > 0 else math.inf,
+                    rel_err / rtol if rtol > 0 else math.inf)
+    if comparison.ok:
+        return min(ratio, 1.0)
+    return ratio if ratio > 1.0 else math.nextafter(1.0, 2.0)
+
+
+def tolerance_ratio(outcome: Outcome) -> float:
+    """The largest :func:`bound_ratio` over the modes that compared values, or NaN when none
+    did (an access out of bounds, a crash, an error: no value error to show)."""
+    ratios = [bound_ratio(m.comparison) for m in outcome.modes.values()
+              if m.comparison is not None and m.status in ("ok", "mismatch", "accuracy")]
+    return max(ratios) if ratios else math.nan
+
+
+def case_record(case: Case, outcome: Outcome) -> tuple[str, str, str, str, float]:
+    """(dtype, layout kinds joined by ``+``, size class, verdict, error over bound) of one case:
+    what the HTML report's heatmaps and error plots are drawn from. The dtype is the first
+    tensor's; the layout kinds are those of every tensor; the size is the largest tensor's
+    numel; the error is :func:`tolerance_ratio` (NaN when no mode compared values)."""
+    tensors = list(case.tensors.values())
+    dtype = tensors[0].dtype if tensors else "-"
+    kinds: set[str] = set()
+    for t in tensors:
+        if t.layout is not None:
+            kinds.update(t.layout.kinds())
+        elif not t.is_contiguous:  # pragma: no cover - cases from strategies carry a layout
+            kinds.add("strided")
+    layout = "+".join(k for k in LAYOUT_KINDS if k in kinds) or "contiguous"
+    numel = max((t.numel for t in tensors), default=1)
+    return (dtype, layout, size_class(numel), outcome.verdict, tolerance_ratio(outcome))
+
+
+@dataclass
+class TargetResult:
+    target_id: str
+    ref: str
+    cases: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    failures: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+    case_seconds: float = 0.0
+    error: str | None = None
+    #: compiled mode: real compilations and on-disk cache hits during this target's cases
+    compiles: int = 0
+    cache_hits: int = 0
+    #: specialization classes the cases exercised (dtype, ==1, %16, 16-byte alignment, ...)
+    specializations: Counter[str] = field(default_factory=Counter)
+    #: why the target was not fuzzed at all (e.g. the budget ran out before its turn)
+    skipped: str | None = None
+    #: corpus entries replayed before fuzzing, those that still fail and those that now pass
+    replayed: int = 0
+    corpus_failing: list[str] = field(default_factory=list)
+    corpus_passing: list[str] = field(default_factory=list)
+    #: corpus files that could not be read, replayed or written, with the reason
+    corpus_problems: list[str] = field(default_factory=list)
+    #: (dtype, layout kinds, size class, verdict, error score) per case (:func:`case_record`):
+    #: every case up to RECORD_LIMIT, then a uniform sample of them (reservoir sampling)
+    records: list[tuple[str, str, str, str, float]] = field(default_factory=list)
+    #: the largest error score seen (how far the worst case was from passing)
+    max_score: float = 0.0
+    #: slices this target was fuzzed in (fuzzkern.search.schedule) and whether the last one ended
+    #: because its time ran out (False: Hypothesis stopped by itself, e.g. it ran out of cases)
+    slices: int = 0
+    ran_out: bool = False
+    #: of ``cases``: those fuzzkern.search.minimize ran after the shrink, looking for smaller
+    #: failures
+    minimize_runs: int = 0
+    #: compiled mode: the GPUs this target's cases ran on (:func:`device_label`) -> cases
+    devices: Counter[str] = field(default_factory=Counter)
+    #: cases that ran past the timeout once and finished on a re-run (not hangs), in words
+    slow: list[str] = field(default_factory=list)
+    #: compiled mode: seconds spent compiling (not counted against cases' timeouts), and
+    #: cases stopped at the compile limit (verdict ``slow``)
+    compile_seconds: float = 0.0
+    slow_compiles: int = 0
+    #: True when the campaign's hard stop (the end of ``--budget``) cut a running case of this
+    #: target short (fuzzing, shrinking, confirming a hang or explaining a failure)
+    stopped: bool = False
+    #: the message of the first ``unsupported`` case (why a mode could not run the kernel)
+    unsupported_reason: str | None = None
+    #: the signal (SIGINT, SIGTERM) that stopped this target's fuzzing early, if one did
+    interrupted: int | None = None
+    #: accuracy findings (oracle rule 9, not failures unless strict): the worst few cases,
+    #: highest error score first (:meth:`note_accuracy`)
+    accuracy: list[tuple[Case, Outcome]] = field(default_factory=list)
+    #: the largest error over bound among passing cases: how close the kernel came to the line
+    pass_ratio: float = 0.0
+
+    def note_case(self, case: Case, outcome: Outcome) -> None:
+        """Track the tightness of passing cases and keep the worst accuracy findings."""
+        if outcome.verdict == Verdict.PASS:
+            for m in outcome.modes.values():
+                if m.comparison is not None and m.comparison.ok:
+                    self.pass_ratio = max(self.pass_ratio, bound_ratio(m.comparison))
+        elif outcome.verdict == Verdict.ACCURACY:
+            self.accuracy.append((case, outcome))
+            self.accuracy.sort(key=lambda co: -float(co[1].score or 0.0))
+            del self.accuracy[ACCURACY_KEEP:]
+
+    def add_record(self, record: tuple[str, str, str, str, float]) -> None:
+        """Keep ``record`` (the ``cases``-th, already counted) in a bounded uniform sample."""
+        if len(self.records) < RECORD_LIMIT:
+            self.records.append(record)
+            return
+        j = random.Random(self.cases).randrange(self.cases)
+        if j < RECORD_LIMIT:
+            self.records[j] = record
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures) or self.error is not None
+
+
+def new_draw_seed() -> int:
+    """A fresh seed for an unseeded run's draws (see ``CampaignOptions.draw_seed``)."""
+    return random.SystemRandom().randrange(1, 2**31)
+
+
+@dataclass
+class CampaignOptions:
+    budget: float = 60.0
+    modes: tuple[str, ...] = ("interpret",)
+    database: ExampleDatabase | None = None
+    seed: int | None = None
+    #: an unseeded run's draws come from this seed (printed, so ``--seed N`` repeats them),
+    #: while the example database stays in use; ``seed`` wins when both are set
+    draw_seed: int | None = None
+    max_examples: int | None = None
+    #: extra time a shrink may take past a target's share: max(grace_min, grace_fraction*share)
+    grace_min: float = 20.0
+    grace_fraction: float = 1.0
+    timeout: float | None = None
+    debug: bool = False
+    #: hygiene checks to turn off or on by name (bounds, view, poison, mutation, redzone; all
+    #: on by default, see fuzzkern.target.declare.DEFAULT_CHECKS)
+    checks: dict[str, bool] = field(default_factory=dict)
+    #: run the compiled kernel this many times per case and compare the runs bitwise (>= 2:
+    #: the nondeterministic verdict)
+    repeat_compiled: int = 1
+    #: path of compute-sanitizer: workers run under its memcheck tool (fuzzkern.execution.sanitizer;
+    #: ``fuzzkern run --sanitize`` probes it first), None: plain forkserver workers
+    sanitize: str | None = None
+    #: regression corpus folder: its entries of a target replay before the target is fuzzed,
+    #: and each failure found is saved there (None: neither)
+    corpus: str | None = None
+    #: run a few variants of each shrunk failure to say what it depends on
+    explain: bool = True
+    #: accuracy findings (oracle rule 9) fail like kernel bugs
+    strict_accuracy: bool = False
+    #: most worker runs fuzzkern.search.minimize may make per shrunk failure (0: keep Hypothesis's
+    #: shrunk case as it is)
+    minimize_runs: int = 60
+    #: distinct failures (verdict family and location) to find per target before it stops;
+    #: known ones (found earlier in the run, or replayed from the corpus) count as passes
+    max_failures: int = 5
+    #: seconds all the compilations of one case may take (compiled mode); compiling does not
+    #: count against the timeout (fuzzkern.execution.pool.CaseClock)
+    compile_timeout: float = COMPILE_TIMEOUT
+    #: the campaign's hard stop, a ``time.monotonic()`` instant (set by fuzzkern.search.schedule
+    #: from the budget): a case running then is cut short, shrinking stops, what was found is saved
+    stop_at: float | None = None
+
+
+def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
+    """What the worker gets besides the case (see fuzzkern.execution.runner)."""
+    options: dict[str, Any] = {"modes": list(opts.modes), "debug": opts.debug}
+    if opts.checks:
+        options["checks"] = dict(opts.checks)
+    if opts.repeat_compiled > 1:
+        options["repeat_compiled"] = int(opts.repeat_compiled)
+    if opts.sanitize:
+        options["sanitize"] = True
+    if opts.strict_accuracy:
+        options["strict_accuracy"] = True
+    return options
+
+
+def specialization_classes(case: Case) -> set[str]:
+    """The Triton specialization classes a case's arguments fall in (docs/architecture.md,
+    appendix): what makes the compiled mode build a new variant."""
+    out = set()
+    for t in case.tensors.values():
+        out.add(f"dtype:{t.dtype}")
+        itemsize = _ITEMSIZE.get(t.dtype, 4)
+        out.add("ptr:16B-aligned" if (t.storage_offset * itemsize) % 16 == 0 else "ptr:misaligned")
+        for st in t.strides:
+            out.add("stride:0" if st == 0 else "stride:1" if st == 1 else
+                    "stride:%16" if st % 16 == 0 else "stride:other")
+        for n in t.shape:
+            out.add(_int_class(n, "dim"))
+    for v in case.scalars.values():
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int):
+            out.add(_int_class(v, "int"))
+    return out
+
+
+_ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2,
+             "int16": 2}
+
+
+def _int_class(n: int, kind: str) -> str:
+    if n == 1:
+        return f"{kind}:==1"
+    if not -(2**31) <= n < 2**31:
+        return f"{kind}:64-bit"
+    return f"{kind}:%16" if n % 16 == 0 else f"{kind}:other"
+
+
+Event = Callable[[str, TargetResult, Any], None]
+
+
+def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share: float,
+                on_event: Event | None = None, *, replay_corpus: bool = True,
+                known: Collection[str] = ()) -> TargetResult:
+    """Fuzz one target for ``share`` seconds (plus shrink grace); never raises for a kernel.
+
+    Each distinct failure (:func:`failure_key`) is shrunk and reported once; fuzzing goes on
+    after a failure, in a fresh Hypothesis run, until the share is spent, Hypothesis has
+    nothing more to try, or ``opts.max_failures`` new failures were found. Failures whose key
+    is in ``known`` (found by earlier slices) or that a replayed corpus entry shows count as
+    passes: they do not stop the search for new ones. ``replay_corpus=False`` skips replaying
+    the corpus first (later slices of a campaign).
+    """
+    with pool.limits(stop_at=opts.stop_at, compile_timeout=opts.compile_timeout):
+        return _fuzz_target(lt, pool, opts, share, on_event, replay_corpus=replay_corpus,
+                            known=known)
+
+
+def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share: float,
+                 on_event: Event | None, *, replay_corpus: bool,
+                 known: Collection[str]) -> TargetResult:
+    target = lt.target
+    result = TargetResult(target.id, lt.ref, slices=1)
+    start = time.monotonic()
+    deadline = start + share
+    shrink_deadline = deadline + max(opts.grace_min, opts.grace_fraction * share)
+    if opts.stop_at is not None:  # the campaign's hard stop caps both
+        deadline = min(deadline, opts.stop_at)
+        shrink_deadline = min(shrink_deadline, opts.stop_at)
+    timeout = opts.timeout or target.timeout
+    run_options = run_options_of(opts)
+    last_failure: dict[str, tuple[Case, Outcome]] = {}
+    known_keys = set(known)
+    found: list[Failure] = []
+    emit = on_event or (lambda *a: None)
+    if opts.corpus and replay_corpus:
+        try:
+            with interruptible():
+                _replay_corpus(lt, pool, opts, result)
+        except Interrupted as e:
+            result.interrupted = e.signum
+            result.seconds = time.monotonic() - start
+            return result
+        except StopTime:
+            result.stopped = result.ran_out = True
+            result.seconds = time.monotonic() - start
+            return result
+        known_keys.update(f.key for f in result.failures)
+
+    def run_case(case: Case) -> Outcome:
+        """Run one case in a worker and count it in ``result``."""
+        outcome = pool.run(lt.ref, case.to_json(), run_options, timeout)
+        result.cases += 1
+        result.case_seconds += outcome.seconds
+        result.counts[outcome.verdict] += 1
+        if outcome.verdict == Verdict.UNSUPPORTED and result.unsupported_reason is None:
+            result.unsupported_reason = outcome.message.splitlines()[0] if outcome.message else None
+        compiled = outcome.modes.get("compiled") or outcome.modes.get("worker")
+        if compiled is not None:
+            result.compile_seconds += float(compiled.detail.get("compile_seconds", 0) or 0)
+            if "compile_timeout" in compiled.detail:
+                result.slow_compiles += 1
+        if outcome.verdict == Verdict.SLOW and len(result.slow) < SLOW_NOTES:
+            result.slow.append(outcome.message)
+        compiled = outcome.modes.get("compiled")
+        if compiled is not None:
+            result.compiles += int(compiled.detail.get("compiles", 0))
+            result.cache_hits += int(compiled.detail.get("cache_hits", 0))
+            if compiled.detail.get("device"):
+                result.devices[str(compiled.detail["device"])] += 1
+        result.specializations.update(specialization_classes(case))
+        result.add_record(case_record(case, outcome))
+        result.max_score = max(result.max_score, float(outcome.score or 0.0))
+        result.note_case(case, outcome)
+        emit("case", result, outcome)
+        return outcome
+
+    database: _RunDatabase | None = None
+
+    def body(case: Case) -> None:
+        if _Interrupts.signum is not None:  # also when the handler's raise was swallowed
+            if database is not None:
+                database.stopping = True
+            raise Interrupted(_Interrupts.signum)
+        now = time.monotonic()
+        if now > (shrink_deadline if last_failure else deadline):
+            if database is not None:
+                database.stopping = True  # this case never ran: not a failure to keep
+            raise _BudgetExhausted
+        try:
+            outcome = run_case(case)
+        except StopTime:  # the hard stop cut this case short: not a failure to keep
+            if database is not None:
+                database.stopping = True
+            raise
+        if outcome.score:
+            hypothesis.target(outcome.score, label="error")
+        if outcome.failed:
+            key = failure_key(outcome)
+            if key in known_keys:
+                return  # found already: look for others
+            if key not in last_failure and len(found) + len(last_failure) >= opts.max_failures:
+                return  # the cap is reached: shrink what was found
+            last_failure[key] = (case, outcome)
+            exc = _failure_type(key)(f"{outcome.verdict}: {outcome.message}")
+            exc.outcome = outcome
+            raise exc
+
+    flaky = False
+    for attempt in itertools.count():
+        last_failure.clear()
+        left = None if opts.max_examples is None else opts.max_examples - result.cases
+        database = (None if opts.database is None
+                    else _RunDatabase(opts.database, keep_known=bool(known_keys)))
+        test = given(target.cases())(body)
+        test = settings(
+            database=database,
+            max_examples=10**9 if left is None else max(1, left),
+            deadline=None,
+            derandomize=False,
+            suppress_health_check=list(HealthCheck),
+            phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+            verbosity=Verbosity.quiet,
+            report_multiple_bugs=True,
+            print_blob=False,
+        )(test)
+        # later attempts of a slice must not repeat the first one's cases
+        if opts.seed is not None:
+            test = hypothesis.seed(opts.seed + 104729 * attempt)(test)
+        elif opts.draw_seed is not None:
+            # What hypothesis.seed sets, without its database=None: the draws repeat under
+            # `--seed N`, and this run still replays and records the example database.
+            test._hypothesis_internal_use_seed = (  # type: ignore[attr-defined]
+                opts.draw_seed + 104729 * attempt)
+        # The database key is the target's stable id, so failures replay first on the next
+        # run.
+        test.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # type: ignore[attr-defined]
+
+        ran_out = False
+        try:
+            with interruptible():
+                test()
+        except Interrupted as e:
+            ran_out = True
+            result.interrupted = e.signum
+        except _BudgetExhausted:
+            ran_out = True
+        except StopTime:
+            ran_out = result.stopped = True
+        except hypothesis.errors.FlakyFailure:
+            flaky = True
+        except hypothesis.errors.Flaky:
+            flaky = True
+        except (KernelFailure, BaseExceptionGroup):
+            pass
+        except hypothesis.errors.HypothesisException as e:
+            result.error = f"{type(e).__name__}: {e}"
+        except Exception as e:  # misuse surfacing at draw time (InvalidArgument, CaseError, ...)
+            result.error = f"{type(e).__name__}: {e}"
+        new = [Failure(target.id, case, outcome, shrunk=not ran_out, flaky=flaky,
+                       interrupted=result.interrupted is not None)
+               for case, outcome in last_failure.values()]
+        if opts.minimize_runs > 0 and not flaky and result.interrupted is None:
+            # (a flaky case would accept anything or nothing)
+            try:
+                with interruptible():
+                    result.minimize_runs += _minimize(target, new, run_case, shrink_deadline,
+                                                      opts.minimize_runs)
+            except Interrupted as e:
+                result.interrupted = e.signum
+                for f in new:
+                    f.interrupted = True
+            except StopTime:  # _minimize marked the failures it did not finish
+                result.stopped = True
+        for f in new:  # the minimizer may have moved one onto another's key: keep the first
+            if f.key not in known_keys:
+                known_keys.add(f.key)
+                found.append(f)
+        if result.interrupted is not None:
+            break
+        if ran_out or result.stopped or time.monotonic() >= deadline:
+            result.ran_out = True
+            break
+        if flaky or result.error or not new or len(found) >= opts.max_failures:
+            break  # not new: Hypothesis had nothing more to try
+        if opts.max_examples is not None and result.cases >= opts.max_examples:
+            break
+    _explain_and_save(lt, pool, opts, result, found, run_options, timeout)
+    result.seconds = time.monotonic() - start
+    emit("done", result, None)
+    return result
+
+
+def _minimize(target: Target, found: list[Failure], run_case: Callable[[Case], Outcome],
+              deadline: float, max_runs: int) -> int:
+    """Replace each shrunk failure by the smaller failing case :mod:`fuzzkern.search.minimize`
+    reaches from it (same verdict family), within the shrink deadline. Hypothesis's example
+    database keeps Hypothesis's own shrunk case, which leads here again."""
+    from fuzzkern.search import minimize
+
+    runs = 0
+    for i, f in enumerate(found):
+        try:
+            m = minimize.minimize(target, f.case, f.outcome, run_case, deadline=deadline,
+                                  max_runs=max_runs)
+        except StopTime:  # this one and those after it did not finish shrinking
+            for g in found[i:]:
+                g.shrunk = False
+            raise
+        except Exception as e:  # a smaller case is a bonus; never lose the failure
+            warnings.warn(f"fuzzkern could not minimize a {f.outcome.verdict} case of "
+                          f"{f.target_id}: {type(e).__name__}: {e}", RuntimeWarning,
+                          stacklevel=2)
+            continue
+        runs += m.runs
+        f.case, f.outcome = m.case, m.outcome
+        f.minimized = m.steps
+    return runs
+
+
+def _replay_corpus(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
+                   result: TargetResult) -> None:
+    """Replay the target's corpus entries: still failing ones become failures of this run;
+    unreadable files are reported by name and skipped."""
+    from fuzzkern.corpus import store as corpus
+
+    assert opts.corpus is not None
+    for path, entry in corpus.scan(opts.corpus, lt.id):
+        if isinstance(entry, Exception):
+            result.corpus_problems.append(f"skipped {entry}")
+            continue
+        r = corpus.replay(entry, pool, ref=lt.ref, modes=opts.modes, timeout=opts.timeout,
+                          debug=opts.debug)
+        result.replayed += 1
+        if r.status == corpus.STILL_FAILING and r.outcome is not None:
+            result.corpus_failing.append(path)
+            result.failures.append(Failure(lt.id, entry.case, r.outcome, shrunk=entry.shrunk,
+                                           corpus_path=path,
+                                           explanations=list(entry.explanations),
+                                           replayed=True))
+        elif r.status == corpus.NOW_PASSING:
+            result.corpus_passing.append(path)
+        else:
+            result.corpus_problems.append(f"cannot replay {path}: {r.reason}")
+
+
+#: a hang is re-run once with this many times the timeout before it is reported and saved
+HANG_CONFIRM_FACTOR = 2.0
+#: ``slow`` cases a target's result describes in ``slow`` (the rest are counted only)
+SLOW_NOTES = 5
+
+
+def _confirm_hangs(lt: LoadedTarget, pool: WorkerPool, result: TargetResult,
+                   found: list[Failure], run_options: dict[str, Any],
+                   timeout: float) -> list[Failure]:
+    """Re-run each ``hang`` once with :data:`HANG_CONFIRM_FACTOR` times the timeout: a case
+    that finishes then is slow, not hung (noted in ``result.slow``; reported with the verdict
+    of the re-run if that one fails); one that runs past it again is a confirmed hang."""
+    out = []
+    for f in found:
+        if f.outcome.verdict != Verdict.HANG:
+            out.append(f)
+            continue
+        try:
+            again = pool.run(lt.ref, f.case.to_json(), run_options,
+                             HANG_CONFIRM_FACTOR * timeout)
+        except StopTime:  # no time left to confirm it: reported, not saved
+            result.stopped = True
+            f.outcome.message += (" (not confirmed: the budget ran out before the re-run; not "
+                                  "saved to the corpus)")
+            f.unconfirmed = True
+            out.append(f)
+            continue
+        result.cases += 1
+        if again.verdict == Verdict.HANG:
+            f.outcome.message += (f" (confirmed: a re-run with {HANG_CONFIRM_FACTOR * timeout:g}"
+                                  " s ran past it too)")
+            out.append(f)
+            continue
+        result.slow.append(f"a case ran past the {timeout:g} s timeout, then finished in "
+                           f"{again.seconds:.1f} s on a re-run ({again.verdict}): slow, not hung")
+        if again.failed:
+            out.append(dataclasses.replace(f, outcome=again))
+    return out
+
+
+def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
+                      result: TargetResult, found: list[Failure], run_options: dict[str, Any],
+                      timeout: float) -> None:
+    """Explain each failure this run found and save it to the corpus (when one is set)."""
+    from fuzzkern.corpus import store as corpus
+    from fuzzkern.errors import FuzzkernError
+    from fuzzkern.search import explain
+
+    found = _confirm_hangs(lt, pool, result, found, run_options, timeout)
+    for f in found:
+        if result.stopped:
+            f.explanations = f.explanations or ["(no explanation: the budget ran out)"]
+        elif opts.explain and result.interrupted is None:
+            try:
+                with interruptible():
+                    f.explanations = explain.explain(lt.ref, f.case, f.outcome, pool,
+                                                     run_options, target=lt.target,
+                                                     timeout=timeout)
+            except Interrupted as e:  # saving comes first
+                result.interrupted = e.signum
+                f.explanations = ["(no explanation: interrupted)"]
+            except StopTime:
+                result.stopped = True
+                f.explanations = ["(no explanation: the budget ran out)"]
+            except Exception as e:  # an explanation is a bonus; never lose the failure
+                f.explanations = [f"(no explanation: {type(e).__name__}: {e})"]
+        if opts.corpus and not f.unconfirmed:
+            try:
+                f.corpus_path = corpus.save(
+                    opts.corpus, lt.id, lt.ref, f.case, f.outcome, modes=opts.modes,
+                    explanations=f.explanations, target=lt.target, shrunk=f.shrunk,
+                    flaky=f.flaky, debug=opts.debug, run_options=run_options)
+            except (OSError, FuzzkernError) as e:
+                result.corpus_problems.append(f"could not save a {f.outcome.verdict} case of "
+                                              f"{lt.id} to {opts.corpus}: {e}")
+    # A replayed entry found again by fuzzing is one failure, reported once (the fresh one).
+    fresh = {os.path.abspath(f.corpus_path) for f in found if f.corpus_path}
+    result.failures = [f for f in result.failures
+                       if not (f.replayed and f.corpus_path
+                               and os.path.abspath(f.corpus_path) in fresh)]
+    result.failures.extend(found)

@@ -1,0 +1,273 @@
+"""Explanations: what a shrunk failure depends on, from a handful of cheap variants of it.
+
+The shrinker makes a case minimal, but minimal is not the same as understood: a person still
+wonders whether the stride matters, or the NaN, or the float16. :func:`explain` reruns the
+minimal case changed in one way at a time, each from exact input bytes (so only the named
+property changes, never the values):
+
+- each non-contiguous tensor made contiguous (same values), then all of them at once;
+- the special values (NaN, ±inf, -0.0, ...) left out;
+- low-precision float inputs upcast to float32 (float32 ones to float64), when the target
+  accepts that dtype;
+- the other execution mode, when it can run here.
+
+and turns the results into lines such as "fails only when `x` is non-contiguous (passes with
+`x` contiguous)" or "still fails with every tensor contiguous".
+
+Example::
+
+    lines = explain(lt.ref, case, outcome, pool, {"modes": ["interpret"]}, target=lt.target)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from fuzzkern.case.model import Case, Layout, TensorCase
+from fuzzkern.judge.outcome import Outcome, Verdict
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from fuzzkern.execution.pool import WorkerPool
+    from fuzzkern.target.declare import Target
+
+#: How many single-tensor contiguity variants are tried at most.
+MAX_TENSOR_VARIANTS = 3
+
+_SPECIAL_WORDS = {"nan": "NaN", "inf": "inf", "-inf": "-inf", "-0.0": "-0.0",
+                  "subnormal": "subnormal", "max": "dtype max", "lowest": "dtype lowest",
+                  "tiny": "smallest normal", "min": "dtype min", "zero": "zero",
+                  "minus_one": "-1"}
+
+
+def _dense(tc: TensorCase) -> bool:
+    if tc.numel == 0:
+        return True
+    expect = 1
+    for size, stride in zip(reversed(tc.shape), reversed(tc.strides), strict=True):
+        if size != 1 and stride != expect:
+            return False
+        expect *= size
+    return tc.storage_offset == 0 and tc.storage_size == tc.numel
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    acc = 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(out))
+
+
+def _how(tc: TensorCase) -> str:
+    if tc.layout is not None and tc.layout.kinds():
+        kinds = tc.layout.kinds()
+        words = {"expanded": "expanded (stride 0)", "offset": "offset in its storage"}
+        return " and ".join(words.get(k, k) for k in kinds)
+    return "non-contiguous"
+
+
+def _names(names: list[str]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _accepted_dtypes(target: Target, name: str) -> tuple[str, ...] | None:
+    """Dtypes the target's strategy draws for tensor input ``name`` (None when unknown)."""
+    from fuzzkern.strategies._internal.dtypes import DEFAULT_DTYPES
+
+    tensors = target.inputs.tensors
+    seen = 0
+    while name in tensors and seen < 16:
+        strategy = tensors[name]
+        if strategy.dtype_of:
+            name = strategy.dtype_of
+            seen += 1
+            continue
+        arg = strategy._dtypes_arg
+        return tuple(DEFAULT_DTYPES if arg is None else arg)
+    return None
+
+
+class _Variants:
+    """Runs variants of one case from exact storages written to a temporary folder."""
+
+    def __init__(self, ref: str, case: Case, pool: WorkerPool, options: Mapping[str, Any],
+                 timeout: float, folder: str, deadline: float) -> None:
+        from fuzzkern.case.storage import storages_of
+
+        self.ref = ref
+        self.case = case
+        self.pool = pool
+        self.options = dict(options)
+        self.timeout = timeout
+        self.folder = folder
+        self.deadline = deadline
+        self.base = storages_of(case)
+        self.count = 0
+
+    def view(self, name: str) -> torch.Tensor:
+        tc = self.case.tensors[name]
+        return self.base[name].as_strided(tc.shape, tc.strides, tc.storage_offset)
+
+    def run(self, case: Case, storages: Mapping[str, torch.Tensor],
+            modes: list[str] | None = None) -> Outcome | None:
+        import safetensors.torch
+
+        if time.monotonic() > self.deadline:
+            return None
+        self.count += 1
+        path = os.path.join(self.folder, f"variant{self.count}.safetensors")
+        safetensors.torch.save_file(
+            {n: s.contiguous().clone() for n, s in storages.items()}, path)
+        options = {**self.options, "storages": path}
+        if modes is not None:
+            options["modes"] = modes
+        return self.pool.run(self.ref, case.to_json(), options, self.timeout)
+
+
+def _judge(outcome: Outcome | None, original: Outcome, passes: str, fails: str
+           ) -> str | None:
+    if outcome is None:
+        return None
+    if outcome.verdict == Verdict.PASS:
+        return passes
+    if outcome.failed:
+        if outcome.verdict != original.verdict:
+            return f"{fails}, as {outcome.verdict} instead of {original.verdict}"
+        return fails
+    return None  # precondition, unsupported, divergence: says nothing either way
+
+
+def explain(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
+            options: Mapping[str, Any], *, target: Target | None = None,
+            timeout: float | None = None, max_seconds: float = 30.0) -> list[str]:
+    """Lines saying what the failure of ``case`` (with ``outcome``) depends on.
+
+    A handful of worker runs, each of a variant that differs from ``case`` in one property.
+    Hangs are not explained (every variant could run until the timeout). ``max_seconds``
+    bounds the whole; variants past it are skipped.
+    """
+    import torch
+
+    from fuzzkern.target import loader
+
+    if outcome.verdict == Verdict.HANG or not outcome.failed:
+        return []
+    if target is None:
+        target = loader.load_ref(ref)
+    timeout = timeout or target.timeout
+    lines: list[str] = []
+    deadline = time.monotonic() + max_seconds
+    with tempfile.TemporaryDirectory(prefix="fuzzkern-explain-") as folder:
+        v = _Variants(ref, case, pool, options, timeout, folder, deadline)
+
+        # 1. layouts
+        strided = [n for n, tc in case.tensors.items() if not _dense(tc)]
+        for name in strided[:MAX_TENSOR_VARIANTS]:
+            tc = case.tensors[name]
+            new = TensorCase(tc.shape, tc.dtype, _contiguous_strides(tc.shape), 0, tc.numel,
+                             tc.values, Layout.contiguous(len(tc.shape)))
+            storages = dict(v.base)
+            storages[name] = v.view(name).contiguous().reshape(-1)
+            variant = Case(case.dims, {**case.inputs, name: new}, case.configs)
+            line = _judge(v.run(variant, storages), outcome,
+                          f"fails only when `{name}` is {_how(tc)} "
+                          f"(passes with `{name}` contiguous)",
+                          f"still fails with `{name}` contiguous")
+            if line:
+                lines.append(line)
+        if len(strided) > 1:
+            inputs = dict(case.inputs)
+            storages = dict(v.base)
+            for name in strided:
+                tc = case.tensors[name]
+                inputs[name] = TensorCase(tc.shape, tc.dtype, _contiguous_strides(tc.shape), 0,
+                                          tc.numel, tc.values, Layout.contiguous(len(tc.shape)))
+                storages[name] = v.view(name).contiguous().reshape(-1)
+            line = _judge(v.run(Case(case.dims, inputs, case.configs), storages), outcome,
+                          f"fails only with non-contiguous inputs (passes with {_names(strided)} "
+                          "all contiguous)",
+                          "still fails with every tensor contiguous")
+            if line:
+                lines.append(line)
+
+        # 2. special values
+        special = {n: tc for n, tc in case.tensors.items() if tc.values.specials}
+        if special:
+            from fuzzkern.case.model import materialize
+            from fuzzkern.case.storage import storage_of
+
+            inputs = dict(case.inputs)
+            storages = dict(v.base)
+            kinds: set[str] = set()
+            for name, tc in special.items():
+                kinds.update(k for _, k in tc.values.specials)
+                plain = replace(tc, values=replace(tc.values, specials=()))
+                inputs[name] = plain
+                storages[name] = storage_of(materialize(plain))
+            words = sorted(_SPECIAL_WORDS.get(k, k) for k in kinds)
+            where = _names(sorted(special))
+            if kinds == {"nan"}:
+                passes = f"fails only with NaN inputs (passes without the NaN in {where})"
+            else:
+                passes = (f"fails only with special values (passes without the "
+                          f"{', '.join(words)} in {where})")
+            line = _judge(v.run(Case(case.dims, inputs, case.configs), storages), outcome,
+                          passes, f"still fails without the special values ({', '.join(words)})")
+            if line:
+                lines.append(line)
+
+        # 3. precision
+        floats = {n: tc for n, tc in case.tensors.items()
+                  if tc.dtype.startswith(("float", "bfloat"))}
+        low = {n: tc for n, tc in floats.items() if tc.dtype not in ("float32", "float64")}
+        group, wider = (low, "float32") if low else (
+            {n: tc for n, tc in floats.items() if tc.dtype == "float32"}, "float64")
+        accepted = all(wider in (_accepted_dtypes(target, n) or ()) for n in group)
+        if group and accepted:
+            inputs = dict(case.inputs)
+            storages = dict(v.base)
+            for name, tc in group.items():
+                inputs[name] = replace(tc, dtype=wider)
+                storages[name] = v.base[name].to(getattr(torch, wider))
+            was = "/".join(sorted({tc.dtype for tc in group.values()}))
+            line = _judge(v.run(Case(case.dims, inputs, case.configs), storages), outcome,
+                          f"fails only in {was} (passes with {_names(sorted(group))} upcast to "
+                          f"{wider})",
+                          f"still fails with {_names(sorted(group))} upcast to {wider}")
+            if line:
+                lines.append(line)
+
+        # 4. the other mode
+        ran = [m for m, r in outcome.modes.items() if m in ("interpret", "compiled")]
+        bad = [m for m in ran if outcome.modes[m].status not in ("ok", "precondition",
+                                                                   "unsupported")]
+        good = [m for m in ran if outcome.modes[m].status == "ok"]
+        if len(ran) == 2 and len(bad) == 1 and good:
+            lines.append(f"fails only in {bad[0]} mode (passes in {good[0]} mode)")
+        elif len(ran) == 1:
+            other = "compiled" if ran[0] == "interpret" else "interpret"
+            if other in target.modes and (other == "interpret" or _cuda()):
+                line = _judge(v.run(case, v.base, [other]), outcome,
+                              f"fails only in {ran[0]} mode (passes in {other} mode)",
+                              f"also fails in {other} mode")
+                if line:
+                    lines.append(line)
+    return lines
+
+
+def _cuda() -> bool:
+    from fuzzkern.corpus.store import _cuda_available
+
+    return _cuda_available()
+
+
+__all__ = ["explain"]

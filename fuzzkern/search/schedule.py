@@ -1,0 +1,485 @@
+"""Spreading a campaign's budget over its targets, in rounds, serially or in parallel processes.
+
+**Rounds and slices.** A campaign runs in up to :data:`ROUNDS` rounds. Each round lasts
+``(time left) / (rounds left)`` seconds of wall clock and is cut into one *slice* per target
+still in play; a slice is one :func:`fuzzkern.search.engine.fuzz_target` call. In the first round
+every target gets the same share. After it, a target's share of the next round is weighted by
+what its last slice found that was new to it::
+
+    weight = 0.25 + (new specialization classes) + 2 * (new verdicts) + (1 if the worst error
+             score grew)
+
+so a target that keeps reaching new dtypes, alignments, strides or verdicts gets more time,
+and one that has settled still gets a quarter-weight trickle. A slice ends at its share (plus
+the shrink grace when it found a failure). Each slice is a fresh Hypothesis run: the example
+database replays what earlier slices stored under the target's key, so a failure found late in
+a slice is not lost; with ``--seed`` slice k runs with seed ``seed + k`` (the first slice with
+``seed`` itself), so slices do not repeat each other's cases.
+
+A failure does not end a target: each slice goes on after it, and later slices treat the
+failures found so far (and corpus entries that still fail) as known, so they look for new
+ones; each distinct failure (verdict family and location,
+:func:`fuzzkern.judge.verdict.failure_key`) is shrunk and saved once. A target leaves the campaign
+once it has ``max_failures`` new failures, an error, ``max_examples`` cases, or when Hypothesis
+stopped by itself before its slice ran out (it has nothing more to try). The corpus replays only in
+a target's first slice.
+
+**The budget is a hard stop.** ``opts.stop_at`` is set to the campaign's start plus its
+budget plus :data:`HARD_STOP_GRACE`; every slice caps its deadlines by it, and the worker pool
+cuts a case still running then short (:class:`fuzzkern.execution.pool.StopTime`): the search stops,
+each failure found so far is saved (shrunk as far as it got), and the campaign returns, so the
+report is written a few seconds after the budget, not after the case in flight, a shrink or an
+explanation.
+
+**Parallel.** With ``jobs`` > 1, slices run in that many processes
+(:class:`concurrent.futures.ProcessPoolExecutor`, forked from the worker pool's pre-imported
+server). Each process runs Hypothesis in its own main thread and owns its own
+:class:`~fuzzkern.execution.pool.WorkerPool`, pinned to one GPU through ``CUDA_VISIBLE_DEVICES``
+when ``devices`` are given (round robin). A round's capacity is then ``jobs`` slices' worth of wall
+clock; no slice is longer than the round. Progress flows back over a queue as :class:`Progress`
+snapshots; the parent never runs Hypothesis or a kernel.
+
+Events (``on_event(kind, obj, outcome)``): ``"progress"`` with a :class:`Progress` (at most
+every 0.2 s per running slice, and at slice ends), ``"done"`` with a target's final merged
+:class:`~fuzzkern.search.engine.TargetResult` when it leaves the campaign.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import queue as queue_module
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search.engine import (
+    ACCURACY_KEEP,
+    RECORD_LIMIT,
+    CampaignOptions,
+    TargetResult,
+    fuzz_target,
+    interrupted,
+)
+from fuzzkern.target.loader import LoadedTarget
+
+ROUNDS = 4
+#: weight of a target whose last slice found nothing new
+BASE_WEIGHT = 0.25
+#: seconds between two progress snapshots of one slice
+PROGRESS_EVERY = 0.2
+#: seconds fuzzing processes get to save their findings after an interrupt before being killed
+INTERRUPT_GRACE = 30.0
+#: seconds past the budget at which a case still running is cut short (a case started just
+#: before the budget ran out has these to finish, as a shrink has to end)
+HARD_STOP_GRACE = 2.0
+#: seconds past the budget's hard stop after which the parent asks fuzzing processes still
+#: running to stop (SIGTERM: they save what they found), should one not have stopped itself
+STOP_GRACE = 10.0
+
+#: ``on_event(kind, Progress or TargetResult, outcome or None)``
+Event = Callable[[str, Any, Any], None]
+
+
+@dataclass
+class Progress:
+    """What the live display shows of one target: totals over the slices so far."""
+
+    target_id: str
+    state: str = "waiting"  # waiting, running, done
+    cases: int = 0
+    failures: int = 0
+    compiles: int = 0
+    #: number of specialization classes seen (a coverage signal)
+    coverage: int = 0
+    seconds: float = 0.0
+    slices: int = 0
+    status: str = ""
+
+    @property
+    def cases_per_s(self) -> float:
+        return self.cases / self.seconds if self.seconds > 0 else 0.0
+
+
+def novelty(before: TargetResult, piece: TargetResult) -> float:
+    """How much of ``piece`` (one slice) was new compared with ``before`` (the slices before)."""
+    new_specs = len(set(piece.specializations) - set(before.specializations))
+    new_verdicts = len(set(piece.counts) - set(before.counts))
+    grew = piece.max_score > before.max_score
+    return new_specs + 2 * new_verdicts + (1 if grew else 0)
+
+
+def merge(into: TargetResult, piece: TargetResult) -> None:
+    """Add one slice's result to a target's running total."""
+    into.cases += piece.cases
+    into.counts.update(piece.counts)
+    into.failures.extend(piece.failures)
+    into.seconds += piece.seconds
+    into.case_seconds += piece.case_seconds
+    into.error = into.error or piece.error
+    into.compiles += piece.compiles
+    into.cache_hits += piece.cache_hits
+    into.devices.update(piece.devices)
+    into.minimize_runs += piece.minimize_runs
+    into.specializations.update(piece.specializations)
+    into.replayed += piece.replayed
+    into.corpus_failing += piece.corpus_failing
+    into.corpus_passing += piece.corpus_passing
+    into.corpus_problems += piece.corpus_problems
+    into.slow += piece.slow
+    into.compile_seconds += piece.compile_seconds
+    into.slow_compiles += piece.slow_compiles
+    into.stopped = into.stopped or piece.stopped
+    into.unsupported_reason = into.unsupported_reason or piece.unsupported_reason
+    rng = random.Random(into.cases)
+    for rec in piece.records:
+        if len(into.records) < RECORD_LIMIT:
+            into.records.append(rec)
+        elif rng.random() < RECORD_LIMIT / max(into.cases, 1):
+            into.records[rng.randrange(RECORD_LIMIT)] = rec
+    into.max_score = max(into.max_score, piece.max_score)
+    into.pass_ratio = max(into.pass_ratio, piece.pass_ratio)
+    into.accuracy = sorted(into.accuracy + piece.accuracy,
+                           key=lambda co: -float(co[1].score or 0.0))[:ACCURACY_KEEP]
+    into.slices += piece.slices
+    into.ran_out = piece.ran_out
+    into.interrupted = into.interrupted or piece.interrupted
+
+
+@dataclass
+class _Slot:
+    lt: LoadedTarget
+    total: TargetResult
+    weight: float = 1.0
+    active: bool = True
+    progress: Progress = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.progress = Progress(self.lt.id)
+
+    def snapshot(self, piece_cases: int = 0, piece_failures: int = 0, piece_compiles: int = 0,
+                 piece_specs: tuple[str, ...] = (), piece_seconds: float = 0.0,
+                 state: str = "running") -> Progress:
+        t = self.total
+        p = self.progress
+        p.state = state
+        p.cases = t.cases + piece_cases
+        p.failures = sum(not f.replayed for f in t.failures) + piece_failures
+        p.compiles = t.compiles + piece_compiles
+        p.coverage = len(set(t.specializations) | set(piece_specs))
+        p.seconds = t.seconds + piece_seconds
+        p.slices = t.slices
+        return p
+
+
+def _retire_reason(slot: _Slot, opts: CampaignOptions) -> bool:
+    t = slot.total
+    if t.error or t.skipped:
+        return True
+    if sum(not f.replayed for f in t.failures) >= opts.max_failures:
+        return True
+    if opts.max_examples is not None and t.cases >= opts.max_examples:
+        return True
+    return t.slices > 0 and not t.ran_out
+
+
+def _slice_opts(opts: CampaignOptions, slot: _Slot) -> CampaignOptions:
+    changes: dict[str, Any] = {}
+    if opts.seed is not None:
+        changes["seed"] = opts.seed + slot.total.slices
+    if opts.draw_seed is not None:
+        changes["draw_seed"] = opts.draw_seed + slot.total.slices
+    if opts.max_examples is not None:
+        changes["max_examples"] = max(1, opts.max_examples - slot.total.cases)
+    found = sum(not f.replayed for f in slot.total.failures)
+    if found:
+        changes["max_failures"] = max(1, opts.max_failures - found)
+    return dataclasses.replace(opts, **changes) if changes else opts
+
+
+def _known(slot: _Slot) -> tuple[str, ...]:
+    """Failure keys a slot's earlier slices found (new or replayed from the corpus)."""
+    return tuple(dict.fromkeys(f.key for f in slot.total.failures))
+
+
+def _plan(slots: list[_Slot], round_seconds: float, width: int) -> list[tuple[_Slot, float]]:
+    """Shares of one round: ``width`` parallel lanes of ``round_seconds`` split by weight, no
+    share longer than the round."""
+    active = [s for s in slots if s.active]
+    total_w = sum(s.weight for s in active) or 1.0
+    capacity = round_seconds * min(width, len(active))
+    plan = [(s, min(round_seconds, capacity * s.weight / total_w)) for s in active]
+    plan.sort(key=lambda p: -p[1])  # longest first: fewer idle lanes at the round's end
+    return plan
+
+
+def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions, *,
+                 on_event: Event | None = None, pool: WorkerPool | None = None, jobs: int = 1,
+                 database_spec: str | None = None, devices: list[str] | None = None
+                 ) -> list[TargetResult]:
+    """Fuzz every target within ``opts.budget`` seconds of wall clock in total, in rounds of
+    slices that favour targets still finding new behaviour (see the module doc); ``jobs`` > 1
+    fuzzes targets in that many processes at once (``database_spec``: how they open the
+    example database; ``devices``: GPUs to pin them to, round robin). Events: ``"progress"``
+    with a :class:`Progress`, ``"done"`` with a target's
+    :class:`~fuzzkern.search.engine.TargetResult`."""
+    emit = on_event or (lambda *a: None)
+    slots = [_Slot(lt, TargetResult(lt.id, lt.ref)) for lt in targets]
+    for s in slots:
+        emit("progress", s.progress, None)
+    jobs = max(1, min(jobs, len(slots)))
+    start = time.monotonic()
+    if opts.stop_at is None:  # the budget is a hard stop (fuzzkern.execution.pool.StopTime)
+        opts = dataclasses.replace(opts, stop_at=start + opts.budget + HARD_STOP_GRACE)
+    runner: _Serial | _Parallel
+    if jobs == 1:
+        runner = _Serial(opts, pool, emit)
+    else:
+        runner = _Parallel(opts, jobs, database_spec, devices, emit)
+    try:
+        for rnd in range(ROUNDS):
+            if interrupted():
+                break
+            left = opts.budget - (time.monotonic() - start)
+            if left <= 0 and rnd > 0:
+                break
+            if not any(s.active for s in slots):
+                break
+            round_seconds = max(left, 0.0) / (ROUNDS - rnd)
+            plan = _plan(slots, round_seconds, jobs)
+            pieces = runner.run_round(plan, first=rnd == 0)
+            for slot, piece in pieces:
+                gain = novelty(slot.total, piece)
+                merge(slot.total, piece)
+                slot.weight = BASE_WEIGHT + gain
+                if _retire_reason(slot, opts):
+                    slot.active = False
+                    slot.snapshot(state="done")
+                    emit("done", slot.total, None)
+                else:
+                    emit("progress", slot.snapshot(state="waiting"), None)
+    finally:
+        runner.close()
+    for s in slots:
+        if s.total.slices == 0:
+            s.total.skipped = ("interrupted before its turn" if interrupted() else
+                               "budget spent before its turn")
+        if s.active or s.total.slices == 0:
+            s.snapshot(state="done")
+            emit("done", s.total, None)
+    return [s.total for s in slots]
+
+
+class _Serial:
+    """Slices one after another in this process, with one worker pool."""
+
+    def __init__(self, opts: CampaignOptions, pool: WorkerPool | None, emit: Event) -> None:
+        self.opts = opts
+        self.emit = emit
+        self.own_pool = pool is None
+        if pool is None:
+            if opts.sanitize:
+                from fuzzkern.execution.sanitizer import sanitized_pool
+
+                pool = sanitized_pool(opts.sanitize)
+            else:
+                pool = WorkerPool()
+        self.pool = pool
+
+    def run_round(self, plan: list[tuple[_Slot, float]], first: bool
+                  ) -> list[tuple[_Slot, TargetResult]]:
+        out = []
+        for slot, share in plan:
+            last = [0.0]
+            t0 = time.monotonic()
+
+            def on_case(kind: str, piece: Any, outcome: Any, slot: _Slot = slot,
+                        last: list[float] = last, t0: float = t0) -> None:
+                now = time.monotonic()
+                if kind == "case" and now - last[0] >= PROGRESS_EVERY:
+                    last[0] = now
+                    self.emit("progress", slot.snapshot(
+                        piece.cases, 0, piece.compiles, tuple(piece.specializations),
+                        now - t0), outcome)
+
+            self.emit("progress", slot.snapshot(), None)
+            piece = fuzz_target(slot.lt, self.pool, _slice_opts(self.opts, slot), share,
+                                on_case, replay_corpus=slot.total.slices == 0,
+                                known=_known(slot))
+            self.emit("progress", slot.snapshot(
+                piece.cases, 0, piece.compiles, tuple(piece.specializations), piece.seconds,
+                state="waiting"), None)
+            out.append((slot, piece))
+        return out
+
+    def close(self) -> None:
+        if self.own_pool:
+            self.pool.close()
+
+
+# -- parallel processes ------------------------------------------------------------------------
+
+_child: dict[str, Any] = {}
+
+
+def _child_init(events: Any, device_queue: Any, sanitize: str | None) -> None:
+    import signal
+
+    from fuzzkern.execution.pool import die_with_parent
+    from fuzzkern.search import engine
+
+    # Die with the fork server, which dies with fuzzkern: nothing fuzzes or writes the corpus
+    # after the campaign's process is gone.
+    die_with_parent()
+    # SIGINT/SIGTERM (from the terminal, or forwarded by the parent) end the slice gracefully:
+    # what was found is saved and returned.
+    engine._Interrupts.signum = None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, engine._on_signal)
+    env: dict[str, str] = {}
+    if device_queue is not None:
+        try:
+            env["CUDA_VISIBLE_DEVICES"] = str(device_queue.get(timeout=10))
+        except queue_module.Empty:  # pragma: no cover
+            pass
+    if sanitize:
+        from fuzzkern.execution.sanitizer import sanitized_pool
+
+        _child["pool"] = sanitized_pool(sanitize, env)
+    else:
+        _child["pool"] = WorkerPool(env)
+    _child["events"] = events
+
+
+def _child_slice(ref: str, opts: CampaignOptions, database_spec: str | None, share: float,
+                 replay_corpus: bool, known: tuple[str, ...] = ()) -> TargetResult:
+    """One slice in a child process; runs Hypothesis in this process's main thread."""
+    from fuzzkern.search.database import open_database
+    from fuzzkern.target import loader
+
+    if database_spec is not None and "db" not in _child:
+        _child["db"] = open_database(database_spec)
+    opts = dataclasses.replace(opts, database=_child.get("db"))
+    lt = loader.load(ref)[0]
+    events = _child["events"]
+    last = [0.0]
+    t0 = time.monotonic()
+
+    def on_case(kind: str, piece: TargetResult, outcome: Any) -> None:
+        now = time.monotonic()
+        if kind == "case" and now - last[0] >= PROGRESS_EVERY:
+            last[0] = now
+            events.put((ref, piece.cases, piece.compiles, tuple(piece.specializations),
+                        now - t0))
+
+    return fuzz_target(lt, _child["pool"], opts, share, on_case, replay_corpus=replay_corpus,
+                       known=known)
+
+
+class _Parallel:
+    def __init__(self, opts: CampaignOptions, jobs: int, database_spec: str | None,
+                 devices: list[str] | None, emit: Event) -> None:
+        from fuzzkern.execution.pool import _context
+
+        ctx = _context()
+        self.opts = dataclasses.replace(opts, database=None)
+        self.database_spec = database_spec
+        self.emit = emit
+        self.events = ctx.Queue()
+        device_queue = None
+        if devices:
+            device_queue = ctx.Queue()
+            for i in range(jobs):
+                device_queue.put(devices[i % len(devices)])
+        self.executor = ProcessPoolExecutor(
+            max_workers=jobs, mp_context=ctx, initializer=_child_init,
+            initargs=(self.events, device_queue, opts.sanitize))
+
+    def run_round(self, plan: list[tuple[_Slot, float]], first: bool
+                  ) -> list[tuple[_Slot, TargetResult]]:
+        futures: dict[Future[TargetResult], _Slot] = {}
+        by_ref: dict[str, _Slot] = {}
+        for slot, share in plan:
+            fut = self.executor.submit(
+                _child_slice, slot.lt.ref, _slice_opts(self.opts, slot), self.database_spec,
+                share, slot.total.slices == 0, _known(slot))
+            futures[fut] = slot
+            by_ref[slot.lt.ref] = slot
+        out = []
+        pending = set(futures)
+        forwarded: float | None = None
+        while pending:
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            self._drain(by_ref)
+            late = (self.opts.stop_at is not None
+                    and time.monotonic() > self.opts.stop_at + STOP_GRACE)
+            if (interrupted() or late) and forwarded is None:
+                forwarded = time.monotonic()
+                self._forward()
+                for fut in pending:
+                    fut.cancel()  # slices not started yet
+            if forwarded is not None and time.monotonic() - forwarded > INTERRUPT_GRACE:
+                self._kill()  # the pending futures then fail: broken process pool
+            for fut in done:
+                slot = futures[fut]
+                if fut.cancelled():
+                    continue
+                try:
+                    piece = fut.result()
+                except Exception as e:  # a broken process pool, an unpicklable result
+                    piece = TargetResult(slot.lt.id, slot.lt.ref, slices=1,
+                                         error=f"fuzzing process failed: {type(e).__name__}: {e}")
+                out.append((slot, piece))
+        self._drain(by_ref)
+        return out
+
+    def _drain(self, by_ref: dict[str, _Slot]) -> None:
+        while True:
+            try:
+                ref, cases, compiles, specs, seconds = self.events.get_nowait()
+            except (queue_module.Empty, OSError, EOFError):
+                return
+            slot = by_ref.get(ref)
+            if slot is not None:
+                self.emit("progress", slot.snapshot(cases, 0, compiles, specs, seconds), None)
+
+    def _processes(self) -> list[Any]:
+        return list((getattr(self.executor, "_processes", None) or {}).values())
+
+    def _forward(self) -> None:
+        """Pass the interrupt on to the fuzzing processes (a SIGTERM sent to this process alone
+        does not reach them), so each saves what it found and returns."""
+        import signal
+
+        for p in self._processes():
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except (OSError, AttributeError, TypeError):
+                pass
+
+    def _kill(self) -> None:
+        for p in self._processes():
+            try:
+                p.kill()
+            except (OSError, AttributeError):
+                pass
+
+    def close(self) -> None:
+        if interrupted():
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            for p in self._processes():
+                p.join(INTERRUPT_GRACE)
+            self._kill()
+            return
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def default_jobs(modes: tuple[str, ...], devices: list[str]) -> int:
+    """``-j auto``: one process per GPU when the compiled mode is on, else one per CPU core."""
+    if "compiled" in modes:
+        return max(1, len(devices))
+    return max(1, os.cpu_count() or 1)
