@@ -476,8 +476,7 @@ class FuzzkernItem(pytest.Item):
         kw["database"] = None if kw["seed"] is not None else state.database()
         if kw["seed"] is None:  # printed in the item's section, so the draws can be repeated
             kw["draw_seed"] = new_draw_seed()
-        if testing.supports_corpus_option():
-            kw["corpus"] = s.corpus if p.write_corpus else None
+        kw["corpus"] = s.corpus if p.write_corpus else None
         return CampaignOptions(**kw)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],

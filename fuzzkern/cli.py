@@ -508,9 +508,9 @@ def _styled(status: str) -> Text:
 def _encode(obj: Any) -> Any:
     """``obj`` with non-finite floats as ``{"$float": "inf"}`` (strict JSON, as the corpus
     writes them)."""
-    from fuzzkern.corpus.store import _encode as encode
+    from fuzzkern.case.codec import encode_document
 
-    return encode(obj)
+    return encode_document(obj)
 
 
 class _Display:

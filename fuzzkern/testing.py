@@ -18,7 +18,7 @@ import os
 import sys
 import unittest
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -169,12 +169,6 @@ def default_modes() -> tuple[str, ...]:
     except Exception:  # pragma: no cover - a broken torch install
         pass
     return ("interpret",)
-
-
-def supports_corpus_option() -> bool:
-    from fuzzkern.search.engine import CampaignOptions
-
-    return "corpus" in {f.name for f in fields(CampaignOptions)}
 
 
 def _corpus_files(corpus_dir: str | None) -> set[str]:
@@ -333,8 +327,7 @@ def _run_without_plugin(test: Callable[[], None]) -> None:
     }
     if kw["seed"] is None:
         kw["draw_seed"] = engine.new_draw_seed()
-    if supports_corpus_option():
-        kw["corpus"] = "corpus" if profile.write_corpus else None
+    kw["corpus"] = "corpus" if profile.write_corpus else None
     opts = engine.CampaignOptions(**kw)
     pool = WorkerPool()
     try:

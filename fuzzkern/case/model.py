@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fuzzkern.case.codec import decode_scalar, encode_scalar
 from fuzzkern.errors import CaseError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -372,36 +373,6 @@ class TensorCase:
         return tc
 
 
-def _encode_scalar(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return {"$float": repr(v)}
-    if isinstance(v, tuple):
-        return {"$tuple": [_encode_scalar(x) for x in v]}
-    if isinstance(v, list):
-        return [_encode_scalar(x) for x in v]
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    raise CaseError(
-        f"Expected a JSON-representable scalar (None, bool, int, float, str or a tuple of them) "
-        f"but got value={v!r} (type={type(v).__name__}). Draw plain values from the strategy."
-    )
-
-
-def _decode_scalar(v: Any) -> Any:
-    if isinstance(v, dict):
-        if "$float" in v:
-            f = float(v["$float"])
-            # One NaN object (math.nan), as strategies draw it: containers compare items by
-            # identity first, so a decoded case then equals the case that was encoded.
-            return math.nan if math.isnan(f) else f
-        if "$tuple" in v:
-            return tuple(_decode_scalar(x) for x in v["$tuple"])
-        raise CaseError(f"unknown scalar encoding {v!r}")
-    if isinstance(v, list):
-        return [_decode_scalar(x) for x in v]
-    return v
-
-
 @dataclass(frozen=True)
 class Case:
     """Everything one kernel launch gets, as data.
@@ -438,7 +409,7 @@ class Case:
             if isinstance(v, TensorCase):
                 inputs[k] = {"tensor": v.to_json()}
             else:
-                inputs[k] = {"scalar": _encode_scalar(v)}
+                inputs[k] = {"scalar": encode_scalar(v)}
         return {
             "version": CASE_VERSION,
             "dims": dict(self.dims),
@@ -462,7 +433,7 @@ class Case:
                 if "tensor" in v:
                     inputs[k] = TensorCase.from_json(v["tensor"])
                 elif "scalar" in v:
-                    inputs[k] = _decode_scalar(v["scalar"])
+                    inputs[k] = decode_scalar(v["scalar"])
                 else:
                     raise CaseError(f"input {k!r} is neither a tensor nor a scalar")
             dims = {str(k): int(n) for k, n in d.get("dims", {}).items()}

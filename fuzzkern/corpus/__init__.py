@@ -6,5 +6,6 @@ entry on disk (``<target>/<id>.json`` and ``<id>.safetensors``), loaded back as 
 verdict, or written as a standalone reproducer script that needs only torch and triton.
 
 - :mod:`fuzzkern.corpus.store`: the entry format (schema, migrations), saving, loading, replay;
-- :mod:`fuzzkern.corpus.repro`: the reproducer generator.
+- :mod:`fuzzkern.corpus.repro`: the reproducer generator;
+- :mod:`fuzzkern.corpus.repro_template`: the reproducer's own code, a real module.
 """

@@ -29,7 +29,6 @@ import contextlib
 import datetime
 import hashlib
 import json
-import math
 import os
 import platform
 import re
@@ -39,6 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fuzzkern.case.codec import decode_document, encode_document
 from fuzzkern.case.model import Case
 from fuzzkern.case.storage import storages_of
 from fuzzkern.errors import CaseError, CorpusError, FuzzkernError
@@ -92,19 +92,7 @@ def target_dirname(target_id: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# JSON with non-finite floats (outcomes hold inf errors and NaN values)
-
-
-def _encode(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return {"$float": repr(v)}
-    if isinstance(v, Mapping):
-        return {str(k): _encode(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_encode(x) for x in v]
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    return str(v)
+# Reviewable JSON (non-finite floats: fuzzkern.case.codec)
 
 
 def dumps(obj: Any, indent: int = 0) -> str:
@@ -122,16 +110,6 @@ def dumps(obj: Any, indent: int = 0) -> str:
         items = [f"{pad}{dumps(x, indent + 1)}" for x in obj]
         return "[\n" + ",\n".join(items) + "\n" + "  " * indent + "]"
     return json.dumps(obj, allow_nan=False)
-
-
-def _decode(v: Any) -> Any:
-    if isinstance(v, dict):
-        if set(v) == {"$float"}:
-            return float(v["$float"])
-        return {k: _decode(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_decode(x) for x in v]
-    return v
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,7 +184,7 @@ class Entry:
                 and r.status not in ("ok", "precondition", "unsupported")]
 
     def to_json(self) -> dict[str, Any]:
-        return _encode({
+        return encode_document({
             "format": FORMAT,
             "schema_version": self.schema_version,
             "id": self.id,
@@ -255,7 +233,7 @@ def _from_json(d: Any, where: str) -> Entry:
         raise CorpusError(f"{where}: bad entry id {eid!r} (expected 1-64 letters, digits, _ "
                           "or -; an id names files, so no path separators or dots)")
     try:
-        d = _decode(d)
+        d = decode_document(d)
         target = dict(d["target"])
         case = Case.from_json(d["case"])
         outcome = Outcome.from_json(d["outcome"])

@@ -119,7 +119,7 @@ def test_reproducer_tolerances_are_the_oracles():
     from fuzzkern.judge import oracle
 
     tables = {}
-    for node in ast.parse(repro._BODY).body:
+    for node in ast.parse(repro._body()).body:
         if isinstance(node, ast.Assign) and node.targets[0].id in ("DEFAULT_TOLERANCE",
                                                                     "COMPILED_RTOL"):
             expr = ast.Expression(node.value)  # literals and powers like 2.0 ** -9

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hypothesis import strategies as st
 
-from fuzzkern.case.model import Case, TensorCase, _encode_scalar
+from fuzzkern.case.codec import encode_scalar
+from fuzzkern.case.model import Case, TensorCase
 from fuzzkern.errors import CaseError, InvalidArgument, describe
 from fuzzkern.strategies._internal.base import FuzzkernStrategy
 from fuzzkern.strategies._internal.tensors import (
@@ -57,14 +58,8 @@ def canonical_scalar(value: Any) -> Any:
 
 def autotune_counts(launcher: Any) -> dict[str, int]:
     """Autotuned kernel name -> number of configs the launcher's kernels offer ({} if none)."""
-    try:
-        from fuzzkern.introspect import autotuner_config_counts
-    except ImportError as e:
-        # Only the module (or its function) not existing yet means "no autotuning support";
-        # a dependency failing to import inside it is a real error.
-        if isinstance(e, ModuleNotFoundError) and not (e.name or "").startswith("fuzzkern"):
-            raise
-        return {}
+    from fuzzkern.introspect import autotuner_config_counts  # imports triton: only when asked
+
     return dict(autotuner_config_counts(launcher))
 
 
@@ -247,7 +242,7 @@ def scalar(name: str, value: Any) -> Any:
     """A drawn scalar or meta-parameter as case data; it must survive JSON."""
     value = canonical_scalar(value)
     try:
-        _encode_scalar(value)
+        encode_scalar(value)
     except CaseError as e:
         raise InvalidArgument(
             f"Expected input {name!r} to draw a JSON-representable scalar (None, bool, int, "

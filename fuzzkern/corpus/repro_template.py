@@ -1,0 +1,685 @@
+"""The code of every reproducer script (:mod:`fuzzkern.corpus.repro`), kept as a real module so
+that ruff and mypy check it like the rest of the package. It is never imported by fuzzkern:
+:func:`fuzzkern.corpus.repro.script` copies the text below the stand-ins into each script,
+after the entry's data. The script needs only torch, triton, safetensors and the code under
+test; nothing below may import fuzzkern.
+"""
+
+# ---- stand-ins: each script defines these from its ENTRY (not copied into scripts) ---------
+ENTRY_ID: str = ""
+TARGET_ID: str = ""
+VERDICT: str = ""
+LAUNCHER: "Any" = None
+REFERENCE: "Any" = None
+TENSORS: "dict[str, tuple[Any, ...]]" = {}
+SCALARS: "dict[str, Any]" = {}
+ORDER: list[str] = []
+DIMS: dict[str, int] = {}
+CONFIGS: "list[dict[str, Any]]" = []
+INPLACE: tuple[str, ...] = ()
+CLOBBERS: tuple[str, ...] = ()
+UPCAST: bool = True
+REDUCTION: str | None = None
+REDUCTION_LENGTH: int = 1
+TOLERANCE: "dict[str, Any]" = {}
+FAILING_MODES: tuple[str, ...] = ()
+TIMEOUT: float = 60.0
+OOB: "dict[str, Any] | None" = None
+DEBUG: bool = False
+INPUTS_FILE: str = ""
+INPUTS_FILE_RELATIVE: str | None = None
+# ---- end of stand-ins ----------------------------------------------------------------------
+
+# ---- the reproducer (no fuzzkern below) ---------------------------------------------------
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import importlib  # noqa: E402
+import importlib.util  # noqa: E402
+import inspect  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from typing import Any  # noqa: E402
+
+#: bytes of red zone on each side of every tensor
+GUARD_BYTES = 1 << 16
+#: dtypes the interpreter computes wrongly: run as exact float32 copies there
+SUBSTITUTED = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+#: torch.testing's defaults (rtol, atol), and fp8's
+DEFAULT_TOLERANCE = {
+    "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7), "float8_e4m3fn": (0.125, 2.0 ** -9),
+    "float8_e5m2": (0.25, 2.0 ** -16), "float8_e4m3fnuz": (0.125, 2.0 ** -10),
+    "float8_e5m2fnuz": (0.25, 2.0 ** -17),
+}
+#: float32's rtol for compiled GPU code (approximate exp/div, FMA contraction): fuzzkern's
+#: oracle.COMPILED_RTOL
+COMPILED_RTOL = {"float32": 2.0 ** -17, "complex64": 2.0 ** -17}
+
+
+class Hang(BaseException):
+    """The launch ran past the timeout (a BaseException: Triton wraps Exceptions)."""
+
+
+def _say(text=""):
+    print(text, flush=True)
+
+
+def _reproduced(*lines):
+    for line in lines:
+        _say(line)
+    _say(f"the failure reproduces (recorded verdict: {VERDICT})")
+    return 1
+
+
+# -- finding the code under test ------------------------------------------------------------
+
+_MODULES: dict[str, Any] = {}
+
+
+def _load_file(path):
+    path = os.path.abspath(path)
+    if path in _MODULES:
+        return _MODULES[path]
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and os.path.abspath(f) == path:
+            _MODULES[path] = mod
+            return mod
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = "repro_" + hashlib.sha1(path.encode()).hexdigest()[:8] + "_" + os.path.splitext(
+        os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    _MODULES[path] = module
+    return module
+
+
+def _module(loc):
+    name, path = loc.get("module"), loc.get("file")
+    if name and not name.startswith("fuzzkern_target_") and name != "__main__":
+        try:
+            mod = importlib.import_module(name)
+            f = getattr(mod, "__file__", None)
+            if not path or not os.path.exists(path) or (f and os.path.samefile(f, path)):
+                return mod
+        except ImportError:
+            pass
+    if path and os.path.exists(path):
+        return _load_file(path)
+    raise SystemExit(f"cannot find the code under test: module {name!r}, file {path!r}")
+
+
+def _resolve(loc):
+    obj = _module(loc)
+    for part in loc["qualname"].split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _call(fn, values):
+    """Call fn with the inputs its signature names (all of them for **kwargs)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return fn(**values)
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return fn(**values)
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return fn(**{k: v for k, v in values.items() if k in names})
+
+
+def _kernel_name(obj):
+    for _ in range(16):
+        if inspect.isfunction(obj) or not hasattr(obj, "fn"):
+            break
+        obj = obj.fn
+    return getattr(obj, "__name__", repr(obj))
+
+
+def _force_configs(launcher):
+    """Leave each autotuned kernel the entry's config as its only one: nothing benchmarks."""
+    from triton.runtime.autotuner import Autotuner
+
+    for c in CONFIGS:
+        found = []
+        if c.get("attr") and (c.get("module") or c.get("file")):
+            try:
+                found.append(_resolve({"module": c["module"], "file": c["file"],
+                                       "qualname": c["attr"]}))
+            except (SystemExit, AttributeError, ImportError):
+                pass
+        if not found:  # look through the launcher's module
+            glb = getattr(launcher, "__globals__", {})
+            found = [v for v in glb.values() if _kernel_name(v) == c["kernel"]]
+        tuners = []
+        for obj in found:
+            for _ in range(16):
+                if isinstance(obj, Autotuner):
+                    tuners.append(obj)
+                if not hasattr(obj, "fn"):
+                    break
+                obj = obj.fn
+        if not tuners:
+            raise SystemExit(f"cannot find autotuned kernel {c['kernel']!r} to force its "
+                             f"config {c['index']}")
+        for at in tuners:
+            if len(at.configs) > 1 or c["index"] != 0:
+                at.configs = [at.configs[c["index"]]]
+        _say(f"forced {c['kernel']} config[{c['index']}]"
+             + (f": {c['config']}" if c.get("config") else ""))
+
+
+def _fix_interpreter_index():
+    """Triton < 3.7 with numpy >= 2.4: tensor.__index__ is int() of a 1-element array, an
+    error (triton#9171); squeeze first, as Triton 3.9 does."""
+    try:
+        import triton.runtime.interpreter as interp
+
+        original = interp._patch_lang_tensor
+        if "int(self.handle.data)" not in inspect.getsource(original):
+            return
+    except Exception:
+        return
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+    interp._patch_lang_tensor = patched
+
+
+# -- red zones ------------------------------------------------------------------------------
+
+def _sentinel(torch, dtype):
+    if dtype == torch.bool:
+        return True
+    if dtype.is_floating_point:
+        return float("nan")
+    if dtype == torch.uint8:
+        return 0xA5
+    return torch.iinfo(dtype).min + 0x5A
+
+
+_INT_OF_SIZE = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+_COUNTER = [0]
+
+
+def _zone_bits(torch, dtype, index):
+    """The bit pattern of red zone number ``index``: a NaN (an integer sentinel) whose bits
+    differ from zone to zone, so bytes a kernel copies from one red zone into another (or NaN
+    arithmetic writes) still show as a change."""
+    size = torch.empty(0, dtype=dtype).element_size()
+    if dtype.is_floating_point:
+        if size <= 2:
+            every = torch.arange(2 ** (8 * size), dtype=torch.int64).to(
+                getattr(torch, _INT_OF_SIZE[size]))
+            nans = every[every.view(dtype).float().isnan()].tolist()
+            return nans[(index * 5 + 3) % len(nans)]
+        if size == 4:
+            return 0x7FC00000 | ((0x5A5A0 + index * 0x101) & 0x3FFFFF)
+        return 0x7FF8000000000000 | ((0x5A5A5A0 + index * 0x10101) & 0xFFFFFFFFFFFF)
+    if dtype == torch.bool:
+        return 1
+    info = torch.iinfo(dtype)
+    return (0xA5 - index) % 256 if dtype == torch.uint8 else info.min + 0x5A + index % 64
+
+
+class Guarded:
+    """A storage of n elements between two red zones of g elements each."""
+
+    def __init__(self, torch, n, dtype, device, label, empty):
+        self.torch = torch
+        self.label = label
+        self.n = n
+        size = empty(0, dtype=dtype).element_size()
+        self.g = max(1, GUARD_BYTES // size)
+        self.buf = empty(self.g + n + self.g, dtype=dtype, device=device)
+        _COUNTER[0] += 1
+        bits = _zone_bits(torch, dtype, _COUNTER[0])
+        if bits >= 2 ** (8 * size - 1):
+            bits -= 2 ** (8 * size)  # as the signed integer of the same width
+        if dtype == torch.bool:
+            self.buf.fill_(True)
+        else:
+            self.buf.view(getattr(torch, _INT_OF_SIZE[size])).fill_(bits)
+        if dtype.is_floating_point or dtype == torch.bool:
+            self.data().fill_(_sentinel(torch, dtype))
+        self.before = self._zones()
+
+    def _zones(self):
+        return (self.buf[: self.g].clone(), self.buf[self.g + self.n:].clone())
+
+    def data(self):
+        return self.buf[self.g: self.g + self.n]
+
+    def view(self, shape, strides, offset):
+        return self.buf.as_strided(shape, strides, self.g + offset)
+
+    def damage(self):
+        """Red-zone elements changed since they were filled: (before the start, past the end)."""
+        torch = self.torch
+        out = []
+        for old, new in zip(self.before, self._zones(), strict=False):
+            a = old.cpu().contiguous().view(torch.uint8).reshape(old.numel(), -1)
+            b = new.cpu().contiguous().view(torch.uint8).reshape(new.numel(), -1)
+            out.append(int((a != b).any(dim=1).sum()))
+        return out
+
+
+class GuardedAllocations:
+    """While active, tensors made by torch.empty/zeros/ones/full (and _like, new_ forms) live
+    between red zones; torch.empty ones are filled with NaN (or a sentinel) like fuzzkern's
+    poisoned allocations, so elements never written show."""
+
+    FACTORIES = ("empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones",
+                 "ones_like", "full", "full_like")
+    METHODS = ("new_empty", "new_zeros", "new_ones", "new_full")
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.guards = []
+        self.saved = {}
+        self.empty = torch.empty
+
+    def _wrap(self, name, fn):
+        torch = self.torch
+
+        def wrapped(*args, **kwargs):
+            t = fn(*args, **kwargs)
+            if ("out" in kwargs or not isinstance(t, torch.Tensor) or t.numel() == 0
+                    or t.layout != torch.strided or t.requires_grad):
+                return t
+            n = t.untyped_storage().nbytes() // t.element_size()
+            g = Guarded(torch, n, t.dtype, t.device, f"torch.{name} #{len(self.guards) + 1}",
+                        self.empty)
+            if "empty" not in name:
+                g.data().copy_(t.as_strided((n,), (1,), 0))
+            self.guards.append(g)
+            return g.view(t.shape, t.stride(), t.storage_offset())
+
+        return wrapped
+
+    def __enter__(self):
+        torch = self.torch
+        for name in self.FACTORIES:
+            self.saved[(torch, name)] = getattr(torch, name)
+            setattr(torch, name, self._wrap(name, getattr(torch, name)))
+        for name in self.METHODS:
+            self.saved[(torch.Tensor, name)] = getattr(torch.Tensor, name)
+            setattr(torch.Tensor, name, self._wrap(name, getattr(torch.Tensor, name)))
+        return self
+
+    def __exit__(self, *exc):
+        for (owner, name), fn in self.saved.items():
+            setattr(owner, name, fn)
+        return False
+
+
+# -- comparison -----------------------------------------------------------------------------
+
+def _tolerance(dtype_name, compiled=False):
+    rtol, atol = DEFAULT_TOLERANCE.get(dtype_name, (0.0, 0.0))
+    if compiled:
+        rtol = max(rtol, COMPILED_RTOL.get(dtype_name, 0.0))
+    if TOLERANCE.get("rtol") is not None:
+        rtol = TOLERANCE["rtol"]
+    if TOLERANCE.get("atol") is not None:
+        atol = TOLERANCE["atol"]
+    return rtol, atol
+
+
+def _compare(torch, outputs, expected, magnitude, tol_dtype, compiled=False):
+    """Lines describing each mismatch (empty when the outputs match the reference)."""
+    if len(outputs) != len(expected):
+        return [f"the launcher returned {len(outputs)} output(s), the reference "
+                f"{len(expected)}"]
+    lines = []
+    for i, (o, e) in enumerate(zip(outputs, expected, strict=False)):
+        label = f"out{i}" if len(outputs) > 1 else "out"
+        if not isinstance(o, torch.Tensor):
+            lines.append(f"{label} is {type(o).__name__}, not a tensor")
+            continue
+        o = o.detach().cpu()
+        e = torch.as_tensor(e).detach().cpu()
+        if tuple(o.shape) != tuple(e.shape):
+            lines.append(f"{label} has shape {tuple(o.shape)}, the reference {tuple(e.shape)}")
+            continue
+        if o.is_floating_point():
+            name = tol_dtype or str(o.dtype).replace("torch.", "")
+            rtol, atol = _tolerance(name, compiled)
+            got = o.double()
+            # the reference rounded to the output dtype (fp8 casts go through float32)
+            e64 = e.double()
+            want = (e64.float() if o.element_size() == 1 else e64).to(o.dtype).double()
+            band = atol + rtol * want.abs()
+            if magnitude is not None and magnitude[i] is not None:
+                eps = 2.0 ** -52 if o.dtype == torch.float64 else 2.0 ** -23
+                m = torch.nan_to_num(torch.as_tensor(magnitude[i]).double().cpu(), nan=0.0)
+                band = band + eps * REDUCTION_LENGTH * m.abs()
+            ok = (got - want).abs() <= band
+            ok |= got == want  # equal infinities
+            if TOLERANCE.get("equal_nan", True):
+                ok |= got.isnan() & e.double().isnan()
+            text = f"rtol={rtol:g} atol={atol:g} ({name})"
+        else:
+            got = o.long()
+            want = e.double().trunc().long() if e.is_floating_point() else e.long()
+            ok = got == want
+            text = "exact"
+        bad = (~ok).nonzero()
+        if len(bad):
+            lines.append(f"MISMATCH in {label}: {len(bad)}/{o.numel()} elements differ "
+                         f"(tolerance {text})")
+            for idx in bad[:5].tolist():
+                idx = tuple(idx)
+                lines.append(f"  {label}[{','.join(map(str, idx))}]: got {got[idx].item()!r}, "
+                             f"expected {e[idx].item()!r}")
+    return lines
+
+
+# -- the run --------------------------------------------------------------------------------
+
+def _inputs_file(arg):
+    if arg:
+        return arg
+    here = os.path.dirname(os.path.abspath(__file__))
+    if INPUTS_FILE_RELATIVE and os.path.exists(os.path.join(here, INPUTS_FILE_RELATIVE)):
+        return os.path.join(here, INPUTS_FILE_RELATIVE)
+    return INPUTS_FILE
+
+
+def _pick_mode(requested):
+    if requested:
+        return requested
+    for mode in FAILING_MODES:
+        if mode == "interpret":
+            return mode
+        if mode == "compiled":
+            import torch
+
+            if torch.cuda.is_available():
+                return mode
+    return "interpret"
+
+
+def _dense_strides(shape):
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= max(s, 1)
+    return list(reversed(out))
+
+
+def _as_tuple(r):
+    if r is None:
+        return None
+    return tuple(r) if isinstance(r, (tuple, list)) else (r,)
+
+
+class Inputs:
+    """The case's tensors, each its stored storage between red zones, viewed with the entry's
+    exact shape, strides and offset (bfloat16/fp8 as float32 copies in the interpreter)."""
+
+    def __init__(self, torch, stored, mode, device):
+        self.torch = torch
+        self.guards, self.tensors, self.substituted = {}, {}, []
+        for name, (dtype, shape, strides, offset, size, _sha) in TENSORS.items():
+            flat = stored[name]
+            run_dtype = flat.dtype
+            if mode == "interpret" and dtype in SUBSTITUTED:
+                run_dtype = torch.float32
+                self.substituted.append(dtype)
+            g = Guarded(torch, size, run_dtype, device, f"input `{name}`", torch.empty)
+            g.data().copy_(flat.to(run_dtype))
+            g.before = g._zones()
+            self.guards[name] = g
+            self.tensors[name] = g.view(shape, strides, offset)
+        self.snapshot = {n: g.data().clone() for n, g in self.guards.items()}
+
+    def values(self):
+        return {n: self.tensors[n] if n in self.tensors else SCALARS[n] for n in ORDER}
+
+    def changes(self):
+        """What the launch wrote into the inputs' storages: outside the views (gaps, before or
+        after them) and, for inputs not declared in-place, inside them."""
+        torch = self.torch
+        out = []
+        for name, g in self.guards.items():
+            dtype, shape, strides, offset, size, _sha = TENSORS[name]
+            if not size:
+                continue
+            old = self.snapshot[name].cpu().contiguous().view(torch.uint8).reshape(size, -1)
+            new = g.data().cpu().contiguous().view(torch.uint8).reshape(size, -1)
+            changed = (old != new).any(dim=1)
+            covered = torch.zeros(size, dtype=torch.bool)
+            if all(shape):
+                covered[torch.arange(size).as_strided(shape, strides, offset).reshape(-1)] = True
+            outside = int((changed & ~covered).sum())
+            inside = int((changed & covered).sum())
+            if outside:
+                out.append(f"WRITE OUTSIDE THE VIEW: {outside} element(s) of `{name}`'s storage "
+                           "that its view does not cover (gaps, or before/after it) changed")
+            if inside and name not in INPLACE and name not in CLOBBERS:
+                out.append(f"INPUT MUTATED: {inside} element(s) of input `{name}` changed, and "
+                           "the target does not declare it in-place")
+        return out
+
+
+def _launch(torch, launcher, inputs, device, timeout):
+    """Run the launcher once under red zones and a timer: (result, allocations); raises Hang."""
+    import faulthandler
+
+    def on_alarm(signum, frame):
+        raise Hang()
+
+    use_alarm = hasattr(signal, "SIGALRM")
+    if use_alarm:
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    # a launch blocked in C (a GPU spin) never returns to Python: dump the stack and exit 1
+    faulthandler.dump_traceback_later(timeout + 10, exit=True)
+    try:
+        with GuardedAllocations(torch) as allocations:
+            result = _call(launcher, inputs.values())
+            if device == "cuda":
+                torch.cuda.synchronize()
+        return result, allocations
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _outputs(result, inputs):
+    if INPLACE:
+        return tuple(inputs.tensors[n] for n in INPLACE)
+    return _as_tuple(result) or ()
+
+
+def _bits(torch, outputs):
+    # reshape(-1): a 0-dim tensor (every loss) cannot be viewed as bytes
+    return [o.detach().cpu().contiguous().reshape(-1).view(torch.uint8).clone()
+            if isinstance(o, torch.Tensor) else o for o in outputs]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=f"Reproduce fuzzkern entry {ENTRY_ID} "
+                                     f"({TARGET_ID}, {VERDICT}).")
+    parser.add_argument("--mode", choices=("interpret", "compiled"),
+                        help="interpret (CPU, TRITON_INTERPRET=1) or compiled (GPU); "
+                             f"default: the failing one ({', '.join(FAILING_MODES)})")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT,
+                        help=f"seconds before the launch counts as a hang (default {TIMEOUT:g})")
+    parser.add_argument("--inputs", help="the entry's .safetensors file (default: beside the "
+                        "entry)")
+    args = parser.parse_args(argv)
+    mode = _pick_mode(args.mode)
+    if mode == "interpret":
+        if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+            _say("warning: triton was imported before TRITON_INTERPRET=1 could be set")
+        os.environ["TRITON_INTERPRET"] = "1"
+    if DEBUG:
+        os.environ["TRITON_DEBUG"] = "1"  # device asserts and integer overflow checks
+    import torch
+    from safetensors.torch import load_file
+
+    if mode == "compiled" and not torch.cuda.is_available():
+        _say("the compiled mode needs a CUDA GPU, and torch sees none; try --mode interpret")
+        return 2
+    device = "cuda" if mode == "compiled" else "cpu"
+    import triton
+
+    if mode == "interpret":
+        _fix_interpreter_index()
+        if DEBUG:
+            import dataclasses
+
+            import triton.runtime.interpreter as interp
+
+            builder = interp.interpreter_builder
+            builder.options = dataclasses.replace(builder.options, debug=True,
+                                                  sanitize_overflow=True)
+    _say(f"fuzzkern entry {ENTRY_ID}: {TARGET_ID}, recorded verdict {VERDICT}")
+    _say(f"mode: {mode}{' with debug checks' if DEBUG else ''} (torch {torch.__version__}, "
+         f"triton {triton.__version__})")
+    path = _inputs_file(args.inputs)
+    if not os.path.exists(path):
+        _say(f"the stored inputs are missing: {path} (pass --inputs FILE)")
+        return 2
+    stored = load_file(path)
+    originals = {}
+    for name, (dtype, shape, strides, offset, size, sha) in TENSORS.items():
+        flat = stored.get(name)
+        raw = flat.contiguous().view(torch.uint8).numpy().tobytes() if flat is not None and \
+            flat.numel() else b""
+        if flat is None or hashlib.sha256(raw).hexdigest() != sha or flat.numel() != size:
+            _say(f"input {name!r}: the stored bytes do not match the entry's checksum")
+            return 2
+        originals[name] = flat.as_strided(shape, strides, offset)
+        layout = "" if list(strides) == _dense_strides(shape) and offset == 0 and \
+            size == originals[name].numel() else f" strides={tuple(strides)} offset={offset}"
+        _say(f"input {name}: {dtype}{list(shape)}{layout}")
+    for name, value in SCALARS.items():
+        _say(f"{name} = {value!r}")
+
+    launcher = _resolve(LAUNCHER)
+    reference = _resolve(REFERENCE)
+    _force_configs(launcher)
+
+    # the reference, on float64 copies of the original inputs
+    def ref_inputs(absolute):
+        out = {}
+        for name in ORDER:
+            if name not in originals:
+                out[name] = SCALARS[name]
+                continue
+            t = originals[name]
+            c = t.to(dtype=torch.float64, copy=True) if UPCAST and t.is_floating_point() \
+                else t.clone()
+            out[name] = c.abs() if absolute and c.is_floating_point() else c
+        return out
+
+    try:
+        with torch.no_grad():
+            expected = _as_tuple(_call(reference, ref_inputs(False)))
+    except Exception:
+        traceback.print_exc()
+        return _reproduced("FAILURE: the reference raised (traceback on stderr)")
+    magnitude = None
+    if REDUCTION:
+        try:
+            with torch.no_grad():
+                magnitude = _as_tuple(_call(reference, ref_inputs(True)))
+        except Exception:
+            magnitude = None
+
+    runs = 3 if VERDICT == "nondeterministic" else 1
+    if VERDICT in ("hang", "crash"):
+        _say(f"launching (fuzzkern saw a {VERDICT}; timeout {args.timeout:g} s) ...")
+    problems: list[str] = []
+    first_bits: list[Any] = []
+    for run in range(runs):
+        inputs = Inputs(torch, stored, mode, device)
+        if run == 0 and inputs.substituted:
+            _say(f"note: {', '.join(sorted(set(inputs.substituted)))} inputs run as exact "
+                 "float32 copies: the interpreter cannot compute in these dtypes")
+        try:
+            result, allocations = _launch(torch, launcher, inputs, device, args.timeout)
+        except Hang:
+            return _reproduced(
+                f"FAILURE: HANG: the launch ran past the timeout of {args.timeout:g} s")
+        except Exception as e:
+            cause: BaseException | None = e
+            for _ in range(8):
+                if cause is None:
+                    break
+                if isinstance(cause, Hang):
+                    return _reproduced(
+                        f"FAILURE: HANG: the launch ran past the timeout of {args.timeout:g} s")
+                cause = cause.__cause__ or cause.__context__
+            traceback.print_exc()
+            first = str(e).splitlines()[0] if str(e) else ""
+            return _reproduced(f"FAILURE: the launcher raised {type(e).__name__}: {first} "
+                               "(traceback on stderr)")
+        outputs = _outputs(result, inputs)
+        if run == 0:
+            first_bits = _bits(torch, outputs)
+        else:
+            bits = _bits(torch, outputs)
+            differ = sum(int((a != b).any()) if hasattr(a, "shape") and hasattr(b, "shape")
+                         and a.shape == b.shape else int(a is not b)
+                         for a, b in zip(first_bits, bits, strict=False))
+            if differ:
+                problems.append(f"NONDETERMINISTIC: run {run + 1} gave bitwise different "
+                                f"output(s) from run 1 ({differ} of {len(bits)} differ)")
+    labels = {}
+    for i, o in enumerate(outputs):
+        if isinstance(o, torch.Tensor):
+            labels[o.untyped_storage().data_ptr()] = f"output {i}" if len(outputs) > 1 \
+                else "the output"
+    for g in list(inputs.guards.values()) + allocations.guards:
+        before, after = g.damage()
+        label = labels.get(g.buf.untyped_storage().data_ptr(), g.label)
+        if before or after:
+            where = " and ".join(x for x in (
+                f"{before} element(s) before the start" if before else "",
+                f"{after} element(s) past the end" if after else "") if x)
+            problems.append(f"OUT-OF-BOUNDS WRITE: {where} of {label} ({g.label}) were "
+                            "overwritten")
+    problems += inputs.changes()
+    tol_dtype = None
+    if inputs.substituted:
+        tol_dtype = max(set(inputs.substituted), key=lambda n: DEFAULT_TOLERANCE[n][0])
+    if expected is None:
+        problems.append("the reference returned nothing")
+    else:
+        problems += _compare(torch, list(outputs), list(expected), magnitude, tol_dtype,
+                             compiled=mode == "compiled")
+    if OOB:
+        _say(f"fuzzkern's interpreter checks saw: {OOB.get('message')}")
+        _say("(the bare interpreter checks no addresses: here a write out of bounds shows as "
+             "damaged red zones, a read as NaN or sentinel values in the output)")
+    if problems:
+        return _reproduced(*[("FAILURE: " if not p.startswith("  ") else "") + p
+                             for p in problems])
+    _say(f"no failure: the outputs match the reference and no red zone was touched "
+         f"(recorded verdict: {VERDICT}); the kernel may be fixed")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception as e:  # the script's own problem, not the kernel's: never exit 1
+        traceback.print_exc()
+        _say(f"error: this script could not reproduce the entry: {type(e).__name__}: {e}")
+        sys.exit(2)
