@@ -52,7 +52,8 @@
    probabilistic bound on the sums behind the element, with ``R`` declared or inferred
    (:class:`~fuzzkern.judge.conditioning.Evidence`, :func:`accumulation_band`).
 9. **Two kinds of finding.** What still fails but lies within :data:`ACCURACY_FACTOR` times its
-   band everywhere, with no NaN/inf disagreement, is an *accuracy* finding
+   band (plus :data:`ACCURACY_ULPS` ulps for outputs of 16 bits or fewer) everywhere, with no
+   NaN/inf disagreement, is an *accuracy* finding
    (``Comparison.accuracy``); anything else is a mismatch: a logic bug. The worst element is
    explained in words (``Comparison.explanation``) and figures (``Comparison.condition``).
    docs/oracle.md gives the constants and the numbers behind them.
@@ -567,6 +568,11 @@ NATIVE_FACTOR = 2.0
 #: rule 9: a mismatch within this factor of its element's bound is an accuracy finding, not a
 #: kernel bug
 ACCURACY_FACTOR = 8.0
+#: rule 9: for outputs of 16 bits or fewer, a mismatch within this many ulps of the output
+#: (beyond rule 8's widening) is an accuracy finding: a kernel that stores an intermediate in
+#: the output's format (a fused kernel's own fp16 output reused, ``(x * rstd).to(x.dtype)``)
+#: pays up to an ulp per such rounding, by design, where a float32 reference does not
+ACCURACY_ULPS = 4.0
 #: the share of elements whose native error sets the output-wide native level (rule 8)
 NATIVE_QUANTILE = 0.9
 #: rule 8: an element whose terms' magnitude is this many times its value or more cancels;
@@ -644,6 +650,24 @@ def _rounding_extras(outputs: tuple[Any, ...], expected: tuple[Any, ...],
     return extras, parts
 
 
+def _accuracy_extras(outputs: tuple[Any, ...], expected: tuple[Any, ...],
+                     extras: list[torch.Tensor | None]) -> list[torch.Tensor | None]:
+    """Rule 9's widening: :data:`ACCURACY_FACTOR` times rule 8's, plus, for outputs of 16 bits
+    or fewer, :data:`ACCURACY_ULPS` ulps of the output at the element."""
+    out: list[torch.Tensor | None] = []
+    for o, e, ex in zip(outputs, expected, extras, strict=True):
+        if ex is None:
+            out.append(None)
+            continue
+        t = ACCURACY_FACTOR * ex
+        if isinstance(o, torch.Tensor) and o.element_size() <= 2 and isinstance(e, torch.Tensor):
+            x = e.detach().cpu().to(torch.float64)
+            x = torch.where(torch.isfinite(x), x, 0.0)
+            t = t + ACCURACY_ULPS * ulp(x, o.dtype)
+        out.append(t)
+    return out
+
+
 def _judge_conditioning(outputs: Sequence[Any] | torch.Tensor, expected: tuple[Any, ...],
                         native: Sequence[Any] | None, evidence: Evidence, first: Comparison,
                         own: list[torch.Tensor], max_report: int, kw: dict[str, Any]
@@ -662,7 +686,8 @@ def _judge_conditioning(outputs: Sequence[Any] | torch.Tensor, expected: tuple[A
                  checked=checked, **kw)
     c.tolerance += " + rounding explained at this input (oracle rule 8)"
     if not c.ok and c.nonfinite_mismatches == 0:
-        c.accuracy = _compare(outs, expected, extra=extras, scale=ACCURACY_FACTOR, **kw).ok
+        c.accuracy = _compare(outs, expected, extra=_accuracy_extras(outs, expected, extras),
+                              **kw).ok
     if not c.ok:
         c.explanation, c.condition = _explain(outs, checked, parts, evidence)
     own.clear()

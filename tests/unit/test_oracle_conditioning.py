@@ -408,3 +408,59 @@ def test_an_infinite_input_leaves_the_magnitude_of_finite_elements_finite():
     finite = torch.isfinite(expected)
     assert 0 < int(finite.sum()) < expected.numel()  # some rows see the inf, some weigh it 0
     assert bool(torch.isfinite(m[finite]).all()) and bool((m[finite] > 0).any())
+
+
+# -- an fp16 intermediate against a float32 reference: a few output ulps, by design ------------
+
+#: the H200 false alarm of 2026-12-01 (bench/accuracy/ok_add_rmsnorm_fp32ref, compiled): the
+#: case as fuzzkern saved it
+_FUSED_ADD_RMSNORM_CASE = {
+    "version": 1, "dims": {"M": 1, "N": 7}, "configs": {},
+    "inputs": {name: {"tensor": {
+        "shape": shape, "dtype": "float16", "strides": strides, "storage_offset": 0,
+        "storage_size": 7, "values": {"seed": seed, "distribution": dist, "specials": []},
+        "layout": {"permutation": list(range(len(shape))), "steps": [1] * len(shape),
+                   "starts": [0] * len(shape), "offset": 0, "expanded": []}}}
+        for name, shape, strides, seed, dist in [("x", [1, 7], [7, 1], 838, "wide"),
+                                                 ("residual", [1, 7], [7, 1], 0, "normal"),
+                                                 ("w", [7], [1], 41, "large")]}}
+
+
+def _fused_add_rmsnorm(x, residual, w, eps=1e-6):
+    """Liger's fused_add_rms_norm: h = x + residual stored in fp16 (an output), y computed from
+    that rounded h in float32, rounded to fp16."""
+    h = x + residual
+    s = h.float()
+    rstd = torch.rsqrt((s * s).sum(-1, keepdim=True) / s.shape[-1] + eps)
+    return h, (s * rstd * w.float()).to(x.dtype)
+
+
+def _fp32_reference(x, residual, w):
+    hidden = x.float() + residual.float()  # Liger's tests: never rounded to fp16
+    y = w.float() * (hidden * torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + 1e-6))
+    return hidden, y
+
+
+def test_an_fp16_intermediate_against_a_float32_reference_is_an_accuracy_finding():
+    """The kernel's y is 2 fp16 ulps off a reference that never rounds h: beyond the fp16
+    tolerance, with no rounding rule 8 sees (torch at fp16 runs the same float32 reference).
+    An accuracy finding (within ACCURACY_ULPS of a 16-bit output), not a kernel-bug."""
+    import fuzzkern
+    from fuzzkern.case.model import Case
+
+    ins = fuzzkern.materialize(Case.from_json(_FUSED_ADD_RMSNORM_CASE))
+    _, c = judge(_fused_add_rmsnorm(**ins), _fp32_reference, ins, dims={"M": 1, "N": 7})
+    assert not c.ok and c.accuracy, c.summary()
+    assert c.condition["error_ulp"] == 2.0
+
+
+def test_a_wrong_fp16_output_by_more_than_a_few_ulps_stays_a_kernel_bug():
+    import fuzzkern
+    from fuzzkern.case.model import Case
+
+    ins = fuzzkern.materialize(Case.from_json(_FUSED_ADD_RMSNORM_CASE))
+    h, y = _fused_add_rmsnorm(**ins)
+    y = y.clone()
+    y[0, 3] = (y[0, 3].double() * (1 + 2**-6)).half()  # 8-16 ulps: a wrong scale, not rounding
+    _, c = judge((h, y), _fp32_reference, ins, dims={"M": 1, "N": 7})
+    assert not c.ok and not c.accuracy, c.summary()
