@@ -765,12 +765,12 @@ def _compare(
     compiled: bool = False,
     names: Sequence[str | None] | None = None,
     extra: Sequence[torch.Tensor | None] | None = None,
-    scale: float = 1.0,
     checked: list[_Checked] | None = None,
 ) -> Comparison:
-    """:func:`compare` by rules 1-6; ``extra`` widens each output's band elementwise (rule
-    8), ``scale`` multiplies that widening (rule 9: only what rounding explains is scaled, never
-    the tolerance itself, so an error that no rounding explains stays a mismatch)."""
+    """:func:`compare` by rules 1-6; ``extra`` widens each output's band elementwise (rule 8's
+    widening, or rule 9's from :func:`_accuracy_extras`: only what rounding explains is
+    stretched, never the tolerance itself, so an error that no rounding explains stays a
+    mismatch)."""
     tolerance = tolerance if tolerance is not None else Tolerance()
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)
@@ -843,8 +843,7 @@ def _compare(
         rtol, atol, src = _resolve(tol, o.dtype, compiled)
         if o.is_floating_point():
             ex = extra[i] if extra is not None and i < len(extra) else None
-            c = _check_float(o, e, m, rtol, atol, r, tol.equal_nan,
-                             ex * scale if ex is not None and scale != 1.0 else ex)
+            c = _check_float(o, e, m, rtol, atol, r, tol.equal_nan, ex)
         else:
             c = _check_int(o, e, atol)
         checked.append(c)
