@@ -339,17 +339,15 @@ def _libdevice_fn(name: str) -> Callable[..., Any]:
     # ``_semantic`` by name: the code generator passes its semantic only to a builtin whose
     # signature names it
     def fn(*args: Any, _semantic: Any = None, **kwargs: Any) -> Any:
-        semantic = _semantic
         if target is None:
             raise InterpreterUnsupported(
                 f"libdevice.{name} has no CUDA implementation in this Triton to interpret")
-        if semantic is not None and semantic is not _interp.interpreter_semantic:
-            # the compiler's semantic: this function outlived interpreter mode in a module
-            # imported while it was active (``from ...libdevice import rsqrt`` inside a
-            # launcher binds the patched name for good). Compiled, the stub resolves to the
-            # CUDA function through the backend's module map: so does this
-            return target(*args, _semantic=semantic, **kwargs)
-        return target(*args, _semantic=_interp.interpreter_semantic, **kwargs)
+        # a semantic given is the compiler's: this function outlived interpreter mode in a
+        # module imported while it was active (``from ...libdevice import rsqrt`` inside a
+        # launcher binds the patched name for good). Compiled, the stub resolves to the CUDA
+        # function through the backend's module map: so does this
+        semantic = _semantic if _semantic is not None else _interp.interpreter_semantic
+        return target(*args, _semantic=semantic, **kwargs)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__triton_builtin__ = True  # type: ignore[attr-defined]

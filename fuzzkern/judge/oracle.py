@@ -611,6 +611,9 @@ def _rounding_extras(outputs: tuple[Any, ...], expected: tuple[Any, ...],
         sensitivity = sq.sqrt()
         total = total + SENSITIVITY_FACTOR * sensitivity
         parts["sens"].append(per_input)
+        m = mag[0][i] if mag is not None and i < len(mag[0]) else None
+        if m is not None and m.shape != o.shape:
+            m = None
         # native: as far off as torch at the inputs' precision, here and output-wide
         nat_err = None
         if native is not None and i < len(native) and isinstance(native[i], torch.Tensor) \
@@ -622,8 +625,7 @@ def _rounding_extras(outputs: tuple[Any, ...], expected: tuple[Any, ...],
             in_ulps = (err / u)[fin]
             level = float(torch.quantile(in_ulps, NATIVE_QUANTILE)) if in_ulps.numel() else 0.0
             nat_err = torch.maximum(err, level * u)
-            m = mag[0][i] if mag is not None and i < len(mag[0]) else None
-            if m is not None and m.shape == o.shape:
+            if m is not None:
                 # the level in ulps of the terms' magnitude, where the terms cancel: a
                 # computation that rounds its terms (p in attention, x*rstd in a norm) is off
                 # in proportion to them, not to the result they cancel down to. Measured only
@@ -641,8 +643,7 @@ def _rounding_extras(outputs: tuple[Any, ...], expected: tuple[Any, ...],
             total = total + NATIVE_FACTOR * nat_err
         parts["native"].append(nat_err)
         acc = None
-        m = mag[0][i] if mag is not None and i < len(mag[0]) else None
-        if mag is not None and with_acc and m is not None and m.shape == o.shape:
+        if mag is not None and with_acc and m is not None:
             acc = accumulation_band(m, mag[1][i], o.dtype)
             total = total + acc
         parts["acc"].append(acc)
