@@ -145,6 +145,11 @@ def main() -> None:
               type=click.Choice(["bounds", "view", "poison", "mutation", "redzone"]),
               help="Turn a hygiene check off (repeatable): interpreter bounds or view checks, "
                    "poisoned torch.empty, input mutation, compiled red zones.")
+@click.option("--amortize", type=float, default=1.0, show_default=True,
+              help="Compiled mode: after a case whose kernels had to compile for C seconds, "
+                   "run variants of it with new input values (same shapes, layouts and "
+                   "dtypes, so nothing compiles) for FACTOR x C seconds in the same worker. "
+                   "0: every case is a fresh draw.")
 @click.option("--strict-accuracy", is_flag=True,
               help="Accuracy findings (beyond the tolerance, within a small factor of what "
                    "rounding at the inputs' precision explains) fail like kernel bugs.")
@@ -162,7 +167,8 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         no_corpus: bool, sanitize: bool = False, repeat_compiled: int = 1,
         no_checks: tuple[str, ...] = (), html_path: str | None = None,
         jobs_text: str = "auto", heartbeat: float = 30.0, max_failures: int = 5,
-        strict_accuracy: bool = False, compile_timeout: float | None = None) -> None:
+        strict_accuracy: bool = False, compile_timeout: float | None = None,
+        amortize: float = 1.0) -> None:
     """Fuzz TARGETS (path.py, path.py::name, package.module[:name], or a folder: every .py
     file under it that defines targets) for a wall-clock budget spread across them.
 
@@ -204,6 +210,9 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     if max_failures < 1:
         raise click.BadParameter(f"expected a number of failures >= 1, got {max_failures}",
                                  param_hint="--max-failures")
+    if not (math.isfinite(amortize) and 0 <= amortize <= 100):
+        raise click.BadParameter(f"expected a factor between 0 and 100, got {amortize:g}",
+                                 param_hint="--amortize")
     if repeat_compiled > 1 and "compiled" not in modes:
         _fail_usage("--repeat-compiled compares repeated runs of the compiled kernel and needs "
                     "the compiled mode (a CUDA GPU); the interpreter runs programs one after "
@@ -247,7 +256,7 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
                                   corpus=None if no_corpus else corpus_dir,
                                   checks={name: False for name in no_checks},
                                   repeat_compiled=repeat_compiled, sanitize=sanitizer,
-                                  max_failures=max_failures,
+                                  max_failures=max_failures, amortize=amortize,
                                   strict_accuracy=strict_accuracy)
     if compile_timeout is not None:
         opts.compile_timeout = compile_timeout
@@ -369,6 +378,11 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         if more > 0 and not quiet:
             console.print(f"note: {r.target_id}: {more} more slow case(s) stopped",
                           markup=False)
+        if r.variants and not quiet:
+            console.print(f"note: {r.target_id}: {r.variants} of {r.cases} cases were value "
+                          f"variants, run after the cases that compiled ({r.compiles} kernel "
+                          f"compilations, {r.compile_seconds:.1f} s; --amortize 0 turns "
+                          "variants off)", markup=False)
         if r.slow_compiles and not quiet:
             console.print(f"note: {r.target_id}: {r.slow_compiles} case(s) stopped at the "
                           f"compile limit of {opts.compile_timeout:g} s; "

@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -403,6 +404,31 @@ class Case:
             parts.append(f"{name}.config[{idx}]")
         return "; ".join(parts)
 
+    def variant(self, k: int) -> Case:
+        """Value variant ``k`` of this case: the same dims, layouts, dtypes, scalars, configs,
+        distributions, special values and domains, with every tensor's value seed replaced by
+        one derived from it and ``k`` (``variant(0)`` is the case itself). Nothing a Triton
+        kernel specializes on changes, so a variant of a compiled case runs without
+        compiling: the compiled mode spends a compilation's cost on several cases
+        (:func:`fuzzkern.execution.runner.run_variants`).
+
+        >>> from fuzzkern.case.model import Case, TensorCase, Values
+        >>> c = Case({"N": 3}, {"x": TensorCase((3,), "float32", (1,), 0, 3, Values(seed=5)),
+        ...                     "n": 3})
+        >>> v = c.variant(2)
+        >>> v.inputs["x"].values.seed != 5, v.inputs["x"].shape, v.inputs["n"], c.variant(0) == c
+        (True, (3,), 3, True)
+        """
+        if k == 0:
+            return self
+        inputs = {
+            name: dataclasses.replace(v, values=dataclasses.replace(
+                v.values, seed=_variant_seed(v.values.seed, k, i)))
+            if isinstance(v, TensorCase) else v
+            for i, (name, v) in enumerate(self.inputs.items())
+        }
+        return Case(self.dims, inputs, self.configs)
+
     def to_json(self) -> dict[str, Any]:
         inputs: dict[str, Any] = {}
         for k, v in self.inputs.items():
@@ -441,6 +467,16 @@ class Case:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CaseError(f"malformed case: {e!r}") from e
         return Case(dims, inputs, configs)
+
+
+def _variant_seed(seed: int, k: int, position: int) -> int:
+    """A value seed for variant ``k`` of the tensor at ``position``: a fixed mix of the three
+    (SplitMix64's finalizer), in [1, 2**31)."""
+    x = (seed * 0x9E3779B97F4A7C15 + k * 0xBF58476D1CE4E5B9 + position * 0x94D049BB133111EB) \
+        & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return (x ^ (x >> 31)) % (2**31 - 1) + 1
 
 
 # --------------------------------------------------------------------------------------------

@@ -80,10 +80,20 @@ class CaseClock:
     #: the current launch's last report: (done, total, seconds, slowest), and when it came
     progress: tuple[int, int, float, float] | None = None
     progress_at: float = 0.0
+    #: the value variant running now (:func:`fuzzkern.execution.runner.run_variants`), 0: the
+    #: case itself
+    variant: int = 0
 
     def event(self, event: Any, now: float) -> None:
         kind = event[0] if isinstance(event, (list, tuple)) and event else None
-        if kind == "compile":
+        if kind == "variant":  # a new case starts in the same round trip: a fresh clock
+            self.variant = int(event[1])
+            self.start = now
+            self.compile_seconds = 0.0
+            self.compiles = 0
+            self.compiling_since = None
+            self.progress = None
+        elif kind == "compile":
             if event[1]:
                 if self.compiling_since is None:
                     self.compiling_since = now
@@ -124,6 +134,8 @@ class CaseClock:
         """(verdict, message, detail) when the case must stop now, else None."""
         detail: dict[str, Any] = {"timeout": self.timeout,
                                   "compile_seconds": round(self.compiled(now), 3)}
+        if self.variant:
+            detail["variant"] = self.variant
         if self.compiling_since is not None:
             if self.compiled(now) <= self.compile_timeout:
                 return None
@@ -441,7 +453,10 @@ class WorkerPool:
                                seconds=now - start)
         worker.cases += 1
         outcome = Outcome.from_json(result)
-        if outcome.modes.get("compiled") and outcome.modes["compiled"].detail.get("poisoned"):
+        last = outcome
+        if "failed" in outcome.variants:  # the worker's last case was that variant
+            last = Outcome.from_json(outcome.variants["failed"]["outcome"])
+        if last.modes.get("compiled") and last.modes["compiled"].detail.get("poisoned"):
             # A device-side fault leaves the CUDA context unusable: never run another case in it.
             self.replace()
         return outcome
@@ -453,7 +468,8 @@ class WorkerPool:
             Verdict.CRASH,
             f"the worker process died while running the case ({how})",
             {"worker": ModeResult("worker", "crash", detail={
-                "exit": how, "compile_seconds": round(clock.compiled(time.monotonic()), 3)})},
+                "exit": how, "compile_seconds": round(clock.compiled(time.monotonic()), 3),
+                **({"variant": clock.variant} if clock.variant else {})})},
             seconds=time.monotonic() - start,
         )
         postmortem = getattr(worker, "postmortem", None)

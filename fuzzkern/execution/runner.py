@@ -288,8 +288,67 @@ def run_case(target: Target, case: Case, options: Mapping[str, Any]) -> Outcome:
                    strict=strict)
 
 
+#: at most this many value variants follow one case (:func:`run_variants`)
+MOST_VARIANTS = 1000
+
+
+def compile_cost(outcome: Outcome) -> float:
+    """Seconds the compiled mode spent compiling (or loading from Triton's on-disk cache) for
+    this case: 0 when every kernel variant it launched was already in memory."""
+    compiled = outcome.modes.get("compiled")
+    if compiled is None:
+        return 0.0
+    return float(compiled.detail.get("compile_seconds", 0) or 0)
+
+
+def run_variants(target: Target, case: Case, options: Mapping[str, Any], seconds: float,
+                 most: int = MOST_VARIANTS) -> dict[str, Any]:
+    """Run value variants 1, 2, ... of ``case`` (:meth:`fuzzkern.case.model.Case.variant`: new
+    input values, nothing a kernel specializes on changed, so nothing compiles) for about
+    ``seconds``, stopping at the first that fails. Returns ``ran`` (variants that did not
+    fail), ``seconds``, ``verdicts`` (of those) and ``failed`` (index and outcome) if one did. The parent's clock times each variant as a
+    case of its own (a ``("variant", k)`` event starts it), and a variant stopped there (hang,
+    slow) or killing the worker is reported as variant ``k``'s outcome.
+
+    Why: a compiled case whose kernels had to compile costs that compilation, 0.2-3 s, where
+    the launch costs microseconds; spending about as long again on variants of it makes a
+    compile-heavy target test many more inputs per second while new shapes and layouts (new
+    compilations) still get half the time or more."""
+    from fuzzkern.execution import progress
+
+    start = time.perf_counter()
+    ran = 0
+    verdicts: dict[str, int] = {}
+    out: dict[str, Any] = {}
+    for k in range(1, most + 1):
+        if time.perf_counter() - start >= seconds:
+            break
+        progress.notify("variant", k)
+        outcome = run_case(target, case.variant(k), options)
+        if outcome.failed:
+            out["failed"] = {"index": k, "outcome": outcome.to_json()}
+            break
+        ran += 1
+        verdicts[outcome.verdict] = verdicts.get(outcome.verdict, 0) + 1
+    out.update(ran=ran, seconds=round(time.perf_counter() - start, 6), verdicts=verdicts)
+    return out
+
+
 def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, Any]
                   ) -> dict[str, Any]:
+    """Run one case; with ``options["variants"]`` (``{"share": F, "until": T}``) and a case
+    that passed after compiling for C seconds, also its value variants for ``F * C`` seconds
+    (never past the ``time.monotonic()`` instant ``T``), in the same round trip."""
     target = _target(ref)
     case = Case.from_json(case_json)
-    return run_case(target, case, options).to_json()
+    outcome = run_case(target, case, options)
+    plan = options.get("variants")
+    if plan and not outcome.failed:
+        seconds = float(plan.get("share", 0)) * compile_cost(outcome)
+        until = plan.get("until")
+        if until is not None:
+            seconds = min(seconds, float(until) - time.monotonic())
+        if seconds > 0:
+            outcome.variants = run_variants(target, case, options, seconds,
+                                            int(plan.get("most", MOST_VARIANTS)))
+    return outcome.to_json()

@@ -168,6 +168,10 @@ class Outcome:
     #: strict accuracy (``--strict-accuracy`` or the target's ``strict_accuracy``): an
     #: ``accuracy`` verdict fails
     strict: bool = False
+    #: compiled mode, value variants run after this case in the same round trip
+    #: (:func:`fuzzkern.execution.runner.run_variants`): ``ran``, ``seconds``, ``verdicts``
+    #: (verdict -> count) and, when one failed, ``failed``: its index and outcome (JSON)
+    variants: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -175,7 +179,10 @@ class Outcome:
             self.strict and self.verdict == Verdict.ACCURACY)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not d["variants"]:
+            del d["variants"]  # the usual case; corpus entries stay as they were
+        return d
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Outcome:
@@ -196,5 +203,5 @@ class Outcome:
         return Outcome(
             d["verdict"], d.get("message", ""), modes, d.get("score", 0.0), d.get("seconds", 0.0),
             str(d.get("output", "") or ""), int(d.get("output_bytes", 0) or 0),
-            bool(d.get("strict", False)),
+            bool(d.get("strict", False)), dict(d.get("variants") or {}),
         )

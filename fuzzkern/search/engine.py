@@ -16,6 +16,7 @@ so far is kept, so nothing found is ever lost.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import math
 import os
@@ -346,6 +347,11 @@ class TargetResult:
     #: cases stopped at the compile limit (verdict ``slow``)
     compile_seconds: float = 0.0
     slow_compiles: int = 0
+    #: compiled mode: of ``cases``, the value variants run after a case that compiled
+    #: (``CampaignOptions.amortize``)
+    variants: int = 0
+    #: distinct :func:`specialization_key` values of the cases (new specialization classes)
+    keys: set[str] = field(default_factory=set)
     #: True when the campaign's hard stop (the end of ``--budget``) cut a running case of this
     #: target short (fuzzing, shrinking, confirming a hang or explaining a failure)
     stopped: bool = False
@@ -426,6 +432,10 @@ class CampaignOptions:
     #: distinct failures (verdict family and location) to find per target before it stops;
     #: known ones (found earlier in the run, or replayed from the corpus) count as passes
     max_failures: int = 5
+    #: compiled mode: after a drawn case whose kernels had to compile for C seconds, the worker
+    #: runs value variants of it (same layouts and dtypes, new values: nothing compiles) for
+    #: ``amortize * C`` seconds (fuzzkern.execution.runner.run_variants); 0: every case is drawn
+    amortize: float = 1.0
     #: seconds all the compilations of one case may take (compiled mode); compiling does not
     #: count against the timeout (fuzzkern.execution.pool.CaseClock)
     compile_timeout: float = COMPILE_TIMEOUT
@@ -467,6 +477,31 @@ def specialization_classes(case: Case) -> set[str]:
         if isinstance(v, int):
             out.add(_int_class(v, "int"))
     return out
+
+
+def specialization_key(case: Case) -> str:
+    """What a Triton kernel launched on the case's arguments would most likely specialize on,
+    hashed: per tensor its dtype, 16-byte alignment, sizes rounded up to a power of two (block
+    sizes derive from them) with their ==1/%16 class, and stride classes; per integer scalar
+    its ==1/%16 class and power-of-two size; the forced configs. Two cases with different keys
+    usually compile different kernel variants; the report counts distinct keys (new
+    specialization classes found) per minute."""
+    parts: list[Any] = []
+    for name, v in case.inputs.items():
+        if hasattr(v, "shape"):
+            itemsize = _ITEMSIZE.get(v.dtype, 4)
+            parts.append((name, v.dtype, (v.storage_offset * itemsize) % 16 == 0,
+                          tuple((_int_class(n, "d"), _pow2(n)) for n in v.shape),
+                          tuple("0" if st == 0 else "1" if st == 1 else
+                                "16" if st % 16 == 0 else "x" for st in v.strides)))
+        elif isinstance(v, int) and not isinstance(v, bool):
+            parts.append((name, _int_class(v, "i"), _pow2(v)))
+    parts.append(tuple(sorted(case.configs.items())))
+    return hashlib.blake2b(repr(parts).encode(), digest_size=6).hexdigest()
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, int(abs(n)) - 1).bit_length()
 
 
 _ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2,
@@ -532,9 +567,42 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
             return result
         known_keys.update(f.key for f in result.failures)
 
-    def run_case(case: Case) -> Outcome:
-        """Run one case in a worker and count it in ``result``."""
-        outcome = pool.run(lt.ref, case.to_json(), run_options, timeout)
+    def run_case(case: Case, variants: bool = False) -> Outcome:
+        """Run one case in a worker and count it in ``result``; with ``variants`` (compiled
+        mode, ``opts.amortize``) the worker also runs value variants of it (:func:`explore`):
+        those that passed are counted here, a failing one is in ``outcome.variants``."""
+        options = run_options
+        if variants:
+            until = shrink_deadline if last_failure else deadline
+            options = {**run_options, "variants": {"share": opts.amortize, "until": until}}
+        outcome = pool.run(lt.ref, case.to_json(), options, timeout)
+        if outcome.variants:
+            ran = int(outcome.variants.get("ran", 0))
+            result.cases += ran
+            result.variants += ran
+            result.case_seconds += float(outcome.variants.get("seconds", 0.0))
+            for verdict, n in (outcome.variants.get("verdicts") or {}).items():
+                result.counts[verdict] += int(n)
+        count(case, outcome)
+        return outcome
+
+    def explore(case: Case) -> tuple[int, Outcome]:
+        """Run a drawn case with its value variants: which variant decides (the first that
+        failed; 0: the case itself) and its outcome."""
+        outcome = run_case(case, variants=opts.amortize > 0 and "compiled" in opts.modes)
+        failed = outcome.variants.get("failed")
+        if failed is not None:
+            k = int(failed["index"])
+            found = Outcome.from_json(failed["outcome"])
+            result.variants += 1
+            count(case.variant(k), found)
+            return k, found
+        stopped = outcome.modes.get("worker")  # the clock stopped it, or the worker died
+        if stopped is not None and stopped.detail.get("variant"):
+            return int(stopped.detail["variant"]), outcome
+        return 0, outcome
+
+    def count(case: Case, outcome: Outcome) -> None:
         result.cases += 1
         result.case_seconds += outcome.seconds
         result.counts[outcome.verdict] += 1
@@ -554,11 +622,11 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
             if compiled.detail.get("device"):
                 result.devices[str(compiled.detail["device"])] += 1
         result.specializations.update(specialization_classes(case))
+        result.keys.add(specialization_key(case))
         result.add_record(case_record(case, outcome))
         result.max_score = max(result.max_score, float(outcome.score or 0.0))
         result.note_case(case, outcome)
         emit("case", result, outcome)
-        return outcome
 
     database: _RunDatabase | None = None
 
@@ -573,7 +641,11 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
                 database.stopping = True  # this case never ran: not a failure to keep
             raise _BudgetExhausted
         try:
-            outcome = run_case(case)
+            if not replaying:
+                k, outcome = explore(case)
+            else:  # the body must now be a function of the drawn case alone (see below)
+                k = replaying[0]
+                outcome = run_case(case.variant(k))
         except StopTime:  # the hard stop cut this case short: not a failure to keep
             if database is not None:
                 database.stopping = True
@@ -586,14 +658,24 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
                 return  # found already: look for others
             if key not in last_failure and len(found) + len(last_failure) >= opts.max_failures:
                 return  # the cap is reached: shrink what was found
-            last_failure[key] = (case, outcome)
+            if not replaying:
+                # Hypothesis replays and shrinks the drawn case from now on, so the body must
+                # give each drawn case the same verdict every time. Value variants ran only
+                # because something compiled: from here on each drawn case runs as the variant
+                # that failed (0: the case itself), alone.
+                replaying.append(k)
+            last_failure[key] = (case.variant(k), outcome)
             exc = _failure_type(key)(f"{outcome.verdict}: {outcome.message}")
             exc.outcome = outcome
             raise exc
 
     flaky = False
+    #: the value variant every drawn case runs as, once this attempt found a failure (empty:
+    #: not yet; explore() then runs cases with their variants)
+    replaying: list[int] = []
     for attempt in itertools.count():
         last_failure.clear()
+        replaying.clear()
         left = None if opts.max_examples is None else opts.max_examples - result.cases
         database = (None if opts.database is None
                     else _RunDatabase(opts.database, keep_known=bool(known_keys)))

@@ -133,6 +133,8 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.slow += piece.slow
     into.compile_seconds += piece.compile_seconds
     into.slow_compiles += piece.slow_compiles
+    into.variants += piece.variants
+    into.keys |= piece.keys
     into.stopped = into.stopped or piece.stopped
     into.unsupported_reason = into.unsupported_reason or piece.unsupported_reason
     rng = random.Random(into.cases)
