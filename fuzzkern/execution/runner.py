@@ -306,9 +306,10 @@ def run_variants(target: Target, case: Case, options: Mapping[str, Any], seconds
     """Run value variants 1, 2, ... of ``case`` (:meth:`fuzzkern.case.model.Case.variant`: new
     input values, nothing a kernel specializes on changed, so nothing compiles) for about
     ``seconds``, stopping at the first that fails. Returns ``ran`` (variants that did not
-    fail), ``seconds``, ``verdicts`` (of those) and ``failed`` (index and outcome) if one did. The parent's clock times each variant as a
-    case of its own (a ``("variant", k)`` event starts it), and a variant stopped there (hang,
-    slow) or killing the worker is reported as variant ``k``'s outcome.
+    fail), ``seconds``, ``verdicts`` (of those) and ``failed`` (index and outcome) if one
+    did. The parent's clock times each variant as a case of its own (a ``("variant", k)``
+    event starts it), and a variant stopped there (hang, slow) or killing the worker is
+    reported as variant ``k``'s outcome.
 
     Why: a compiled case whose kernels had to compile costs that compilation, 0.2-3 s, where
     the launch costs microseconds; spending about as long again on variants of it makes a
