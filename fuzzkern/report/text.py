@@ -192,6 +192,8 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "stopped_at_budget": r.stopped,
         "interpreter_divergences": r.counts.get(Verdict.INTERPRETER_DIVERGENCE, 0),
         "failures": [f.outcome.verdict for f in r.failures],
+        "failures_found_at": [None if f.found_at is None else round(f.found_at, 3)
+                              for f in r.failures],
         "seconds": round(r.seconds, 2),
         "compiles": r.compiles,
         "cache_hits": r.cache_hits,

@@ -216,6 +216,8 @@ class Failure:
     interrupted: bool = False
     #: a ``hang`` the budget left no time to confirm by a re-run: reported, never saved
     unconfirmed: bool = False
+    #: when (``time.time()``) the first failing case of this key ran, before shrinking
+    found_at: float | None = None
 
     @property
     def key(self) -> str:
@@ -664,6 +666,7 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
                 # because something compiled: from here on each drawn case runs as the variant
                 # that failed (0: the case itself), alone.
                 replaying.append(k)
+            first_seen.setdefault(key, time.time())
             last_failure[key] = (case.variant(k), outcome)
             exc = _failure_type(key)(f"{outcome.verdict}: {outcome.message}")
             exc.outcome = outcome
@@ -673,6 +676,7 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
     #: the value variant every drawn case runs as, once this attempt found a failure (empty:
     #: not yet; explore() then runs cases with their variants)
     replaying: list[int] = []
+    first_seen: dict[str, float] = {}
     for attempt in itertools.count():
         last_failure.clear()
         replaying.clear()
@@ -725,8 +729,9 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
         except Exception as e:  # misuse surfacing at draw time (InvalidArgument, CaseError, ...)
             result.error = f"{type(e).__name__}: {e}"
         new = [Failure(target.id, case, outcome, shrunk=not ran_out, flaky=flaky,
-                       interrupted=result.interrupted is not None)
-               for case, outcome in last_failure.values()]
+                       interrupted=result.interrupted is not None,
+                       found_at=first_seen.get(key))
+               for key, (case, outcome) in last_failure.items()]
         if opts.minimize_runs > 0 and not flaky and result.interrupted is None:
             # (a flaky case would accept anything or nothing)
             try:

@@ -1,0 +1,65 @@
+"""Value variants in compiled mode on a real GPU (fuzzkern.execution.runner.run_variants):
+a case that compiled is followed by variants in the same worker round trip, a failing variant
+is reported and replays alone, and a campaign finds and shrinks a value-dependent bug through
+them. Marked ``gpu``: skipped without CUDA."""
+
+import os
+import time
+
+import pytest
+
+from fuzzkern.case.model import Case, Layout, TensorCase, Values
+from fuzzkern.execution.devices import worker_env
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
+from fuzzkern.target import loader
+
+pytestmark = pytest.mark.gpu
+
+VALUE_BUG = os.path.join(os.path.dirname(__file__), "..", "fixtures", "value_bug.py")
+COMPILED = {"modes": ["compiled"]}
+
+
+def _case(n, seed):
+    x = TensorCase.build((n,), "float32", Layout.contiguous(1),
+                         Values(seed=seed, distribution="normal"))
+    return Case({"N": n}, {"x": x})
+
+
+def test_a_case_that_compiled_is_followed_by_variants_and_a_failing_one_replays():
+    (lt,) = loader.load(VALUE_BUG)
+    pool = WorkerPool(env=worker_env())
+    try:
+        case = next(c for c in (_case(16, s) for s in range(100))
+                    if pool.run(lt.ref, c.to_json(), COMPILED, 60).verdict == "pass")
+        pool.replace()  # a fresh worker: its first case compiles the kernel
+        plan = {**COMPILED, "variants": {"share": 1000.0, "until": time.monotonic() + 60}}
+        outcome = pool.run(lt.ref, case.to_json(), plan, 60)
+        assert outcome.verdict == "pass"
+        assert outcome.modes["compiled"].detail["compile_seconds"] > 0
+        failed = outcome.variants["failed"]
+        assert failed["outcome"]["verdict"] == "kernel-bug"
+        assert outcome.variants["ran"] == failed["index"] - 1
+        alone = pool.run(lt.ref, case.variant(failed["index"]).to_json(), COMPILED, 60)
+        assert alone.verdict == "kernel-bug"
+        # nothing compiled: no variants
+        again = pool.run(lt.ref, case.to_json(), plan, 60)
+        assert again.variants == {} and again.modes["compiled"].detail["compiles"] == 0
+    finally:
+        pool.close()
+
+
+def test_a_campaign_finds_and_shrinks_a_value_dependent_bug_with_variants():
+    (lt,) = loader.load(VALUE_BUG)
+    pool = WorkerPool(env=worker_env())
+    try:
+        opts = engine.CampaignOptions(budget=60, modes=("compiled",), seed=0, amortize=1.0)
+        result = engine.fuzz_target(lt, pool, opts, 60)
+        assert [f.outcome.verdict for f in result.failures] == ["kernel-bug"]
+        f = result.failures[0]
+        assert f.shrunk and f.case.dims["N"] <= 2, f.case.describe()
+        assert result.variants > 0 and result.cases > result.variants
+        alone = pool.run(lt.ref, f.case.to_json(), COMPILED, 60)
+        assert alone.verdict == "kernel-bug"
+    finally:
+        pool.close()
