@@ -23,6 +23,9 @@
 #                                     # wheel (pure Python, 0.9 MB) under .whl/ (an ignored path:
 #                                     # pip download --no-deps liger-kernel==0.8.5 -d .whl);
 #                                     # installed here with pip --no-deps      ~9 min
+#   bash bench/gpu_suite.sh speed     # bench/compiled_speed.py on 8 Liger ops (carry .whl/):
+#                                     # ${SPEED_CONFIGS:-before,variants}, ${SPEED_BUDGET:-200}
+#                                     # s each, fresh Triton cache each; ~7 min
 #   bash bench/gpu_suite.sh accuracy  # bench/accuracy.py --modes compiled: the oracle's
 #                                     # correct kernels and small bugs, ${ACC_BUDGET:-120} s each,
 #                                     # 8 at a time; ~7 min
@@ -106,6 +109,20 @@ if [[ $what == liger ]]; then
   python3 -m fuzzkern run examples/liger/ -j "$((gpus > 0 ? gpus : 1))" \
     --modes interpret,compiled --budget "${BUDGET:-8m}" --seed 0 --no-db \
     --corpus "$out/liger-corpus" --report "$out/liger.json" 2>&1 | tee "$out/liger.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == speed ]]; then
+  # compiled-mode speed on a compile-heavy suite (8 Liger ops, forward and backward, with
+  # known upstream bugs in 4): configurations side by side, each with a fresh Triton cache
+  if ! python3 -c "import liger_kernel" 2>/dev/null; then
+    python3 -m pip install -q --no-deps .whl/liger_kernel-0.8.5-py3-none-any.whl \
+      || { echo "liger-kernel is missing: carry .whl/liger_kernel-0.8.5-py3-none-any.whl"; exit 2; }
+  fi
+  lt=examples/liger/liger_targets.py
+  python3 bench/compiled_speed.py $lt::cross_entropy $lt::rope $lt::relu_squared $lt::tvd \
+    $lt::layer_norm $lt::group_norm $lt::rms_norm $lt::geglu \
+    --budget "${SPEED_BUDGET:-200}" --configs "${SPEED_CONFIGS:-before,variants}" \
+    --out "$out/compiled-speed.json" 2>&1 | tee "$out/compiled-speed.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == accuracy ]]; then
