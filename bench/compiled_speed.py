@@ -105,7 +105,10 @@ def main() -> None:
     ap.add_argument("--modes", default="compiled",
                     help="interpret: a smoke test of this script on a machine without a GPU")
     args = ap.parse_args()
-    targets = [os.path.abspath(t) if os.path.exists(t) else t for t in args.targets]
+    targets = []
+    for t in args.targets:  # the runs start in a scratch folder: file paths made absolute
+        path, sep, name = t.partition("::")
+        targets.append(os.path.abspath(path) + sep + name if os.path.exists(path) else t)
     workdir = tempfile.mkdtemp(prefix="fk-speed-")
     rows = []
     cache = None
