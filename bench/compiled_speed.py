@@ -20,7 +20,7 @@ Usage::
 Configurations: ``before`` (``--amortize 0 -j 1``: every case a fresh draw, one process, as
 fuzzkern ran until 2026-12-01), ``variants`` (``--amortize 1 -j 1``), ``procsN``
 (``--amortize 1 -j N``: N processes share the GPU, so N compilations run at once on the host's
-cores), ``warm-<config>`` (that configuration again on the cache the previous row left).
+cores; ``procsN-aF``: with ``--amortize F``), ``warm-<config>`` (that configuration again on the cache the previous row left).
 Prints a table and writes JSON (``--out``).
 """
 
@@ -31,7 +31,7 @@ import datetime
 import json
 import os
 import platform
-import shutil
+import re
 import statistics
 import subprocess
 import sys
@@ -48,8 +48,9 @@ def config_args(name: str) -> list[str]:
     base = name.removeprefix("warm-")
     if base in CONFIGS:
         return CONFIGS[base]
-    if base.startswith("procs") and base[5:].isdigit():
-        return ["--amortize", "1", "-j", base[5:]]
+    m = re.fullmatch(r"procs(\d+)(?:-a([\d.]+))?", base)
+    if m:
+        return ["--amortize", m.group(2) or "1", "-j", m.group(1)]
     raise SystemExit(f"unknown configuration {name!r}")
 
 
@@ -109,7 +110,11 @@ def main() -> None:
     for t in args.targets:  # the runs start in a scratch folder: file paths made absolute
         path, sep, name = t.partition("::")
         targets.append(os.path.abspath(path) + sep + name if os.path.exists(path) else t)
-    workdir = tempfile.mkdtemp(prefix="fk-speed-")
+    out = args.out or os.path.join(os.path.dirname(__file__), "results",
+                                   f"compiled-speed-{platform.node()}.json")
+    # each run's own JSON report is kept beside the summary (failure messages, per target)
+    workdir = os.path.splitext(os.path.abspath(out))[0] + "-reports"
+    os.makedirs(workdir, exist_ok=True)
     rows = []
     cache = None
     for name in args.configs.split(","):
@@ -118,7 +123,6 @@ def main() -> None:
         row = run_one(name, targets, args.budget, args.seed, cache, workdir, args.modes)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "per_target"}), flush=True)
-    shutil.rmtree(workdir, ignore_errors=True)
     head = (f"{'config':<16}{'cases':>8}{'cases/s':>9}{'drawn/s':>9}{'compiles/1000':>15}"
             f"{'keys/min':>10}{'failures':>10}{'ttff s':>8}")
     print(head)
@@ -140,8 +144,6 @@ def main() -> None:
                        gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
     except Exception:
         pass
-    out = args.out or os.path.join(os.path.dirname(__file__), "results",
-                                   f"compiled-speed-{platform.node()}.json")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
         json.dump({"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
