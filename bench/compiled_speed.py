@@ -20,7 +20,8 @@ Usage::
 Configurations: ``before`` (``--amortize 0 -j 1``: every case a fresh draw, one process, as
 fuzzkern ran until 2026-12-01), ``variants`` (``--amortize 1 -j 1``), ``procsN``
 (``--amortize 1 -j N``: N processes share the GPU, so N compilations run at once on the host's
-cores; ``procsN-aF``: with ``--amortize F``), ``warm-<config>`` (that configuration again on the cache the previous row left).
+cores; ``procsN-aF``: with ``--amortize F``), ``warm-<config>`` (that configuration again
+on the cache the previous row left).
 Prints a table and writes JSON (``--out``).
 """
 
