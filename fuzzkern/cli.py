@@ -130,8 +130,9 @@ def main() -> None:
               help="Write an HTML report here: per target, coverage heatmaps (dtype x layout x "
                    "size) and error distributions.")
 @click.option("-j", "--jobs", "jobs_text", default="auto", show_default=True,
-              help="Fuzz targets in N processes at once. auto: one per GPU with the compiled "
-                   "mode, else one per CPU core; 1 for budgets under a minute (starting a "
+              help="Fuzz targets in N processes at once. auto: with the compiled mode up to "
+                   "8 per GPU (one per two CPU cores: they compile at once while sharing the "
+                   "GPU), else one per CPU core; 1 for budgets under a minute (starting a "
                    "process costs seconds).")
 @click.option("--debug-kernels", is_flag=True,
               help="Launch with debug=True: device asserts and int32 overflow checks fire.")

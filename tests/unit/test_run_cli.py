@@ -165,7 +165,10 @@ def test_devices_merge_and_show_per_gpu_counts():
 
 
 def test_default_jobs():
-    assert schedule.default_jobs(("interpret", "compiled"), ["0", "1", "2"]) == 3
+    # compiled: several processes per GPU, one per two cores, at most 8 per GPU
+    assert schedule.default_jobs(("interpret", "compiled"), ["0", "1", "2"], cpus=6) == 3
+    assert schedule.default_jobs(("interpret", "compiled"), ["0", "1", "2"], cpus=24) == 12
+    assert schedule.default_jobs(("compiled",), ["0"], cpus=128) == 8
     assert schedule.default_jobs(("interpret",), []) == (os.cpu_count() or 1)
 
 
