@@ -50,6 +50,9 @@ _OPTIONS = {
     "--fuzzkern-max-failures": ("fuzzkern_max_failures", "N",
                                 "Distinct failures per fuzz item before it stops; fuzzing goes "
                                 "on after each one (default: 5)"),
+    "--fuzzkern-amortize": ("fuzzkern_amortize", "FACTOR",
+                            "Compiled mode: value variants after a case that compiled, for "
+                            "FACTOR times its compile time; 0 turns them off (default: 1)"),
     "--fuzzkern-modes": ("fuzzkern_modes", "MODES",
                          "Comma-separated modes: interpret, compiled (default: interpret, "
                          "plus compiled when CUDA is present)"),
@@ -90,6 +93,7 @@ class _Settings:
     max_examples: int | None = None
     max_examples_from_cli: bool = False
     max_failures: int | None = None
+    amortize: float | None = None
     modes: tuple[str, ...] | None = None
     modes_from_cli: bool = False
     seed: int | None = None
@@ -235,6 +239,8 @@ def _settings(config: pytest.Config) -> _Settings:
     s.max_failures, _ = _option(
         config, "fuzzkern_max_failures",
         lambda v, _: testing.check_positive_int("max_failures", _int(v)))
+    s.amortize, _ = _option(
+        config, "fuzzkern_amortize", lambda v, _: testing.check_amortize(v))
     s.modes, s.modes_from_cli = _option(
         config, "fuzzkern_modes", lambda v, _: testing.check_modes(v))
     s.seed, s.seed_from_cli = _option(
@@ -471,6 +477,8 @@ class FuzzkernItem(pytest.Item):
         }
         if s.max_failures is not None:
             kw["max_failures"] = s.max_failures
+        if s.amortize is not None:
+            kw["amortize"] = s.amortize
         # Hypothesis ignores the database of a seeded run (hypothesis.seed sets database=None):
         # don't open one, so a derandomized CI job does not even need the Redis server.
         kw["database"] = None if kw["seed"] is not None else state.database()

@@ -14,6 +14,7 @@ collecting, and the engine starts only when a test runs.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import unittest
@@ -67,6 +68,22 @@ def check_positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidArgument(f"Expected a positive integer but got {describe(name, value)}.")
     return value
+
+
+def check_amortize(value: Any) -> float:
+    """The ``--amortize`` factor: a number from 0 to 100.
+
+    >>> check_amortize("0.5")
+    0.5
+    """
+    try:
+        factor = float(value)
+    except (TypeError, ValueError):
+        factor = math.nan
+    if not (math.isfinite(factor) and 0 <= factor <= 100):
+        raise InvalidArgument(f"Expected a factor between 0 and 100 but got "
+                              f"{describe('amortize', value)}.")
+    return factor
 
 
 def fuzz_test(target: Target, *, budget: float | str | None = None,

@@ -60,6 +60,9 @@ def test_failures_exit_1(tmp_path):
     (["nowhere.py", "--budget", "5s"], "does not exist"),
     (["empty_dir", "--budget", "5s"], "no .py file defining"),
     (["--bogus"], "No such option"),
+    (["--budget", "5s", "--amortize", "-1"], "--amortize"),
+    (["--budget", "5s", "--amortize", "nan"], "--amortize"),
+    (["--budget", "5s", "--amortize", "lots"], "--amortize"),
 ])
 def test_usage_errors_exit_2_with_one_line(tmp_path, args, message):
     (tmp_path / "empty_dir").mkdir()
