@@ -9,8 +9,11 @@ For each built-in target, on one fixed set of cases (drawn by Hypothesis with a 
   comparison: under the interpreter without bounds checks (what ``TRITON_INTERPRET=1`` costs a
   user) for ``--modes interpret``; compiled on the GPU, inputs already there, synchronized
   after the launch, for ``--modes compiled``;
-- ``overhead``: worker / bare - 1 (goal <= 30% in the interpreter; a compiled launch takes
+- ``overhead``: worker / bare - 1 (goal <= 15% in the interpreter; a compiled launch takes
   tens of microseconds, so there the fixed cost of a case dominates);
+- ``stages_ms``: where the warm worker's time goes, mean ms per case and stage
+  (:mod:`fuzzkern.execution.stages`: decode, materialize, prepare, install, launch, checks,
+  reference, compare, encode, capture, ipc, other), printed as a second table;
 - ``fresh-process ms`` and ``speed-up``: a runner that starts a new Python process per case
   (import torch + triton each time, and CUDA's start-up in compiled mode) against the warm
   worker (goal >= 5x).
@@ -117,10 +120,13 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir):
         for c in cases:  # warm-up: AST rewrites, first-launch costs
             pool.run(lt.ref, c.to_json(), options, 120)
         worker_times = []
+        stage_seconds: dict[str, float] = {}
         for c in cases:
             start = time.perf_counter()
-            pool.run(lt.ref, c.to_json(), options, 120)
+            outcome = pool.run(lt.ref, c.to_json(), options, 120)
             worker_times.append(time.perf_counter() - start)
+            for name, seconds in outcome.timings.items():
+                stage_seconds[name] = stage_seconds.get(name, 0.0) + seconds
         opts = engine.CampaignOptions(budget=600, modes=tuple(modes), seed=0,
                                       max_examples=n_cases)
         start = time.perf_counter()
@@ -153,6 +159,10 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir):
         "bare_ms": round(bare_ms, 2),
         "overhead_pct": round(100 * (worker_ms / bare_ms - 1), 1),
         "fresh_process_ms": round(fresh_ms, 1),
+        # mean ms per case in each stage of the warm worker's round trip (exclusive times,
+        # fuzzkern.execution.stages); they add up to about worker_ms
+        "stages_ms": {name: round(1000 * seconds / len(cases), 3) for name, seconds
+                      in sorted(stage_seconds.items(), key=lambda kv: -kv[1])},
         "speedup_vs_fresh_process": round(fresh_ms / fresh_subset_worker_ms, 1)
         if fresh_subset_worker_ms else None,
     }
@@ -191,6 +201,14 @@ def main() -> None:
     for r in rows:
         table.add_row(*[str(r[c]) for c in cols])
     Console(width=160).print(table)
+    names = sorted({k for r in rows for k in r["stages_ms"]},
+                   key=lambda k: -sum(r["stages_ms"].get(k, 0.0) for r in rows))
+    stages_table = Table(title="warm worker: mean ms per case by stage")
+    for c in ["target", *names]:
+        stages_table.add_column(c, no_wrap=c == "target")
+    for r in rows:
+        stages_table.add_row(r["target"], *[f"{r['stages_ms'].get(k, 0.0):.3f}" for k in names])
+    Console(width=200).print(stages_table)
     meta = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()}"

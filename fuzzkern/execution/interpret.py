@@ -28,6 +28,7 @@ from fuzzkern.execution.launching import (
     storage_labels,
     unwrap,
 )
+from fuzzkern.execution.stages import stage
 from fuzzkern.judge.outcome import ModeResult
 
 #: dtypes the Triton interpreter cannot compute with (bf16 arithmetic runs on raw bit patterns,
@@ -57,26 +58,27 @@ def run_interpreted(run: Any) -> ModeResult:
         kernel_location,
     )
 
-    substituted: dict[str, str] = {}
-    tensors: dict[str, torch.Tensor] = {}
-    for name, t in run.base.items():
-        sub = INTERPRETER_SUBSTITUTES.get(t.dtype)
-        c = rebuild_like(t)
-        if sub is not None:
-            substituted[name] = str(t.dtype).replace("torch.", "")
-            c = _convert_keep_layout(c, sub)
-        tensors[name] = c
-    detail: dict[str, Any] = {}
-    if substituted:
-        detail["substituted"] = substituted
-    checks = checks_of(run.options, run.target)
-    before = ({name: hygiene.storage_bytes(t).clone() for name, t in tensors.items()}
-              if checks["mutation"] else None)
+    with stage("prepare"):
+        substituted: dict[str, str] = {}
+        tensors: dict[str, torch.Tensor] = {}
+        for name, t in run.base.items():
+            sub = INTERPRETER_SUBSTITUTES.get(t.dtype)
+            c = rebuild_like(t)
+            if sub is not None:
+                substituted[name] = str(t.dtype).replace("torch.", "")
+                c = _convert_keep_layout(c, sub)
+            tensors[name] = c
+        detail: dict[str, Any] = {}
+        if substituted:
+            detail["substituted"] = substituted
+        checks = checks_of(run.options, run.target)
+        before = ({name: hygiene.storage_bytes(t).clone() for name, t in tensors.items()}
+                  if checks["mutation"] else None)
     start = time.perf_counter()
     try:
         # numpy warns about overflow/NaN in kernels' arithmetic; values are judged by the
         # oracle, so the warnings are noise on the terminal
-        with np.errstate(all="ignore"), \
+        with np.errstate(all="ignore"), stage("launch"), \
                 poisoned_allocations(checks["poison"]) as allocations, \
                 interpreter_mode(
                     check_bounds=checks["bounds"],
@@ -120,8 +122,9 @@ def run_interpreted(run: Any) -> ModeResult:
                           seconds=time.perf_counter() - start)
     seconds = time.perf_counter() - start
     if before is not None:
-        run.storage_checks({n: (t, before[n], hygiene.storage_bytes(t))
-                             for n, t in tensors.items()}, detail)
+        with stage("checks"):
+            run.storage_checks({n: (t, before[n], hygiene.storage_bytes(t))
+                                 for n, t in tensors.items()}, detail)
     outputs = run._outputs(result, tensors)
     compared = run._compare("interpret", outputs, detail, seconds, substituted, allocations)
     return _judge_view_reads(compared, session)

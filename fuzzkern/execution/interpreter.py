@@ -72,6 +72,7 @@ from fuzzkern.errors import ForcedConfigError
 from fuzzkern.execution import fidelity as interp_fidelity
 from fuzzkern.execution.fidelity import FidelityInterpretedFunction
 from fuzzkern.execution.progress import LaunchMeter
+from fuzzkern.execution.stages import stage
 from fuzzkern.introspect import autotuner_classes, kernel_name
 
 __all__ = [
@@ -1065,7 +1066,8 @@ def interpreter_mode(*, check_bounds: bool = True, check_views: bool = True,
         if _STATE.depth == 0:
             _STATE.owner = threading.get_ident()
             try:
-                _install()
+                with stage("install"):
+                    _install()
             except BaseException:
                 _uninstall()
                 _STATE.owner = None
@@ -1081,7 +1083,8 @@ def interpreter_mode(*, check_bounds: bool = True, check_views: bool = True,
             _STATE.allocs = outer_allocs
             if _STATE.depth == 0:
                 try:
-                    session.leaked = _uninstall()
+                    with stage("install"):
+                        session.leaked = _uninstall()
                 finally:
                     _STATE.owner = None
     finally:

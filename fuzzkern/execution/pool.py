@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from fuzzkern.execution import progress
+from fuzzkern.execution import progress, stages
 from fuzzkern.execution.progress import PROGRESS_EVERY
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
 
@@ -228,6 +228,7 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     import fuzzkern.execution.runner  # noqa: F401  (imported once, before the first case)
 
     progress._channel = conn.send
+    capture = _Capture().start()
     while True:
         try:
             msg = conn.recv()
@@ -236,84 +237,129 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         if msg is None:
             return
         ref, case_json, options = msg
-        with _Capture() as captured:
-            result = run_case_or_harness_error(ref, case_json, options)
-        if captured.total:
-            result["output"] = captured.text()
-            result["output_bytes"] = captured.total
+        timer = stages.begin()
+        result = run_case_or_harness_error(ref, case_json, options)
+        with stages.stage("capture"):
+            text, total = capture.case_end()
+        if total:
+            result["output"] = text
+            result["output_bytes"] = total
+        result["timings"] = stages.finish(timer)
         conn.send(result)
 
 
 #: bytes of a case's stdout/stderr a worker keeps (the rest is counted, not kept)
 OUTPUT_LIMIT = 16 * 1024
+#: seconds a case's end waits for the drain thread to reach the case's end marker
+_DRAIN_WAIT = 5.0
 
 
 class _Capture:
     """Captures file descriptors 1 and 2 (Python's prints, C's printf, Triton's device_print)
-    while a case runs, through a pipe a thread drains: the first :data:`OUTPUT_LIMIT` bytes are
-    kept, the rest counted and dropped, so a kernel printing gigabytes neither floods the
-    terminal nor fills a disk."""
+    of a worker, case by case, through one pipe that a thread drains for the worker's whole
+    life: of each case, the first :data:`OUTPUT_LIMIT` bytes are kept, the rest counted and
+    dropped, so a kernel printing gigabytes neither floods the terminal nor fills a disk.
+
+    :meth:`start` redirects both descriptors once; :meth:`case_end` flushes the buffers,
+    writes an end marker (a random token of this worker) into the pipe and waits until the
+    thread reaches it: every byte before the marker is the case's. Nothing starts a thread
+    or reopens a pipe per case (that cost a warm worker about 0.5 ms a case). A descriptor
+    the case pointed elsewhere is pointed back at the pipe."""
 
     def __init__(self, limit: int = OUTPUT_LIMIT) -> None:
+        import threading
+
         self.limit = limit
+        self.marker = b"\0fuzzkern-case-end-" + os.urandom(12).hex().encode() + b"\0"
         self.kept = bytearray()
         self.total = 0
+        self._ended = threading.Event()
+        self._result: tuple[bytes, int] = (b"", 0)
+        self._write = -1
+        self._pipe: tuple[int, int] = (0, 0)
+        self._fflush: Any = None
 
-    def __enter__(self) -> _Capture:
-        import sys
+    def start(self) -> _Capture:
+        import ctypes
         import threading
+
+        try:
+            self._fflush = ctypes.CDLL(None).fflush  # C stdio buffers (printf from native code)
+        except Exception:  # pragma: no cover
+            self._fflush = None
+        self._flush()
+        r, w = os.pipe()
+        st = os.fstat(w)
+        self._pipe = (st.st_dev, st.st_ino)
+        self._write = w
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        threading.Thread(target=self._drain, args=(r,), daemon=True).start()
+        return self
+
+    def _flush(self) -> None:
+        import sys
 
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except Exception:  # pragma: no cover
                 pass
-        r, w = os.pipe()
-        self.saved = (os.dup(1), os.dup(2))
-        os.dup2(w, 1)
-        os.dup2(w, 2)
-        os.close(w)
-        self.thread = threading.Thread(target=self._drain, args=(r,), daemon=True)
-        self.thread.start()
-        return self
+        if self._fflush is not None:
+            try:
+                self._fflush(None)
+            except Exception:  # pragma: no cover
+                pass
+
+    def _take(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.limit - len(self.kept)
+        if room > 0:
+            self.kept += data[:room]
 
     def _drain(self, r: int) -> None:
+        marker = self.marker
+        pending = b""  # bytes that may begin a marker split across two reads
         try:
             while True:
                 chunk = os.read(r, 1 << 16)
                 if not chunk:
                     return
-                self.total += len(chunk)
-                room = self.limit - len(self.kept)
-                if room > 0:
-                    self.kept += chunk[:room]
+                data = pending + chunk if pending else chunk
+                while True:
+                    i = data.find(marker)
+                    if i < 0:
+                        break
+                    self._take(data[:i])
+                    self._result = (bytes(self.kept), self.total)
+                    self.kept = bytearray()
+                    self.total = 0
+                    self._ended.set()
+                    data = data[i + len(marker):]
+                keep = len(marker) - 1
+                self._take(data[:-keep] if len(data) > keep else b"")
+                pending = data[-keep:] if len(data) > keep else data
         finally:
             os.close(r)
 
-    def __exit__(self, *exc: Any) -> None:
-        import sys
-
-        for stream in (sys.stdout, sys.stderr):
+    def case_end(self) -> tuple[str, int]:
+        """What the case that just ended printed: (the kept bytes as text, bytes in all)."""
+        self._flush()
+        for fd in (1, 2):
             try:
-                stream.flush()
-            except Exception:  # pragma: no cover
-                pass
-        try:
-            import ctypes
-
-            ctypes.CDLL(None).fflush(None)  # C stdio buffers (printf from native code)
-        except Exception:  # pragma: no cover
-            pass
-        os.dup2(self.saved[0], 1)
-        os.dup2(self.saved[1], 2)
-        os.close(self.saved[0])
-        os.close(self.saved[1])
-        # the pipe's last write end is closed now, unless the case left a process or thread
-        # holding it: then what it printed so far is what there is
-        self.thread.join(1.0)
-
-    def text(self) -> str:
-        return bytes(self.kept).decode("utf-8", errors="replace")
+                st = os.fstat(fd)
+                moved = (st.st_dev, st.st_ino) != self._pipe
+            except OSError:  # the case closed it
+                moved = True
+            if moved:
+                os.dup2(self._write, fd)
+        self._ended.clear()
+        os.write(self._write, self.marker)
+        if self._ended.wait(_DRAIN_WAIT):
+            kept, total = self._result
+        else:  # pragma: no cover - the drain thread is stuck: what it saw so far
+            kept, total = bytes(self.kept), self.total
+        return kept.decode("utf-8", errors="replace"), total
 
 
 class Worker:
@@ -453,6 +499,9 @@ class WorkerPool:
                                seconds=now - start)
         worker.cases += 1
         outcome = Outcome.from_json(result)
+        if outcome.timings:  # what the worker did not measure: pickling, the pipe, waking up
+            outcome.timings["ipc"] = round(max(
+                0.0, time.monotonic() - start - sum(outcome.timings.values())), 6)
         last = outcome
         if "failed" in outcome.variants:  # the worker's last case was that variant
             last = Outcome.from_json(outcome.variants["failed"]["outcome"])

@@ -36,6 +36,7 @@ from fuzzkern.execution.launching import (
     as_outputs,
     short_traceback,
 )
+from fuzzkern.execution.stages import stage
 from fuzzkern.judge import oracle
 from fuzzkern.judge.conditioning import Evidence
 from fuzzkern.judge.outcome import Comparison, ModeResult, Outcome, Verdict
@@ -63,7 +64,8 @@ class _Run:
 
             self.base = tensors_from_storages(storages, case)
         else:
-            self.base = {name: materialize(tc) for name, tc in case.tensors.items()}
+            with stage("materialize"):
+                self.base = {name: materialize(tc) for name, tc in case.tensors.items()}
         self.scalars = case.scalars
         self._expected: tuple[Any, ...] | None = None
         self._magnitude: tuple[Any, ...] | None = None
@@ -178,7 +180,16 @@ class _Run:
                  seconds: float, substituted: Mapping[str, str],
                  allocations: Allocations | None = None,
                  allocated: set[int] | None = None) -> ModeResult:
-        expected = self.reference()
+        with stage("reference"):
+            expected = self.reference()
+        with stage("compare"):
+            return self._judge(mode, expected, outputs, detail, seconds, substituted,
+                               allocations, allocated)
+
+    def _judge(self, mode: str, expected: tuple[Any, ...] | None,
+               outputs: tuple[Any, ...] | None, detail: dict[str, Any], seconds: float,
+               substituted: Mapping[str, str], allocations: Allocations | None,
+               allocated: set[int] | None) -> ModeResult:
         if expected is None:
             if self._reference_error is not None:
                 e = self._reference_error
@@ -275,7 +286,8 @@ def run_case(target: Target, case: Case, options: Mapping[str, Any]) -> Outcome:
         elif mode == "compiled":
             from fuzzkern.execution.compiled import run_compiled
 
-            results[mode] = run_compiled(run)
+            with stage("compiled"):
+                results[mode] = run_compiled(run)
         else:  # pragma: no cover - validated by the CLI
             raise ValueError(f"unknown mode {mode!r}")
     if not results:
@@ -340,8 +352,9 @@ def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, 
     """Run one case; with ``options["variants"]`` (``{"share": F, "until": T}``) and a case
     that passed after compiling for C seconds, also its value variants for ``F * C`` seconds
     (never past the ``time.monotonic()`` instant ``T``), in the same round trip."""
-    target = _target(ref)
-    case = Case.from_json(case_json)
+    with stage("decode"):
+        target = _target(ref)
+        case = Case.from_json(case_json)
     outcome = run_case(target, case, options)
     plan = options.get("variants")
     if plan and not outcome.failed:
@@ -352,4 +365,5 @@ def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, 
         if seconds > 0:
             outcome.variants = run_variants(target, case, options, seconds,
                                             int(plan.get("most", MOST_VARIANTS)))
-    return outcome.to_json()
+    with stage("encode"):
+        return outcome.to_json()

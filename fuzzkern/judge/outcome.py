@@ -172,6 +172,10 @@ class Outcome:
     #: (:func:`fuzzkern.execution.runner.run_variants`): ``ran``, ``seconds``, ``verdicts``
     #: (verdict -> count) and, when one failed, ``failed``: its index and outcome (JSON)
     variants: dict[str, Any] = field(default_factory=dict)
+    #: seconds per stage of the round trip that produced this outcome
+    #: (:mod:`fuzzkern.execution.stages`): a measurement, not a result, so never in
+    #: :meth:`to_json` (corpus entries stay as they were); a worker sends it alongside
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -180,6 +184,7 @@ class Outcome:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        del d["timings"]
         if not d["variants"]:
             del d["variants"]  # the usual case; corpus entries stay as they were
         return d
@@ -204,4 +209,5 @@ class Outcome:
             d["verdict"], d.get("message", ""), modes, d.get("score", 0.0), d.get("seconds", 0.0),
             str(d.get("output", "") or ""), int(d.get("output_bytes", 0) or 0),
             bool(d.get("strict", False)), dict(d.get("variants") or {}),
+            dict(d.get("timings") or {}),
         )
