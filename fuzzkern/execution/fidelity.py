@@ -43,6 +43,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import operator
 import sys
 import types
 from collections.abc import Callable
@@ -570,10 +571,29 @@ def patches() -> list[tuple[Any, str, Any]]:
     if "value" not in vars(tl_core.dtype):
         out.append((tl_core.dtype, "value", property(_dtype_value)))
     for name, module in _LIBDEVICE.items():
-        for attr, member in list(vars(module).items()):
-            if attr.startswith("_") or not callable(member) or inspect.isclass(member):
-                continue
-            if getattr(member, "__module__", None) != name:
-                continue
-            out.append((module, attr, _libdevice_fn(attr)))
+        out.extend(_libdevice_patches(name, module))
     return out
+
+
+#: per libdevice module: its names and members when last scanned, and the patches found
+_SCANNED: dict[str, tuple[tuple[str, ...], tuple[Any, ...], list[tuple[Any, str, Any]]]] = {}
+
+
+def _libdevice_patches(name: str, module: types.ModuleType) -> list[tuple[Any, str, Any]]:
+    """The patches of a libdevice module's functions; the scan (several hundred members) is
+    redone only when the module's names or members changed since the last one."""
+    d = vars(module)
+    keys, values = tuple(d), tuple(d.values())
+    hit = _SCANNED.get(name)
+    if (hit is not None and hit[0] == keys
+            and all(map(operator.is_, hit[1], values))):
+        return hit[2]
+    found = []
+    for attr, member in zip(keys, values, strict=True):
+        if attr.startswith("_") or not callable(member) or inspect.isclass(member):
+            continue
+        if getattr(member, "__module__", None) != name:
+            continue
+        found.append((module, attr, _libdevice_fn(attr)))
+    _SCANNED[name] = (keys, values, found)
+    return found

@@ -49,6 +49,7 @@ import contextlib
 import dataclasses
 import inspect
 import linecache
+import operator
 import os
 import sys
 import threading
@@ -999,6 +1000,9 @@ def _uninstall() -> tuple[str, ...]:
     leaked = []
     for obj, snap in _STATE.snapshots:
         current = vars(obj)
+        if (len(current) == len(snap) and snap.keys() == current.keys()
+                and all(map(operator.is_, map(current.__getitem__, snap), snap.values()))):
+            continue  # the same names bound to the same objects (checked in C): as before
         for key, value in snap.items():
             if current.get(key, _MISSING) is not value:
                 setattr(obj, key, value)

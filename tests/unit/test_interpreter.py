@@ -200,6 +200,51 @@ def test_front_end_check_detects_a_leaked_language_patch():
     assert "tt.func" in _compile_row_stats()
 
 
+def test_what_a_block_leaves_changed_is_put_back_and_reported():
+    """The exit's safety net (a fast identity check of every watched namespace, then the
+    name-by-name walk only where something changed): a replaced function, a class attribute
+    added and a module attribute deleted inside the block are all undone and named."""
+    before = _snapshot()
+    original = tl_standard.sum
+    with interpreter_mode() as session:
+        tl_standard.sum = lambda *a, **k: None
+        tl_core.tensor.fuzzkern_test_added = 1
+        del tl_math.sqrt
+    assert tl_standard.sum is original
+    assert not hasattr(tl_core.tensor, "fuzzkern_test_added")
+    assert tl_math.sqrt is dict(before)[tl_math]["sqrt"]
+    assert set(session.leaked) >= {"triton.language.standard.sum", "tensor.fuzzkern_test_added "
+                                   "(added)", "triton.language.math.sqrt"}
+    _assert_restored(before)
+    with interpreter_mode() as clean:
+        pass
+    assert clean.leaked == ()
+
+
+def test_a_libdevice_function_added_later_is_interpreted_too():
+    """The libdevice scan is cached per module and redone when the module changes."""
+    from fuzzkern.execution import fidelity
+
+    name, module = next(iter(fidelity.libdevice_modules().items()))
+    first = [attr for obj, attr, _ in fidelity.patches() if obj is module]
+    assert first == [attr for obj, attr, _ in fidelity.patches() if obj is module]
+
+    def fuzzkern_test_fn(x):
+        return x
+
+    fuzzkern_test_fn.__module__ = name
+    module.fuzzkern_test_fn = fuzzkern_test_fn
+    try:
+        again = [attr for obj, attr, _ in fidelity.patches() if obj is module]
+        assert again == [*first, "fuzzkern_test_fn"]
+        with interpreter_mode():
+            assert module.fuzzkern_test_fn is not fuzzkern_test_fn
+        assert module.fuzzkern_test_fn is fuzzkern_test_fn
+    finally:
+        del module.fuzzkern_test_fn
+    assert [attr for obj, attr, _ in fidelity.patches() if obj is module] == first
+
+
 def test_exception_inside_kernel_leaves_triton_restored():
     run_interpreted(K.row_stats, torch.randn(2, 4))
     before = _snapshot()
