@@ -104,7 +104,10 @@ class CaseClock:
         elif kind == "progress":
             done, total, seconds, slowest = event[1:5]
             self.progress = (int(done), int(total), float(seconds), float(slowest))
-            self.progress_at = now
+            # a report may come late (from the worker's reporter thread): it says how long
+            # ago the state it reports was reached, the start of the current program
+            age = float(event[5]) if len(event) > 5 else 0.0
+            self.progress_at = now - max(0.0, age)
         elif kind == "launch":
             self.progress = None
 
@@ -239,6 +242,7 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         ref, case_json, options = msg
         timer = stages.begin()
         result = run_case_or_harness_error(ref, case_json, options)
+        progress.quiet()  # nothing reports on the channel while the result goes
         with stages.stage("capture"):
             text, total = capture.case_end()
         if total:

@@ -10,6 +10,7 @@ compile time does not count against the case's timeout.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,18 +24,24 @@ _channel: Callable[[Any], None] | None = None
 #: seconds spent compiling in this process (compile_phase), for the compiled mode's detail
 compile_seconds = 0.0
 _compiling = 0
+#: serializes the channel (the launch reporter thread sends too) and guards :data:`_live`
+_lock = threading.RLock()
+#: the interpreted launch running now, while a channel is set (see :class:`LaunchMeter`)
+_live: LaunchMeter | None = None
+_reporter: threading.Thread | None = None
 
 
 def notify(*event: Any) -> None:
     """Tell the parent waiting for this case something about it (see
     :class:`fuzzkern.execution.pool.CaseClock`):
-    ``("compile", True|False)``, ``("progress", done, total, seconds, slowest)``,
+    ``("compile", True|False)``, ``("progress", done, total, seconds, slowest, age)``,
     ``("launch", False)``. Does nothing outside a worker."""
     if _channel is not None:
-        try:
-            _channel(list(event))
-        except Exception:  # pragma: no cover - the parent is gone; the case's result will say
-            pass
+        with _lock:
+            try:
+                _channel(list(event))
+            except Exception:  # pragma: no cover - the parent is gone; the case's result will say
+                pass
 
 
 @contextmanager
@@ -57,32 +64,87 @@ def compile_phase() -> Iterator[None]:
 
 class LaunchMeter:
     """Measures an interpreted launch program by program (``begin`` at the grid's start,
-    ``tick`` as each program starts, ``end``) and reports progress to the parent at most every
-    :data:`PROGRESS_EVERY` seconds, and as soon as the first program finished."""
+    ``tick`` as each program starts, ``end``) and reports progress to the parent: at most
+    every :data:`PROGRESS_EVERY` seconds, and within :data:`PROGRESS_EVERY` of the first
+    program's end.
+
+    A launch that ends sooner sends nothing: most cases' launches take milliseconds, and a
+    message per launch (and the parent's wake-up for it) cost about a tenth of such a launch
+    on a busy two-core machine. Reports that are due while a program runs (the first one,
+    when a later program is stuck) come from a reporter thread of the worker, with the
+    ``age`` of the state they report (seconds since the current program started), so the
+    parent dates them as if sent then."""
 
     def __init__(self) -> None:
         self.total = 0
         self.started = 0
         self.t0 = self.prev = self.sent = 0.0
         self.slowest = 0.0
+        #: programs finished at the last report of this launch (-1: none sent)
+        self.reported = -1
 
     def begin(self, total: int) -> None:
-        self.total = max(0, int(total))
-        self.started = 0
-        self.t0 = self.prev = time.monotonic()
-        self.sent = 0.0
-        self.slowest = 0.0
+        global _live
+        now = time.monotonic()
+        with _lock:
+            self.total = max(0, int(total))
+            self.started = 0
+            self.t0 = self.prev = self.sent = now
+            self.slowest = 0.0
+            self.reported = -1
+            if _channel is not None:
+                _live = self
+                _start_reporter()
 
     def tick(self) -> None:
         now = time.monotonic()
-        if self.started:
-            self.slowest = max(self.slowest, now - self.prev)
-        self.prev = now
-        self.started += 1
+        with _lock:
+            if self.started:
+                self.slowest = max(self.slowest, now - self.prev)
+            self.prev = now
+            self.started += 1
+            if self.started >= 2 and now - self.sent >= PROGRESS_EVERY:
+                self._report(now)
+
+    def _report(self, now: float) -> None:
+        """Send the state as of the latest program start (call with :data:`_lock` held)."""
         done = self.started - 1
-        if done >= 1 and (done == 1 or now - self.sent >= PROGRESS_EVERY):
-            self.sent = now
-            notify("progress", done, self.total, now - self.t0, self.slowest)
+        self.sent = now
+        self.reported = done
+        notify("progress", done, self.total, self.prev - self.t0, self.slowest, now - self.prev)
+
+    def due(self) -> bool:
+        """Whether a finished program has not been reported yet (with :data:`_lock` held)."""
+        return self.started >= 2 and self.reported != self.started - 1
 
     def end(self) -> None:
-        notify("launch", False)
+        global _live
+        with _lock:
+            if _live is self:
+                _live = None
+            if self.reported >= 0:  # the parent holds this launch's progress: clear it
+                notify("launch", False)
+                self.reported = -1
+
+
+def quiet() -> None:
+    """No launch runs any more (nothing more is reported for it)."""
+    global _live
+    with _lock:
+        _live = None
+
+
+def _start_reporter() -> None:
+    global _reporter
+    if _reporter is None:
+        _reporter = threading.Thread(target=_report_loop, name="fuzzkern-progress", daemon=True)
+        _reporter.start()
+
+
+def _report_loop() -> None:
+    while True:
+        time.sleep(PROGRESS_EVERY / 2)
+        with _lock:
+            meter = _live
+            if meter is not None and meter.due():
+                meter._report(time.monotonic())

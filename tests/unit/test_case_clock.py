@@ -78,3 +78,13 @@ def test_a_finished_launch_is_no_evidence_of_progress():
     c.event(["progress", 5, 10, 0.5, 0.1], 0.5)
     c.event(["launch", False], 1.0)  # then the launcher does something else until 2 s
     assert c.check(2.1)[0] == "hang"
+
+
+def test_a_late_report_is_dated_by_its_age():
+    """A report the worker's reporter thread sends while a program runs says how long ago
+    that program started: the clock counts the stall from then, not from the report."""
+    c = CaseClock(timeout=2.0, start=0.0)
+    c.event(["progress", 2, 16, 0.01, 0.005, 0.11], 0.13)  # about the program's start: 0.02
+    verdict, message, detail = c.check(2.1)
+    assert verdict == "hang"
+    assert detail["stalled_seconds"] == pytest.approx(2.08)

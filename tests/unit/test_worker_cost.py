@@ -126,3 +126,33 @@ def test_stages_are_exclusive_and_nest():
     with stages.stage("untimed"):  # no timer running: nothing recorded, nothing raised
         pass
     assert "untimed" not in seconds
+
+
+def test_a_quick_launch_reports_nothing_and_a_stuck_one_is_reported_while_it_runs():
+    from fuzzkern.execution import progress
+
+    events: list[list[object]] = []
+    progress._channel = events.append
+    try:
+        meter = progress.LaunchMeter()
+        meter.begin(8)
+        for _ in range(8):  # eight programs in microseconds: no message at all
+            meter.tick()
+        meter.end()
+        assert events == []
+        meter.begin(8)
+        meter.tick()
+        time.sleep(0.01)
+        meter.tick()  # program 1 finished; program 2 then runs for 0.5 s (stuck, say)
+        time.sleep(0.5)
+        # the reporter thread reported program 1 done while program 2 ran, with its age
+        assert len(events) == 1, events
+        kind, done, total, seconds, slowest, age = events[0]
+        assert (kind, done, total) == ("progress", 1, 8)
+        assert 0.01 <= float(slowest) <= float(seconds) < 0.3
+        assert 0.0 < float(age) <= 0.5
+        meter.end()
+        assert events[-1] == ["launch", False]  # the parent drops this launch's progress
+    finally:
+        progress._channel = None
+        progress.quiet()
