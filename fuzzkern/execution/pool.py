@@ -49,6 +49,12 @@ COMPILE_TIMEOUT = 300.0
 #: an interpreted launch whose measured programs project past this many times the timeout is
 #: stopped as ``slow`` at once, without waiting for the timeout
 SLOW_EARLY_FACTOR = 2.0
+#: while fuzzing, one interpreted case may cost at most this fraction of its target's share of
+#: the budget (and at least :data:`COST_CAP_MIN` seconds): a case projected past that is
+#: stopped early as ``slow``, so the budget buys many cheap cases and some expensive ones, not
+#: a few that take minutes (``WorkerPool.run(cost_cap=...)``)
+COST_CAP_FRACTION = 0.25
+COST_CAP_MIN = 5.0
 #: at the timeout, a launch whose current program has run longer than this many times its
 #: slowest finished program (and longer than :data:`STALL_MIN` seconds or a quarter of the
 #: timeout, whichever is less) is stuck: ``hang``
@@ -83,6 +89,9 @@ class CaseClock:
     #: the value variant running now (:func:`fuzzkern.execution.runner.run_variants`), 0: the
     #: case itself
     variant: int = 0
+    #: seconds an interpreted launch may be projected to take before it is stopped as
+    #: ``slow`` (too expensive for the budget; :data:`COST_CAP_FRACTION`); None: no cap
+    cost_cap: float | None = None
 
     def event(self, event: Any, now: float) -> None:
         kind = event[0] if isinstance(event, (list, tuple)) and event else None
@@ -159,6 +168,13 @@ class CaseClock:
                         f"the interpreted launch would take past {SLOW_EARLY_FACTOR:g} times "
                         f"the timeout of {self.timeout:g} s ({self._cost()}); stopped after "
                         f"{ran:.1f} s: slow, not hung", detail)
+            if self.cost_cap is not None and ran + left > self.cost_cap:
+                detail["cost_cap"] = round(self.cost_cap, 3)
+                return (Verdict.SLOW,
+                        f"the interpreted launch would take about {ran + left:.1f} s, past "
+                        f"{self.cost_cap:.1f} s, the most one case may cost in this target's "
+                        f"share of the budget ({self._cost()}); stopped after {ran:.1f} s: "
+                        "slow, too expensive for the budget, not a failure", detail)
         if ran <= self.timeout:
             return None
         if p is not None and p[0] >= 1:
@@ -449,9 +465,11 @@ class WorkerPool:
             self.restarts += 1
 
     def run(self, ref: str, case_json: dict[str, Any], options: dict[str, Any],
-            timeout: float) -> Outcome:
+            timeout: float, cost_cap: float | None = None) -> Outcome:
+        """Run one case in the worker; ``cost_cap``: stop an interpreted launch projected past
+        that many seconds as ``slow`` (:attr:`CaseClock.cost_cap`)."""
         try:
-            return self._run(ref, case_json, options, timeout)
+            return self._run(ref, case_json, options, timeout, cost_cap)
         except StopTime:  # the worker is idle, or was killed with the case it ran
             raise
         except BaseException:
@@ -461,7 +479,7 @@ class WorkerPool:
             raise
 
     def _run(self, ref: str, case_json: dict[str, Any], options: dict[str, Any],
-             timeout: float) -> Outcome:
+             timeout: float, cost_cap: float | None = None) -> Outcome:
         if self.stop_at is not None and time.monotonic() >= self.stop_at:
             raise StopTime
         worker = self._get()
@@ -472,7 +490,7 @@ class WorkerPool:
             self.replace()
             worker = self._get()
             worker.conn.send((ref, case_json, options))
-        clock = CaseClock(timeout, self.compile_timeout, start)
+        clock = CaseClock(timeout, self.compile_timeout, start, cost_cap=cost_cap)
         while True:
             now = time.monotonic()
             wait = clock.wait(now)

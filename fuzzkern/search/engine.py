@@ -36,7 +36,13 @@ from hypothesis.database import ExampleDatabase
 
 from fuzzkern.case.model import Case
 from fuzzkern.errors import BudgetError
-from fuzzkern.execution.pool import COMPILE_TIMEOUT, StopTime, WorkerPool
+from fuzzkern.execution.pool import (
+    COMPILE_TIMEOUT,
+    COST_CAP_FRACTION,
+    COST_CAP_MIN,
+    StopTime,
+    WorkerPool,
+)
 from fuzzkern.judge.outcome import Outcome, Verdict
 from fuzzkern.judge.verdict import failure_key
 from fuzzkern.target.declare import Target
@@ -550,6 +556,9 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
         deadline = min(deadline, opts.stop_at)
         shrink_deadline = min(shrink_deadline, opts.stop_at)
     timeout = opts.timeout or target.timeout
+    # one drawn case may cost at most a quarter of the share: many cheap cases and some
+    # expensive ones, never a few that take minutes (fuzzkern.execution.pool.COST_CAP_FRACTION)
+    cost_cap = max(COST_CAP_MIN, COST_CAP_FRACTION * share)
     run_options = run_options_of(opts)
     last_failure: dict[str, tuple[Case, Outcome]] = {}
     known_keys = set(known)
@@ -569,15 +578,18 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
             return result
         known_keys.update(f.key for f in result.failures)
 
-    def run_case(case: Case, variants: bool = False) -> Outcome:
+    def run_case(case: Case, variants: bool = False, capped: bool = False) -> Outcome:
         """Run one case in a worker and count it in ``result``; with ``variants`` (compiled
         mode, ``opts.amortize``) the worker also runs value variants of it (:func:`explore`):
-        those that passed are counted here, a failing one is in ``outcome.variants``."""
+        those that passed are counted here, a failing one is in ``outcome.variants``. With
+        ``capped`` (drawn cases), an interpreted launch projected past ``cost_cap`` seconds
+        stops early as ``slow``."""
         options = run_options
         if variants:
             until = shrink_deadline if last_failure else deadline
             options = {**run_options, "variants": {"share": opts.amortize, "until": until}}
-        outcome = pool.run(lt.ref, case.to_json(), options, timeout)
+        outcome = pool.run(lt.ref, case.to_json(), options, timeout,
+                           cost_cap=cost_cap if capped else None)
         if outcome.variants:
             ran = int(outcome.variants.get("ran", 0))
             result.cases += ran
@@ -591,7 +603,8 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
     def explore(case: Case) -> tuple[int, Outcome]:
         """Run a drawn case with its value variants: which variant decides (the first that
         failed; 0: the case itself) and its outcome."""
-        outcome = run_case(case, variants=opts.amortize > 0 and "compiled" in opts.modes)
+        outcome = run_case(case, variants=opts.amortize > 0 and "compiled" in opts.modes,
+                           capped=True)
         failed = outcome.variants.get("failed")
         if failed is not None:
             k = int(failed["index"])
@@ -647,7 +660,7 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
                 k, outcome = explore(case)
             else:  # the body must now be a function of the drawn case alone (see below)
                 k = replaying[0]
-                outcome = run_case(case.variant(k))
+                outcome = run_case(case.variant(k), capped=True)
         except StopTime:  # the hard stop cut this case short: not a failure to keep
             if database is not None:
                 database.stopping = True

@@ -88,3 +88,20 @@ def test_a_late_report_is_dated_by_its_age():
     verdict, message, detail = c.check(2.1)
     assert verdict == "hang"
     assert detail["stalled_seconds"] == pytest.approx(2.08)
+
+
+def test_a_case_too_expensive_for_the_budget_stops_early_as_slow():
+    # a 60 s timeout, but the target's share allows one case 10 s at most
+    c = CaseClock(timeout=60.0, start=0.0, cost_cap=10.0)
+    c.event(["progress", 10, 100, 0.5, 0.06], 0.6)  # about 5 s in all: runs on
+    assert c.check(0.6) is None
+    c.event(["progress", 20, 400, 1.2, 0.07], 1.3)  # about 24 s in all: past the cap
+    verdict, message, detail = c.check(1.3)
+    assert verdict == "slow"
+    assert "past 10.0 s, the most one case may cost" in message
+    assert "too expensive for the budget, not a failure" in message
+    assert detail["cost_cap"] == 10.0
+    # without a cap the same launch runs on (24 s < twice the timeout)
+    free = CaseClock(timeout=60.0, start=0.0)
+    free.event(["progress", 20, 400, 1.2, 0.07], 1.3)
+    assert free.check(1.3) is None
