@@ -7,8 +7,9 @@ For each built-in target, on one fixed set of cases (drawn by Hypothesis with a 
   bounds checks, compare);
 - ``bare ms``: the same cases' launcher alone, in-process, without checks, reference or
   comparison: under the interpreter without bounds checks (what ``TRITON_INTERPRET=1`` costs a
-  user) for ``--modes interpret``; compiled on the GPU, inputs already there, synchronized
-  after the launch, for ``--modes compiled``;
+  user) for ``--modes interpret``; compiled on the GPU for ``--modes compiled``: inputs copied
+  to the GPU with their layouts, the launch, a sync, the outputs copied back (a bare launch +
+  sync + copy loop, warm: compilations happen in the warm-up pass);
 - ``overhead``: worker / bare - 1 (goal <= 15% in the interpreter; a compiled launch takes
   tens of microseconds, so there the fixed cost of a case dominates);
 - ``stages_ms``: where the warm worker's time goes, mean ms per case and stage
@@ -84,19 +85,21 @@ def one_pass():
         tensors = {}
         for name, tc in case.tensors.items():
             t = materialize(tc)
-            if mode == "compiled":
-                t = rebuild_like(t, "cuda")
-            elif t.dtype in INTERPRETER_SUBSTITUTES:
+            if mode != "compiled" and t.dtype in INTERPRETER_SUBSTITUTES:
                 t = _convert_keep_layout(t, INTERPRETER_SUBSTITUTES[t.dtype])
             tensors[name] = t
-        if mode == "compiled":
-            torch.cuda.synchronize()
         start = time.perf_counter()
         try:
             if mode == "compiled":
+                # a bare launch + sync + copy loop: inputs copied to the GPU with their layouts,
+                # the launch, a sync, the outputs copied back
+                on_gpu = {n: rebuild_like(t, "cuda") for n, t in tensors.items()}
                 with forced_configs(dict(case.configs)):
-                    call_with(target.launcher, {**case.scalars, **tensors})
+                    out = call_with(target.launcher, {**case.scalars, **on_gpu})
                     torch.cuda.synchronize()
+                for o in (out if isinstance(out, (tuple, list)) else (out,)):
+                    if isinstance(o, torch.Tensor):
+                        o.cpu()
             else:
                 with np.errstate(all="ignore"), interpreter_mode(check_bounds=False,
                                                                  configs=dict(case.configs)):
