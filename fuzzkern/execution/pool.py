@@ -168,10 +168,13 @@ class CaseClock:
                         f"the interpreted launch would take past {SLOW_EARLY_FACTOR:g} times "
                         f"the timeout of {self.timeout:g} s ({self._cost()}); stopped after "
                         f"{ran:.1f} s: slow, not hung", detail)
-            if self.cost_cap is not None and ran + left > self.cost_cap:
+            # projected from the last report, not from now: a program that stops finishing
+            # is a hang at the timeout, not a case the cap stops
+            projected = self.ran(self.progress_at) + left
+            if self.cost_cap is not None and projected > self.cost_cap:
                 detail["cost_cap"] = round(self.cost_cap, 3)
                 return (Verdict.SLOW,
-                        f"the interpreted launch would take about {ran + left:.1f} s, past "
+                        f"the interpreted launch would take about {projected:.1f} s, past "
                         f"{self.cost_cap:.1f} s, the most one case may cost in this target's "
                         f"share of the budget ({self._cost()}); stopped after {ran:.1f} s: "
                         "slow, too expensive for the budget, not a failure", detail)

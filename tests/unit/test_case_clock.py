@@ -105,3 +105,11 @@ def test_a_case_too_expensive_for_the_budget_stops_early_as_slow():
     free = CaseClock(timeout=60.0, start=0.0)
     free.event(["progress", 20, 400, 1.2, 0.07], 1.3)
     assert free.check(1.3) is None
+
+
+def test_a_stuck_program_is_a_hang_under_a_cost_cap_too():
+    c = CaseClock(timeout=20.0, start=0.0, cost_cap=5.0)
+    c.event(["progress", 5, 10, 0.5, 0.1], 0.6)  # about 1 s in all, then nothing more
+    assert c.check(4.0) is None and c.check(15.0) is None  # no cap: the projection is 1 s
+    verdict, _, detail = c.check(20.7)
+    assert verdict == "hang" and "cost_cap" not in detail
