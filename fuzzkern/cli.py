@@ -211,9 +211,12 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     if max_failures < 1:
         raise click.BadParameter(f"expected a number of failures >= 1, got {max_failures}",
                                  param_hint="--max-failures")
-    if not (math.isfinite(amortize) and 0 <= amortize <= 100):
-        raise click.BadParameter(f"expected a factor between 0 and 100, got {amortize:g}",
-                                 param_hint="--amortize")
+    from fuzzkern.testing import check_amortize
+
+    try:
+        check_amortize(amortize)
+    except FuzzkernError as e:
+        raise click.BadParameter(str(e), param_hint="--amortize") from None
     if repeat_compiled > 1 and "compiled" not in modes:
         _fail_usage("--repeat-compiled compares repeated runs of the compiled kernel and needs "
                     "the compiled mode (a CUDA GPU); the interpreter runs programs one after "

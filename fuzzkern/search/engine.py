@@ -34,7 +34,7 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis.database import ExampleDatabase
 
-from fuzzkern.case.model import Case
+from fuzzkern.case.model import Case, TensorCase
 from fuzzkern.errors import BudgetError
 from fuzzkern.execution.pool import (
     COMPILE_TIMEOUT,
@@ -472,11 +472,9 @@ def specialization_classes(case: Case) -> set[str]:
     out = set()
     for t in case.tensors.values():
         out.add(f"dtype:{t.dtype}")
-        itemsize = _ITEMSIZE.get(t.dtype, 4)
-        out.add("ptr:16B-aligned" if (t.storage_offset * itemsize) % 16 == 0 else "ptr:misaligned")
+        out.add("ptr:16B-aligned" if _aligned(t) else "ptr:misaligned")
         for st in t.strides:
-            out.add("stride:0" if st == 0 else "stride:1" if st == 1 else
-                    "stride:%16" if st % 16 == 0 else "stride:other")
+            out.add(f"stride:{_stride_class(st)}")
         for n in t.shape:
             out.add(_int_class(n, "dim"))
     for v in case.scalars.values():
@@ -496,16 +494,24 @@ def specialization_key(case: Case) -> str:
     specialization classes found) per minute."""
     parts: list[Any] = []
     for name, v in case.inputs.items():
-        if hasattr(v, "shape"):
-            itemsize = _ITEMSIZE.get(v.dtype, 4)
-            parts.append((name, v.dtype, (v.storage_offset * itemsize) % 16 == 0,
+        if isinstance(v, TensorCase):
+            parts.append((name, v.dtype, _aligned(v),
                           tuple((_int_class(n, "d"), _pow2(n)) for n in v.shape),
-                          tuple("0" if st == 0 else "1" if st == 1 else
-                                "16" if st % 16 == 0 else "x" for st in v.strides)))
+                          tuple(_stride_class(st) for st in v.strides)))
         elif isinstance(v, int) and not isinstance(v, bool):
             parts.append((name, _int_class(v, "i"), _pow2(v)))
     parts.append(tuple(sorted(case.configs.items())))
     return hashlib.blake2b(repr(parts).encode(), digest_size=6).hexdigest()
+
+
+def _aligned(t: TensorCase) -> bool:
+    """Whether the view's first element is 16-byte aligned (Triton specializes on it)."""
+    return (t.storage_offset * _ITEMSIZE.get(t.dtype, 4)) % 16 == 0
+
+
+def _stride_class(stride: int) -> str:
+    return ("0" if stride == 0 else "1" if stride == 1 else
+            "%16" if stride % 16 == 0 else "other")
 
 
 def _pow2(n: int) -> int:
