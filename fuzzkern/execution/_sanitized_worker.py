@@ -51,7 +51,6 @@ def main() -> None:
             break
         ref, case_json, options = msg
         result = run_case_or_harness_error(ref, case_json, options)
-        progress.quiet()  # nothing reports on the protocol while the result goes
         protocol.write(json.dumps(result, default=str) + "\n")
         protocol.flush()
 

@@ -261,7 +261,6 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         ref, case_json, options = msg
         timer = stages.begin()
         result = run_case_or_harness_error(ref, case_json, options)
-        progress.quiet()  # nothing reports on the channel while the result goes
         with stages.stage("capture"):
             text, total = capture.case_end()
         if total:
@@ -574,7 +573,8 @@ class WorkerPool:
 
 def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[str, Any]:
     """One case's outcome as JSON; a failure of the harness itself is an ``error`` outcome
-    too, never silence."""
+    too, never silence. Afterwards nothing reports progress on the channel any more, so the
+    outcome is the next thing the parent reads."""
     from fuzzkern.execution.runner import run_case_json
 
     try:
@@ -585,3 +585,5 @@ def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[st
             f"fuzzkern worker error: {type(e).__name__}: {e}",
             {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
         ).to_json()
+    finally:
+        progress.quiet()
