@@ -126,7 +126,6 @@ class _Run:
         """What the reference says about this input's conditioning (oracle rules 8 and 9),
         computed lazily by the oracle only for a comparison that fails the plain tolerance."""
         if self._evidence is None and self.target.upcast and self._expected is not None:
-            values = self._reference_inputs()
             dtypes: dict[str, torch.dtype] = {n: t.dtype for n, t in self.base.items()}
             for name, v in self.scalars.items():
                 if isinstance(v, float):
@@ -138,7 +137,8 @@ class _Run:
 
             reduction = (self.case.dims.get(self.target.reduction)
                          if self.target.reduction else None)
-            self._evidence = Evidence(call, values, dtypes, native=self.native_reference,
+            self._evidence = Evidence(call, self._reference_inputs, dtypes,
+                                      native=self.native_reference,
                                       reduction=reduction, dims=self.case.dims,
                                       expected=self._expected)
         return self._evidence

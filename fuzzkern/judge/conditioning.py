@@ -112,20 +112,24 @@ class Evidence:
     """Lazily computed facts about the reference at one case (see the module docstring).
 
     ``reference(values)`` returns the reference's outputs as a tuple (or None); ``values`` are
-    the inputs as the reference receives them (float64 CPU copies of the tensors, scalars);
+    the inputs as the reference receives them (float64 CPU copies of the tensors, scalars), or
+    a function returning them, called on first use;
     ``dtypes`` gives each input's own dtype (Python floats: float32, as a kernel receives them;
     inputs that are not floating point are left out). ``native()`` returns the reference on the
     inputs' own dtypes. ``reduction`` is the declared reduction length (None: infer from
     ``dims``). ``expected``: the reference's outputs at ``values``, when already computed.
     """
 
-    def __init__(self, reference: Reference, values: Mapping[str, Any],
+    def __init__(self, reference: Reference,
+                 values: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
                  dtypes: Mapping[str, torch.dtype], *,
                  native: Callable[[], tuple[Any, ...] | None] | None = None,
                  reduction: int | None = None, dims: Mapping[str, int] | None = None,
                  expected: tuple[Any, ...] | None = None, seed: int = 0) -> None:
         self._reference = reference
-        self._values = dict(values)
+        #: the values, or what makes them (made on first use: most comparisons pass without)
+        self._source = values
+        self._made: dict[str, Any] | None = None
         self._dtypes = {k: d for k, d in dtypes.items() if d.is_floating_point}
         self._native_fn = native
         self.reduction = reduction
@@ -134,6 +138,13 @@ class Evidence:
         self._cache: dict[str, Any] = {} if expected is None else {"expected": expected}
         #: reference calls made so far (reported by the benchmarks)
         self.calls = 0
+
+    @property
+    def _values(self) -> dict[str, Any]:
+        if self._made is None:
+            src = self._source
+            self._made = dict(src() if callable(src) else src)
+        return self._made
 
     @property
     def has_native(self) -> bool:

@@ -1,0 +1,101 @@
+"""The oracle's all-finite fast path (numpy) against its general path (torch): the same
+verdicts and figures, bit for bit, on every float dtype, near the formats' edges."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fuzzkern.judge import oracle
+
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
+DTYPES += [d for d in (getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None))
+           if d is not None]
+
+
+def _edge_values(dtype: torch.dtype) -> list[float]:
+    f = oracle.float_format(dtype)
+    tiny = 2.0 ** f.emin
+    sub = 2.0 ** (f.emin - f.mantissa)
+    return [0.0, -0.0, sub, -sub, sub * 1.5, tiny, tiny * (1 - 2.0**-20), f.max, -f.max,
+            f.max * (1 + 2.0**-(f.mantissa + 1)), f.max * 1.5, 1.0, 1.0 + 2.0**-(f.mantissa + 1),
+            2.0 - 2.0**-(f.mantissa + 2), 3.0, 1e-3, 123.456, math.inf, -math.inf, math.nan]
+
+
+@st.composite
+def pairs(draw):
+    dtype = draw(st.sampled_from(DTYPES))
+    n = draw(st.integers(0, 12))
+    edges = _edge_values(dtype)
+    ref = draw(st.lists(st.one_of(st.sampled_from(edges),
+                                  st.floats(-1e6, 1e6, allow_nan=False, width=64)),
+                        min_size=n, max_size=n))
+    x = torch.tensor(ref, dtype=torch.float64)
+    # outputs: the reference in the output dtype, nudged, sometimes replaced by an edge value
+    out = x.to(torch.float64).clone()
+    for i in range(n):
+        kind = draw(st.integers(0, 3))
+        if kind == 1:
+            out[i] = out[i] * (1 + draw(st.floats(-1e-2, 1e-2)))
+        elif kind == 2:
+            out[i] = draw(st.sampled_from(edges))
+    out = oracle.round_to(out, dtype).to(dtype) if n else out.to(dtype)
+    rtol = draw(st.sampled_from([0.0, 1e-6, 1e-3, 0.25]))
+    atol = draw(st.sampled_from([0.0, 1e-9, 1e-5]))
+    mag = x.abs() * draw(st.sampled_from([0.0, 1.0, 10.0])) if draw(st.booleans()) else None
+    extra = torch.full_like(x, draw(st.sampled_from([0.0, 1e-4, 1.0]))) \
+        if draw(st.booleans()) else None
+    equal_nan = draw(st.booleans())
+    return out, x, mag, rtol, atol, draw(st.integers(1, 4096)), equal_nan, extra
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck),
+          database=None)
+@given(pairs())
+def test_fast_path_matches_general_path(args):
+    out, x, mag, rtol, atol, r, equal_nan, extra = args
+    general = oracle._check_float(out, x, mag, rtol, atol, r, equal_nan, extra, fast=False)
+    fast = oracle._check_float(out, x, mag, rtol, atol, r, equal_nan, extra)
+    assert torch.equal(fast.mismatch, general.mismatch)
+    assert torch.equal(fast.nonfinite, general.nonfinite)
+    for a, b in ((fast.abs_err, general.abs_err), (fast.rel_err, general.rel_err),
+                 (fast.ulp_err, general.ulp_err)):
+        assert _same(a, b), (a, b)
+    assert torch.equal(fast.got, general.got) or torch.allclose(
+        fast.got, general.got, equal_nan=True, rtol=0, atol=0)
+    assert fast.ratio is not None and general.ratio is not None
+    assert torch.allclose(fast.ratio, general.ratio, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fast_path_is_taken_when_everything_is_finite(dtype):
+    x = torch.tensor([0.0, 1.0, -2.5, 1e-3], dtype=torch.float64)
+    out = oracle.round_to(x, dtype).to(dtype)
+    assert oracle._check_float_finite(out, x, None, 1e-3, 1e-5, 1, None) is not None
+    # a non-finite reference or output leaves it to the general path
+    assert oracle._check_float_finite(out, torch.tensor([math.nan, 1.0, 0.0, 0.0],
+                                                        dtype=torch.float64),
+                                      None, 1e-3, 1e-5, 1, None) is None
+    if dtype not in (getattr(torch, "float8_e4m3fn", None),):
+        bad = out.clone()
+        bad[0] = math.inf
+        assert oracle._check_float_finite(bad, x, None, 1e-3, 1e-5, 1, None) is None
+
+
+def test_fast_path_reports_the_mismatch_it_finds():
+    x = torch.linspace(-1, 1, 64, dtype=torch.float64)
+    out = x.to(torch.float32)
+    out[17] += 1e-3
+    c = oracle.compare(out, x)
+    assert not c.ok and c.mismatched == 1 and c.first[0].index == (17,)
+    assert c.max_abs_error == pytest.approx(1e-3, rel=1e-3)
+    assert np.isfinite(c.bound_ratio) and c.bound_ratio > 1
