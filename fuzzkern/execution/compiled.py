@@ -51,6 +51,7 @@ import torch
 from fuzzkern.case.model import rebuild_like
 from fuzzkern.execution import hygiene
 from fuzzkern.execution.hygiene import Allocations
+from fuzzkern.execution.stages import stage
 from fuzzkern.judge.outcome import ModeResult
 
 os.environ.setdefault("TRITON_F32_DEFAULT", "ieee")
@@ -334,8 +335,9 @@ def run_on_device(run: Any, device: Any, *, name: str | None = None,
                           detail=info, seconds=seconds)
 
     try:
-        inputs = copy_inputs(run.base, device, guard)
-        sync()
+        with stage("copy"):
+            inputs = copy_inputs(run.base, device, guard)
+            sync()
     except Exception as e:
         poisoned = is_device_fault(e)
         return ModeResult("compiled", "crash" if poisoned else "error",
@@ -343,12 +345,15 @@ def run_on_device(run: Any, device: Any, *, name: str | None = None,
                           detail={**detail, "poisoned": poisoned, "stage": "copy to device"})
     start = time.perf_counter()
     try:
-        result, allocations = launch(inputs)
+        with stage("launch"):
+            result, allocations = launch(inputs)
         seconds = time.perf_counter() - start
         outs = outputs_of(result, inputs)
         allocated = allocations.indices_of(outs)
-        _record_hygiene(run, inputs, allocations, outs, checks, detail)
-        outputs = _to_cpu(outs)
+        with stage("checks"):
+            _record_hygiene(run, inputs, allocations, outs, checks, detail)
+        with stage("copy"):
+            outputs = _to_cpu(outs)
     except Exception as e:
         return failed(e, time.perf_counter() - start, "launch", captured["text"])
 
