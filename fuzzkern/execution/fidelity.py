@@ -563,6 +563,17 @@ def _dtype_value(self: Any) -> Any:
 
 def patches() -> list[tuple[Any, str, Any]]:
     """(object, attribute, value) to set while interpreter mode is active."""
+    out, modules = grouped_patches()
+    for module, values in modules:
+        out.extend((module, k, v) for k, v in values.items())
+    return out
+
+
+def grouped_patches() -> tuple[list[tuple[Any, str, Any]],
+                               list[tuple[types.ModuleType, dict[str, Any]]]]:
+    """:func:`patches` as (object, attribute, value) triples plus, per libdevice module, the
+    module and ``{name: replacement}`` (several hundred names each: installed as one update of
+    the module's ``__dict__``)."""
     out: list[tuple[Any, str, Any]] = [
         (_interp, "_implicit_cvt", implicit_cvt),
         (_interp.InterpreterBuilder, "create_extern_elementwise", create_extern_elementwise),
@@ -570,30 +581,29 @@ def patches() -> list[tuple[Any, str, Any]]:
     ]
     if "value" not in vars(tl_core.dtype):
         out.append((tl_core.dtype, "value", property(_dtype_value)))
-    for name, module in _LIBDEVICE.items():
-        out.extend(_libdevice_patches(name, module))
-    return out
+    modules = [(module, _libdevice_patches(name, module)) for name, module in _LIBDEVICE.items()]
+    return out, [(m, values) for m, values in modules if values]
 
 
 #: per libdevice module: its names and members when last scanned, and the patches found
-_SCANNED: dict[str, tuple[tuple[str, ...], tuple[Any, ...], list[tuple[Any, str, Any]]]] = {}
+_SCANNED: dict[str, tuple[tuple[str, ...], tuple[Any, ...], dict[str, Any]]] = {}
 
 
-def _libdevice_patches(name: str, module: types.ModuleType) -> list[tuple[Any, str, Any]]:
-    """The patches of a libdevice module's functions; the scan (several hundred members) is
-    redone only when the module's names or members changed since the last one."""
+def _libdevice_patches(name: str, module: types.ModuleType) -> dict[str, Any]:
+    """The replacements of a libdevice module's functions, by name; the scan (several hundred
+    members) is redone only when the module's names or members changed since the last one."""
     d = vars(module)
     keys, values = tuple(d), tuple(d.values())
     hit = _SCANNED.get(name)
     if (hit is not None and hit[0] == keys
             and all(map(operator.is_, hit[1], values))):
         return hit[2]
-    found = []
+    found = {}
     for attr, member in zip(keys, values, strict=True):
         if attr.startswith("_") or not callable(member) or inspect.isclass(member):
             continue
         if getattr(member, "__module__", None) != name:
             continue
-        found.append((module, attr, _libdevice_fn(attr)))
+        found[attr] = _libdevice_fn(attr)
     _SCANNED[name] = (keys, values, found)
     return found

@@ -947,6 +947,20 @@ def _set(obj: Any, name: str, value: Any) -> None:
     setattr(obj, name, value)
 
 
+def _set_module(module: types.ModuleType, values: dict[str, Any]) -> None:
+    """:func:`_set` for many names of ``module`` at once (one update of its ``__dict__``;
+    the libdevice modules take several hundred per install), recorded as one entry
+    ``(module, "", {name: previous value})``."""
+    d = vars(module)
+    try:
+        before = dict(zip(values, operator.itemgetter(*values)(d), strict=True)) \
+            if len(values) > 1 else {k: d[k] for k in values}
+    except KeyError:  # a name the module does not have (yet): removed again on uninstall
+        before = {k: d.get(k, _MISSING) for k in values}
+    _STATE.patched.append((module, "", before))
+    d.update(values)
+
+
 def _install() -> None:
     _STATE.snapshots = [(obj, dict(vars(obj))) for obj in _SNAPSHOT_TARGETS]
     _set(JITFunction, "run", _jit_run)
@@ -961,8 +975,11 @@ def _install() -> None:
     _set(_Builder, "set_grid_idx", _set_grid_idx)
     for name, fn in _BUILDER_PATCHES:
         _set(_Builder, name, fn)
-    for obj, name, value in interp_fidelity.patches():
+    singles, modules = interp_fidelity.grouped_patches()
+    for obj, name, value in singles:
         _set(obj, name, value)
+    for module, values in modules:
+        _set_module(module, values)
     if _NEEDS_INDEX_FIX:
         _set(_interp, "_patch_lang_tensor", _patch_lang_tensor)
     if _NEEDS_REDUCE_FIX:
@@ -979,7 +996,14 @@ def _install() -> None:
 def _uninstall() -> tuple[str, ...]:
     while _STATE.patched:
         obj, name, orig = _STATE.patched.pop()
-        if orig is _MISSING:
+        if name == "":  # a module's names, set by _set_module
+            d = vars(obj)
+            if _MISSING in orig.values():
+                for k in [k for k, v in orig.items() if v is _MISSING]:
+                    d.pop(k, None)
+                orig = {k: v for k, v in orig.items() if v is not _MISSING}
+            d.update(orig)
+        elif orig is _MISSING:
             delattr(obj, name)
         else:
             setattr(obj, name, orig)

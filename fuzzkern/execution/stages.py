@@ -6,8 +6,9 @@ mutation check), ``install`` (fuzzkern's interpreter patches put in and taken ou
 (the launcher under the interpreter, bounds and view checks included), ``checks`` (storages
 compared after the launch), ``reference`` (the float64 reference), ``compare`` (the oracle),
 ``compiled`` (the rest of the compiled mode; its ``copy`` to and from the GPU, ``launch`` with
-its synchronization and ``checks`` of red zones and inputs count as those stages), ``encode`` (the outcome's JSON), ``capture`` (the
-output capture around the case) and ``other`` (the rest). The parent adds ``ipc``: its round
+its synchronization and ``checks`` of red zones and inputs count as those stages), ``encode``
+(the outcome's JSON), ``capture`` (the output capture around the case) and ``other`` (the
+rest). The parent adds ``ipc``: its round
 trip less the worker's time (pickling, the pipe, waking up, reading the outcome back).
 
 Times are exclusive (a stage entered inside another pauses it) and cost two
