@@ -301,6 +301,10 @@ class _State:
         self.allocs: list[_Allocation] | None = None
         self.options_on: Any = None
         self.options_off: Any = None
+        #: language modules (ids) patched by the open _patch_lang scopes, innermost last
+        self.langs: list[frozenset[int]] = []
+        #: per open _patch_lang scope: helper scopes kept open until it closes
+        self.held: list[list[Any]] = []
 
     @property
     def session(self) -> InterpreterSession:
@@ -331,6 +335,7 @@ _ORIG_AUTOTUNER_RUN = Autotuner.run
 _ORIG_GRID_CALL = _interp.GridExecutor.__call__
 _ORIG_INIT_ARGS_HST = _interp.GridExecutor._init_args_hst
 _ORIG_PATCH_LANG_TENSOR = _interp._patch_lang_tensor
+_ORIG_PATCH_LANG = _interp._patch_lang
 _Builder = _interp.InterpreterBuilder
 _TensorDescriptor = _interp.TensorDescriptor
 
@@ -432,11 +437,58 @@ def _jit_call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
     if positions or names:  # plain ints and floats get the .value compiled constexprs have
         args = tuple(_as_constexpr(a) if i in positions else a for i, a in enumerate(args))
         kwargs = {k: _as_constexpr(v) if k in names else v for k, v in kwargs.items()}
+    if _STATE.langs:
+        # Inside a launch. Patching the language modules again for every call (several
+        # hundred attributes through inspect.getmembers, a third of an interpreted launch that
+        # calls helpers in each program) would only wrap the patched builtins over themselves:
+        # a helper whose modules the launch has not patched (tl.standard's see
+        # triton.language.core) patches them once, kept until the launch ends.
+        if not _langs_of(self.fn) <= _STATE.langs[-1]:
+            scope = _interp._patch_lang(self.fn)
+            _STATE.held[-2].append(scope)
+        return fn(*args, **kwargs)
     scope = _interp._patch_lang(self.fn)
     try:
         return fn(*args, **kwargs)
     finally:
         scope.restore()
+
+
+#: per Python function: ids of the language modules its globals hold (what Triton's
+#: ``_patch_lang`` patches for it: ``triton.language`` and ``triton.language.core``)
+_LANGS: dict[Any, frozenset[int]] = {}
+
+
+def _langs_of(fn: Any) -> frozenset[int]:
+    langs = _LANGS.get(fn)
+    if langs is None:
+        langs = _LANGS[fn] = frozenset(
+            id(v) for v in list(getattr(fn, "__globals__", {}).values())
+            if v is tl or v is tl_core)
+    return langs
+
+
+def _patch_lang(fn: Any) -> Any:
+    """Triton's ``_patch_lang``, recording which language modules stay patched until the
+    scope it returns is restored (see :func:`_jit_call`)."""
+    scope = _ORIG_PATCH_LANG(fn)
+    if _STATE.mine():
+        outer = _STATE.langs[-1] if _STATE.langs else frozenset()
+        _STATE.langs.append(outer | _langs_of(fn))
+        held: list[Any] = []
+        _STATE.held.append(held)
+        restore = scope.restore
+
+        def restore_all() -> None:
+            while held:  # helper scopes opened inside this one, innermost first
+                held.pop().restore()
+            restore()
+            if _STATE.langs:
+                _STATE.langs.pop()
+                _STATE.held.pop()
+
+        scope.restore = restore_all
+    return scope
 
 
 def _jit_get(self: JITFunction, obj: Any, objtype: Any = None) -> Any:
@@ -970,6 +1022,8 @@ def _install() -> None:
     for cls in _STATE.autotuner_runs:
         _set(cls, "run", _autotuner_run)
     _set(_interp.GridExecutor, "__call__", _grid_call)
+    _set(_interp, "_patch_lang", _patch_lang)
+    _STATE.langs, _STATE.held = [], []
     _set(_interp.GridExecutor, "_init_args_hst", _init_args_hst)
     _set(_Builder, "set_grid_dim", _set_grid_dim)
     _set(_Builder, "set_grid_idx", _set_grid_idx)
@@ -1020,6 +1074,7 @@ def _uninstall() -> tuple[str, ...]:
             at.best_config = best
     _STATE.autotuners.clear()
     _STATE.allocs = None
+    _STATE.langs, _STATE.held = [], []
     # Safety net: anything else Triton left changed (e.g. a leaked language patch) goes back.
     leaked = []
     for obj, snap in _STATE.snapshots:

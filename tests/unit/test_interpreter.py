@@ -692,3 +692,33 @@ def test_a_libdevice_name_imported_in_interpreter_mode_still_compiles(tmp_path, 
                       {"BLOCK": 16})
     assert "__nv_rsqrtf" in ttir
     sys.modules.pop("lazy_rsqrt_kernels", None)
+
+
+def test_language_patches_are_made_once_per_launch_not_once_per_helper_call(monkeypatch):
+    """A kernel calling a @jit helper and tl.standard reductions in each of its programs:
+    Triton's language patching (inspect.getmembers over triton.language, several hundred
+    attributes) runs a fixed number of times per launch, whatever the number of programs;
+    results are right, and every patched attribute is back afterwards."""
+    calls = []
+    orig = fki._ORIG_PATCH_LANG
+
+    def counting(fn):
+        calls.append(fn)
+        return orig(fn)
+
+    monkeypatch.setattr(fki, "_ORIG_PATCH_LANG", counting)
+    before = {name: vars(tl_core.tensor).get(name) for name in ("__add__", "__mul__", "to")}
+    per_launch = []
+    for rows in (1, 4, 32):
+        x = torch.randn(rows, 10)
+        calls.clear()
+        with interpreter_mode() as session:
+            out = K.helper_rows(x)
+        assert session.leaked == ()
+        y = torch.clamp(x * 2.0, min=0.0)
+        torch.testing.assert_close(out, y.sum(1) + y.max(1).values)
+        per_launch.append(len(calls))
+    assert per_launch[0] == per_launch[1] == per_launch[2], per_launch
+    assert 1 <= per_launch[0] <= 3, per_launch
+    assert {name: vars(tl_core.tensor).get(name) for name in before} == before
+    assert fki._STATE.langs == [] and fki._STATE.held == []
