@@ -12,6 +12,11 @@ For each built-in target, on one fixed set of cases (drawn by Hypothesis with a 
   sync + copy loop, warm: compilations happen in the warm-up pass);
 - ``overhead``: worker / bare - 1 (goal <= 15% in the interpreter; a compiled launch takes
   tens of microseconds, so there the fixed cost of a case dominates);
+- ``upstream ms`` and ``overhead_vs_upstream`` (interpreter only): the same launches in a
+  process with ``TRITON_INTERPRET=1``, Triton's own interpreter as a user runs a kernel without
+  fuzzkern (autotuned kernels get the case's config forced), and worker / upstream - 1. The
+  ``bare`` loop runs fuzzkern's interpreter mode without checks, which is faster than Triton's
+  own for kernels that call ``@jit`` helpers (language patching once per launch, not per call);
 - ``stages_ms``: where the warm worker's time goes, mean ms per case and stage
   (:mod:`fuzzkern.execution.stages`: decode, materialize, prepare, install, launch, checks,
   reference, compare, encode, capture, ipc, other), printed as a second table;
@@ -100,6 +105,12 @@ def one_pass():
                 for o in (out if isinstance(out, (tuple, list)) else (out,)):
                     if isinstance(o, torch.Tensor):
                         o.cpu()
+            elif mode == "upstream":
+                # Triton's own interpreter (TRITON_INTERPRET=1 in this process's environment),
+                # as a user runs the kernel without fuzzkern: autotuned kernels get the case's
+                # config forced, as in the worker
+                with np.errstate(all="ignore"), forced_configs(dict(case.configs)):
+                    call_with(target.launcher, {**case.scalars, **tensors})
             else:
                 with np.errstate(all="ignore"), interpreter_mode(check_bounds=False,
                                                                  configs=dict(case.configs)):
@@ -131,6 +142,12 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
     bare_mode = "compiled" if "compiled" in modes else "interpret"
     bare = subprocess.Popen([sys.executable, "-c", _BARE, lt.ref, case_file, bare_mode],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    upstream = None
+    if bare_mode == "interpret":
+        upstream = subprocess.Popen([sys.executable, "-c", _BARE, lt.ref, case_file, "upstream"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                    env={**os.environ, "TRITON_INTERPRET": "1"})
+    upstream_rounds: list[list[float]] = []
     pool = WorkerPool()
     options = {"modes": list(modes)}
     # Rounds of one worker pass and one bare pass over the same cases, alternating, and per
@@ -155,6 +172,11 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
             bare.stdin.write("pass\n")
             bare.stdin.flush()
             bare_rounds.append(json.loads(bare.stdout.readline()))
+            if upstream is not None:
+                assert upstream.stdin is not None and upstream.stdout is not None
+                upstream.stdin.write("pass\n")
+                upstream.stdin.flush()
+                upstream_rounds.append(json.loads(upstream.stdout.readline()))
         opts = engine.CampaignOptions(budget=600, modes=tuple(modes), seed=0,
                                       max_examples=n_cases)
         start = time.perf_counter()
@@ -162,8 +184,10 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
         campaign_rate = result.cases / (time.perf_counter() - start)
     finally:
         pool.close()
-        bare.stdin.close()  # type: ignore[union-attr]
-        bare.wait()
+        for proc in (bare, upstream):
+            if proc is not None:
+                proc.stdin.close()  # type: ignore[union-attr]
+                proc.wait()
     worker_times, bare_times = [], []
     stage_seconds: dict[str, float] = {}
     for i in range(len(cases)):
@@ -183,6 +207,9 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
         fresh_times.append(time.perf_counter() - start)
     worker_ms = 1000 * statistics.mean(worker_times)
     bare_ms = 1000 * statistics.mean(bare_times)
+    upstream_ms = (1000 * statistics.mean(min(u[i] for u in upstream_rounds)
+                                          for i in range(len(cases)))
+                   if upstream_rounds else None)
     # the plain means of every round, for comparison with figures measured in one pass
     worker_mean_ms = 1000 * statistics.mean(t for r in worker_rounds for t in r)
     bare_mean_ms = 1000 * statistics.mean(t for r in bare_rounds for t in r)
@@ -196,6 +223,9 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
         "bare_ms": round(bare_ms, 2),
         "overhead_pct": round(100 * (worker_ms / bare_ms - 1), 1),
         "all_rounds_overhead_pct": round(100 * (worker_mean_ms / bare_mean_ms - 1), 1),
+        "upstream_ms": round(upstream_ms, 2) if upstream_ms else None,
+        "overhead_vs_upstream_pct": round(100 * (worker_ms / upstream_ms - 1), 1)
+        if upstream_ms else None,
         "fresh_process_ms": round(fresh_ms, 1),
         # mean ms per case in each stage of the warm worker's round trip (exclusive times,
         # fuzzkern.execution.stages); they add up to about worker_ms
@@ -237,6 +267,8 @@ def main() -> None:
     table = Table(title=f"fuzzkern throughput ({args.modes} mode)")
     cols = ["target", "campaign_cases_per_s", "worker_ms", "bare_ms", "overhead_pct",
             "all_rounds_overhead_pct", "fresh_process_ms", "speedup_vs_fresh_process"]
+    if not compiled:
+        cols[5:5] = ["upstream_ms", "overhead_vs_upstream_pct"]
     for c in cols:
         table.add_column(c, no_wrap=c == "target")
     for r in rows:
@@ -267,6 +299,11 @@ def main() -> None:
         "max_overhead_pct": max(r["overhead_pct"] for r in rows),
         "min_speedup_vs_fresh_process": min(r["speedup_vs_fresh_process"] or 0 for r in rows),
     }
+    vs_upstream = [r["overhead_vs_upstream_pct"] for r in rows
+                   if r.get("overhead_vs_upstream_pct") is not None]
+    if vs_upstream:
+        summary["median_overhead_vs_upstream_pct"] = statistics.median(vs_upstream)
+        summary["max_overhead_vs_upstream_pct"] = max(vs_upstream)
     print(json.dumps(summary))
     out = args.out or os.path.join(HERE, "results", f"throughput-{platform.node()}.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
