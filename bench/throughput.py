@@ -14,7 +14,9 @@ For each built-in target, on one fixed set of cases (drawn by Hypothesis with a 
   tens of microseconds, so there the fixed cost of a case dominates);
 - ``upstream ms`` and ``overhead_vs_upstream`` (interpreter only): the same launches in a
   process with ``TRITON_INTERPRET=1``, Triton's own interpreter as a user runs a kernel without
-  fuzzkern (autotuned kernels get the case's config forced), and worker / upstream - 1. The
+  fuzzkern (autotuned kernels get the case's config forced), and worker / upstream - 1 over the
+  cases Triton's interpreter could run (``upstream_failed``: those it raised on where
+  fuzzkern's did not, e.g. Triton 3.6's ``tensor.__index__`` on numpy >= 2.4). The
   ``bare`` loop runs fuzzkern's interpreter mode without checks, which is faster than Triton's
   own for kernels that call ``@jit`` helpers (language patching once per launch, not per call);
 - ``stages_ms``: where the warm worker's time goes, mean ms per case and stage
@@ -94,6 +96,7 @@ def one_pass():
                 t = _convert_keep_layout(t, INTERPRETER_SUBSTITUTES[t.dtype])
             tensors[name] = t
         start = time.perf_counter()
+        ok = True
         try:
             if mode == "compiled":
                 # a bare launch + sync + copy loop: inputs copied to the GPU with their layouts,
@@ -116,8 +119,8 @@ def one_pass():
                                                                  configs=dict(case.configs)):
                     call_with(target.launcher, {**case.scalars, **tensors})
         except Exception:
-            pass
-        times.append(time.perf_counter() - start)
+            ok = False
+        times.append([time.perf_counter() - start, ok])
     return times
 
 
@@ -171,12 +174,19 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
             assert bare.stdin is not None and bare.stdout is not None
             bare.stdin.write("pass\n")
             bare.stdin.flush()
-            bare_rounds.append(json.loads(bare.stdout.readline()))
+            bare_line = json.loads(bare.stdout.readline())
+            bare_rounds.append([t for t, _ in bare_line])
+            bare_ok = [ok for _, ok in bare_line]
             if upstream is not None:
                 assert upstream.stdin is not None and upstream.stdout is not None
                 upstream.stdin.write("pass\n")
                 upstream.stdin.flush()
-                upstream_rounds.append(json.loads(upstream.stdout.readline()))
+                line = json.loads(upstream.stdout.readline())
+                # a case Triton's own interpreter cannot run (it raised where fuzzkern's
+                # unchecked interpreter did not: e.g. Triton 3.6's tensor.__index__ on numpy
+                # >= 2.4) has no upstream time
+                upstream_rounds.append([t if ok or not b_ok else None
+                                        for (t, ok), b_ok in zip(line, bare_ok, strict=True)])
         opts = engine.CampaignOptions(budget=600, modes=tuple(modes), seed=0,
                                       max_examples=n_cases)
         start = time.perf_counter()
@@ -207,9 +217,15 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
         fresh_times.append(time.perf_counter() - start)
     worker_ms = 1000 * statistics.mean(worker_times)
     bare_ms = 1000 * statistics.mean(bare_times)
+    # Triton's own interpreter, over the cases it could run in every round (and fuzzkern's
+    # worker over the same cases)
+    upstream_ran = [i for i in range(len(cases))
+                    if upstream_rounds and all(u[i] is not None for u in upstream_rounds)]
+    upstream_failed = len(cases) - len(upstream_ran) if upstream_rounds else None
     upstream_ms = (1000 * statistics.mean(min(u[i] for u in upstream_rounds)
-                                          for i in range(len(cases)))
-                   if upstream_rounds else None)
+                                          for i in upstream_ran) if upstream_ran else None)
+    worker_on_upstream_ms = (1000 * statistics.mean(worker_times[i] for i in upstream_ran)
+                             if upstream_ran else None)
     # the plain means of every round, for comparison with figures measured in one pass
     worker_mean_ms = 1000 * statistics.mean(t for r in worker_rounds for t in r)
     bare_mean_ms = 1000 * statistics.mean(t for r in bare_rounds for t in r)
@@ -224,8 +240,11 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
         "overhead_pct": round(100 * (worker_ms / bare_ms - 1), 1),
         "all_rounds_overhead_pct": round(100 * (worker_mean_ms / bare_mean_ms - 1), 1),
         "upstream_ms": round(upstream_ms, 2) if upstream_ms else None,
-        "overhead_vs_upstream_pct": round(100 * (worker_ms / upstream_ms - 1), 1)
-        if upstream_ms else None,
+        "overhead_vs_upstream_pct": round(100 * (worker_on_upstream_ms / upstream_ms - 1), 1)
+        if upstream_ms and worker_on_upstream_ms else None,
+        # cases Triton's own interpreter raised on (and fuzzkern's did not): left out of both
+        # sides of overhead_vs_upstream_pct
+        "upstream_failed": upstream_failed,
         "fresh_process_ms": round(fresh_ms, 1),
         # mean ms per case in each stage of the warm worker's round trip (exclusive times,
         # fuzzkern.execution.stages); they add up to about worker_ms
@@ -268,7 +287,7 @@ def main() -> None:
     cols = ["target", "campaign_cases_per_s", "worker_ms", "bare_ms", "overhead_pct",
             "all_rounds_overhead_pct", "fresh_process_ms", "speedup_vs_fresh_process"]
     if not compiled:
-        cols[5:5] = ["upstream_ms", "overhead_vs_upstream_pct"]
+        cols[5:5] = ["upstream_ms", "overhead_vs_upstream_pct", "upstream_failed"]
     for c in cols:
         table.add_column(c, no_wrap=c == "target")
     for r in rows:
