@@ -301,10 +301,9 @@ class _State:
         self.allocs: list[_Allocation] | None = None
         self.options_on: Any = None
         self.options_off: Any = None
-        #: language modules (ids) patched by the open _patch_lang scopes, innermost last
-        self.langs: list[frozenset[int]] = []
-        #: per open _patch_lang scope: helper scopes kept open until it closes
-        self.held: list[list[Any]] = []
+        #: per open _patch_lang scope, innermost last: the language modules (ids) patched
+        #: while it is open, and the helper scopes kept open until it closes
+        self.scopes: list[tuple[frozenset[int], list[Any]]] = []
 
     @property
     def session(self) -> InterpreterSession:
@@ -437,15 +436,15 @@ def _jit_call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
     if positions or names:  # plain ints and floats get the .value compiled constexprs have
         args = tuple(_as_constexpr(a) if i in positions else a for i, a in enumerate(args))
         kwargs = {k: _as_constexpr(v) if k in names else v for k, v in kwargs.items()}
-    if _STATE.langs:
+    if _STATE.scopes:
         # Inside a launch. Patching the language modules again for every call (several
         # hundred attributes through inspect.getmembers, a third of an interpreted launch that
         # calls helpers in each program) would only wrap the patched builtins over themselves:
         # a helper whose modules the launch has not patched (tl.standard's see
         # triton.language.core) patches them once, kept until the launch ends.
-        if not _langs_of(self.fn) <= _STATE.langs[-1]:
-            scope = _interp._patch_lang(self.fn)
-            _STATE.held[-2].append(scope)
+        patched, held = _STATE.scopes[-1]
+        if not _langs_of(self.fn) <= patched:
+            held.append(_interp._patch_lang(self.fn))
         return fn(*args, **kwargs)
     scope = _interp._patch_lang(self.fn)
     try:
@@ -473,19 +472,17 @@ def _patch_lang(fn: Any) -> Any:
     scope it returns is restored (see :func:`_jit_call`)."""
     scope = _ORIG_PATCH_LANG(fn)
     if _STATE.mine():
-        outer = _STATE.langs[-1] if _STATE.langs else frozenset()
-        _STATE.langs.append(outer | _langs_of(fn))
+        outer = _STATE.scopes[-1][0] if _STATE.scopes else frozenset()
         held: list[Any] = []
-        _STATE.held.append(held)
+        _STATE.scopes.append((outer | _langs_of(fn), held))
         restore = scope.restore
 
         def restore_all() -> None:
             while held:  # helper scopes opened inside this one, innermost first
                 held.pop().restore()
             restore()
-            if _STATE.langs:
-                _STATE.langs.pop()
-                _STATE.held.pop()
+            if _STATE.scopes:
+                _STATE.scopes.pop()
 
         scope.restore = restore_all
     return scope
@@ -1004,12 +1001,8 @@ def _set_module(module: types.ModuleType, values: dict[str, Any]) -> None:
     the libdevice modules take several hundred per install), recorded as one entry
     ``(module, "", {name: previous value})``."""
     d = vars(module)
-    try:
-        before = dict(zip(values, operator.itemgetter(*values)(d), strict=True)) \
-            if len(values) > 1 else {k: d[k] for k in values}
-    except KeyError:  # a name the module does not have (yet): removed again on uninstall
-        before = {k: d.get(k, _MISSING) for k in values}
-    _STATE.patched.append((module, "", before))
+    # a name the module does not have (yet) is removed again on uninstall
+    _STATE.patched.append((module, "", {k: d.get(k, _MISSING) for k in values}))
     d.update(values)
 
 
@@ -1023,7 +1016,7 @@ def _install() -> None:
         _set(cls, "run", _autotuner_run)
     _set(_interp.GridExecutor, "__call__", _grid_call)
     _set(_interp, "_patch_lang", _patch_lang)
-    _STATE.langs, _STATE.held = [], []
+    _STATE.scopes = []
     _set(_interp.GridExecutor, "_init_args_hst", _init_args_hst)
     _set(_Builder, "set_grid_dim", _set_grid_dim)
     _set(_Builder, "set_grid_idx", _set_grid_idx)
@@ -1074,7 +1067,7 @@ def _uninstall() -> tuple[str, ...]:
             at.best_config = best
     _STATE.autotuners.clear()
     _STATE.allocs = None
-    _STATE.langs, _STATE.held = [], []
+    _STATE.scopes = []
     # Safety net: anything else Triton left changed (e.g. a leaked language patch) goes back.
     leaked = []
     for obj, snap in _STATE.snapshots:

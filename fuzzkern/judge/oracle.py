@@ -219,12 +219,7 @@ def ulp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     ``e = max(floor(log2|x|), emin)``; 1 for integer and bool dtypes."""
     if not dtype.is_floating_point:
         return torch.ones_like(x, dtype=torch.float64)
-    f = float_format(dtype)
-    a = x.abs()
-    e = torch.frexp(a).exponent.to(torch.int64) - 1
-    # frexp misreports float64 subnormals; anything below the smallest normal uses emin anyway.
-    e = torch.where(a < 2.0**f.emin, f.emin, e.clamp_min(f.emin))
-    return torch.ldexp(torch.ones_like(a), e - f.mantissa)
+    return torch.from_numpy(np.asarray(_np_ulp(np.abs(_np64(x)), float_format(dtype))))
 
 
 def round_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -234,17 +229,35 @@ def round_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     dtypes without infinities); NaN stays NaN. Done in float64 arithmetic (exact for every
     narrower format), so there is no double rounding through float32.
     """
+    return torch.from_numpy(np.asarray(_np_round_to(_np64(x), dtype)))
+
+
+def _np64(x: torch.Tensor) -> np.ndarray:
+    return x.detach().to(device="cpu", dtype=torch.float64).numpy()
+
+
+def _np_ulp(a: np.ndarray, f: FloatFormat) -> np.ndarray:
+    """:func:`ulp` of float64 ``|x|`` values ``a``."""
+    e = np.frexp(a)[1].astype(np.int64) - 1
+    # anything below the smallest normal uses emin (frexp's exponent of a subnormal is smaller)
+    e = np.where(a < 2.0**f.emin, f.emin, np.maximum(e, f.emin))
+    return np.ldexp(1.0, e - f.mantissa)
+
+
+def _np_round_to(x: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    """:func:`round_to` of float64 values ``x``."""
     f = float_format(dtype)
-    if dtype == torch.float64:
-        r = x.clone()
-    else:
-        finite = torch.isfinite(x)
-        xf = torch.where(finite, x, 0.0)
-        step = ulp(xf, dtype)
-        r = torch.where(finite, torch.round(xf / step) * step, x)
-    if f.has_inf:
-        return torch.where(torch.isfinite(r), r.clamp(-f.max, f.max), r)
-    return r.clamp(-f.max, f.max)  # NaN stays NaN; ±inf saturates
+    with np.errstate(all="ignore"):
+        if dtype == torch.float64:
+            r = x.copy()
+        else:
+            finite = np.isfinite(x)
+            xf = np.where(finite, x, 0.0)
+            step = _np_ulp(np.abs(xf), f)
+            r = np.where(finite, np.round(xf / step) * step, x)  # np.round: half to even
+        if f.has_inf:
+            return np.where(np.isfinite(r), np.clip(r, -f.max, f.max), r)
+        return np.clip(r, -f.max, f.max)  # NaN stays NaN; ±inf saturates
 
 
 def _to_cpu_tensor(v: Any) -> torch.Tensor | None:
@@ -354,13 +367,6 @@ def _stats(
     return float(d.max()), float(rel.max()), float(u.max())
 
 
-def _np_ulp(a: np.ndarray, f: FloatFormat) -> np.ndarray:
-    """:func:`ulp` of float64 ``|x|`` values ``a`` (numpy, same formula)."""
-    e = np.frexp(a)[1].astype(np.int64) - 1
-    e = np.where(a < 2.0**f.emin, f.emin, np.maximum(e, f.emin))
-    return np.ldexp(1.0, e - f.mantissa)
-
-
 def _check_float_finite(
     out: torch.Tensor,
     exp: torch.Tensor,
@@ -385,9 +391,8 @@ def _check_float_finite(
             xr = x
         elif dtype == torch.float32:  # an IEEE cast rounds half to even, like round_to
             xr = x.astype(np.float32).astype(np.float64)  # out of range: inf, then general
-        else:  # round_to's arithmetic: exact in float64, np.round is half to even
-            step = _np_ulp(np.abs(x), f)
-            xr = np.clip(np.round(x / step) * step, -f.max, f.max)
+        else:
+            xr = _np_round_to(x, dtype)
         d = np.abs(o - xr)  # not finite when o or xr is not, or the difference overflows
         if not np.isfinite(d).all():
             return None
@@ -421,12 +426,23 @@ def _check_float(
     r: Any,
     equal_nan: bool,
     extra: torch.Tensor | None = None,
-    fast: bool = True,
 ) -> _Checked:
-    if fast:
-        checked = _check_float_finite(out, exp, mag, rtol, atol, r, extra)
-        if checked is not None:
-            return checked
+    checked = _check_float_finite(out, exp, mag, rtol, atol, r, extra)
+    if checked is not None:
+        return checked
+    return _check_float_general(out, exp, mag, rtol, atol, r, equal_nan, extra)
+
+
+def _check_float_general(
+    out: torch.Tensor,
+    exp: torch.Tensor,
+    mag: torch.Tensor | None,
+    rtol: float,
+    atol: float,
+    r: Any,
+    equal_nan: bool,
+    extra: torch.Tensor | None = None,
+) -> _Checked:
     dtype = out.dtype
     f = float_format(dtype)
     o = out.to(torch.float64)

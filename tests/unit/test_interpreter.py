@@ -721,4 +721,4 @@ def test_language_patches_are_made_once_per_launch_not_once_per_helper_call(monk
     assert per_launch[0] == per_launch[1] == per_launch[2], per_launch
     assert 1 <= per_launch[0] <= 3, per_launch
     assert {name: vars(tl_core.tensor).get(name) for name in before} == before
-    assert fki._STATE.langs == [] and fki._STATE.held == []
+    assert fki._STATE.scopes == []
