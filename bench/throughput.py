@@ -6,8 +6,8 @@ For each built-in target, on one fixed set of cases (drawn by Hypothesis with a 
 - ``worker ms``: per-case time of a warm worker (IPC, materialize, reference, interpreter with
   bounds checks, compare);
 - ``bare ms``: the same cases' launcher alone, in-process, without checks, reference or
-  comparison: under the interpreter without bounds checks (what ``TRITON_INTERPRET=1`` costs a
-  user) for ``--modes interpret``; compiled on the GPU for ``--modes compiled``: inputs copied
+  comparison: under fuzzkern's interpreter mode without bounds checks for ``--modes
+  interpret``; compiled on the GPU for ``--modes compiled``: inputs copied
   to the GPU with their layouts, the launch, a sync, the outputs copied back (a bare launch +
   sync + copy loop, warm: compilations happen in the warm-up pass);
 - ``overhead``: worker / bare - 1 (goal <= 15% in the interpreter; a compiled launch takes
@@ -137,6 +137,13 @@ print(json.dumps(run_case_json(sys.argv[1], case, {"modes": sys.argv[3].split(",
 """
 
 
+def _timed_pass(proc):
+    """One timed pass of a bare process over the cases: per case [seconds, ran]."""
+    proc.stdin.write("pass\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
+
+
 def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
     cases = draw_cases(lt, n_cases)
     case_file = os.path.join(tmpdir, "cases.json")
@@ -171,17 +178,11 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
                 timings.append(getattr(outcome, "timings", {}))
             worker_rounds.append(times)
             stage_rounds.append(timings)
-            assert bare.stdin is not None and bare.stdout is not None
-            bare.stdin.write("pass\n")
-            bare.stdin.flush()
-            bare_line = json.loads(bare.stdout.readline())
+            bare_line = _timed_pass(bare)
             bare_rounds.append([t for t, _ in bare_line])
             bare_ok = [ok for _, ok in bare_line]
             if upstream is not None:
-                assert upstream.stdin is not None and upstream.stdout is not None
-                upstream.stdin.write("pass\n")
-                upstream.stdin.flush()
-                line = json.loads(upstream.stdout.readline())
+                line = _timed_pass(upstream)
                 # a case Triton's own interpreter cannot run (it raised where fuzzkern's
                 # unchecked interpreter did not: e.g. Triton 3.6's tensor.__index__ on numpy
                 # >= 2.4) has no upstream time
