@@ -9,6 +9,8 @@
 #                                     # baselines; ~5 min (throughput apart: both together
 #                                     # passed the 10-minute limit twice)
 #   bash bench/gpu_suite.sh throughput  # bench/throughput.py, interpreter and compiled
+#                                     # (THROUGHPUT_MODES=compiled: compiled alone), with
+#                                     # ${VARIANTS:-32} value variants per compiled case
 #   bash bench/gpu_suite.sh campaign  # every built-in target, both modes, 60 s each ~8 min
 #   bash bench/gpu_suite.sh hygiene   # bench/hygiene.py --mode compiled: red zones' cost ~2 min
 #   bash bench/gpu_suite.sh fidelity  # bench/fidelity.py --compiled: the interpreter-vs-compiled
@@ -75,8 +77,10 @@ if [[ $what == bench || $what == all ]]; then
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == throughput || $what == all ]]; then
-  for mode in interpret compiled; do
+  for mode in ${THROUGHPUT_MODES:-interpret compiled}; do
+    # compiled: also 32 value variants of each case, one by one and in batches
     python3 bench/throughput.py --modes $mode --cases 20 --fresh 2 \
+      $([[ $mode == compiled ]] && echo --variants ${VARIANTS:-32}) \
       --out "$out/throughput-$mode.json" 2>&1 | tee "$out/throughput-$mode.log"
     rc=$((rc | ${PIPESTATUS[0]}))
   done

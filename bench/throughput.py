@@ -31,8 +31,14 @@ For each built-in target, on one fixed set of cases (drawn by Hypothesis with a 
 round on each side: load from other processes slows a pass and never speeds one up.
 ``all_rounds_overhead_pct`` is the same ratio from the plain means of every round.
 
+- ``variant_ms``, ``batched_variant_ms`` and ``batched_over_bare`` (compiled mode, with
+  ``--variants N``): ms per value variant (:func:`fuzzkern.execution.runner.run_variants`, N
+  per case, in this process: variants run inside a worker's round trip) one by one and in
+  batches (:mod:`fuzzkern.execution.batch`), and the batched figure over ``bare ms``; with the
+  batches' ms per variant by stage.
+
 Usage: ``python bench/throughput.py [--cases 30] [--fresh 3] [--rounds 3]
-[--modes interpret|compiled] [--targets ...] [--out F]``.
+[--modes interpret|compiled] [--variants N] [--targets ...] [--out F]``.
 Prints a table and writes JSON (default bench/results/throughput-<host>.json).
 """
 
@@ -144,7 +150,47 @@ def _timed_pass(proc):
     return json.loads(proc.stdout.readline())
 
 
-def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
+def measure_variants(lt, cases, per_case, rounds):
+    """Compiled mode: mean ms per value variant (fuzzkern.execution.runner.run_variants, in
+    this process: variants run inside a worker's round trip, with no IPC of their own), one by
+    one and in batches (fuzzkern.execution.batch), ``per_case`` variants of each case, each
+    case at its fastest of ``rounds``; and the batches' mean ms per variant by stage."""
+    from fuzzkern.execution import stages
+    from fuzzkern.execution.runner import run_variants
+
+    out = {}
+    for batch in (False, True):
+        options = {"modes": ["compiled"], "variants": {"batch": batch}}
+        per_variant = []
+        stage_seconds: dict[str, float] = {}
+        ran_total = 0
+        for c in cases:
+            run_variants(lt.target, c, options, 60.0, 4)  # warm-up
+            best = None
+            for _ in range(rounds):
+                timer = stages.begin()
+                start = time.perf_counter()
+                got = run_variants(lt.target, c, options, 60.0, per_case)
+                seconds = time.perf_counter() - start
+                by_stage = stages.finish(timer)
+                n = got["ran"] + (1 if "failed" in got else 0)
+                if n and (best is None or seconds / n < best[0]):
+                    best = (seconds / n, by_stage, n)
+            if best is not None:
+                per_variant.append(best[0])
+                ran_total += best[2]
+                for name, sec in best[1].items():
+                    stage_seconds[name] = stage_seconds.get(name, 0.0) + sec
+        key = "batched_variant" if batch else "variant"
+        out[f"{key}_ms"] = round(1000 * statistics.mean(per_variant), 3) if per_variant else None
+        if batch and ran_total:
+            out["batched_variant_stages_ms"] = {
+                name: round(1000 * sec / ran_total, 3)
+                for name, sec in sorted(stage_seconds.items(), key=lambda kv: -kv[1])}
+    return out
+
+
+def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3, variants=0):
     cases = draw_cases(lt, n_cases)
     case_file = os.path.join(tmpdir, "cases.json")
     with open(case_file, "w") as f:
@@ -207,6 +253,9 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
         for name, seconds in stage_rounds[best][i].items():
             stage_seconds[name] = stage_seconds.get(name, 0.0) + seconds
         bare_times.append(min(b[i] for b in bare_rounds))
+    per_variant = {}
+    if variants and "compiled" in modes:
+        per_variant = measure_variants(lt, cases, variants, rounds)
     fresh_times = []
     for c in cases[:n_fresh]:
         one = os.path.join(tmpdir, "one.json")
@@ -253,6 +302,12 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3):
                       in sorted(stage_seconds.items(), key=lambda kv: -kv[1])},
         "speedup_vs_fresh_process": round(fresh_ms / fresh_subset_worker_ms, 1)
         if fresh_subset_worker_ms else None,
+        # compiled mode with --variants N: ms per value variant one by one and in batches,
+        # and the batched one against the bare loop (the issue's "<= 2x a bare launch + sync
+        # + copy loop" is batched_over_bare <= 2)
+        **per_variant,
+        **({"batched_over_bare": round(per_variant["batched_variant_ms"] / bare_ms, 2)}
+           if per_variant.get("batched_variant_ms") else {}),
     }
 
 
@@ -264,6 +319,9 @@ def main() -> None:
                     help="alternating worker and bare passes; per case the fastest counts")
     ap.add_argument("--modes", default="interpret")
     ap.add_argument("--targets", nargs="*", default=None)
+    ap.add_argument("--variants", type=int, default=0,
+                    help="compiled mode: also time N value variants of each case, one by one "
+                    "and in batches")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     import tempfile
@@ -279,7 +337,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for lt in targets:
             rows.append(measure(lt, args.cases, args.fresh, args.modes.split(","), tmp,
-                                args.rounds))
+                                args.rounds, args.variants))
             print(json.dumps(rows[-1]), flush=True)
     from rich.console import Console
     from rich.table import Table
@@ -302,6 +360,25 @@ def main() -> None:
     for r in rows:
         stages_table.add_row(r["target"], *[f"{r['stages_ms'].get(k, 0.0):.3f}" for k in names])
     Console(width=200).print(stages_table)
+    if any("batched_variant_ms" in r for r in rows):
+        variants_table = Table(title=f"value variants ({args.variants} per case): ms per "
+                               "variant, one by one and in batches, against the bare loop")
+        vcols = ["target", "bare_ms", "variant_ms", "batched_variant_ms", "batched_over_bare"]
+        for c in vcols:
+            variants_table.add_column(c, no_wrap=c == "target")
+        for r in rows:
+            variants_table.add_row(*[str(r.get(c)) for c in vcols])
+        Console(width=160).print(variants_table)
+        vnames = sorted({k for r in rows for k in r.get("batched_variant_stages_ms", {})},
+                        key=lambda k: -sum(r.get("batched_variant_stages_ms", {}).get(k, 0.0)
+                                           for r in rows))
+        vstages = Table(title="batched variants: mean ms per variant by stage")
+        for c in ["target", *vnames]:
+            vstages.add_column(c, no_wrap=c == "target")
+        for r in rows:
+            got = r.get("batched_variant_stages_ms", {})
+            vstages.add_row(r["target"], *[f"{got.get(k, 0.0):.3f}" for k in vnames])
+        Console(width=200).print(vstages)
     meta = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()}"
@@ -313,12 +390,17 @@ def main() -> None:
         "modes": args.modes,
         "cases_per_target": args.cases,
         "rounds": args.rounds,
+        "variants_per_case": args.variants,
     }
     summary = {
         "median_overhead_pct": statistics.median(r["overhead_pct"] for r in rows),
         "max_overhead_pct": max(r["overhead_pct"] for r in rows),
         "min_speedup_vs_fresh_process": min(r["speedup_vs_fresh_process"] or 0 for r in rows),
     }
+    over_bare = [r["batched_over_bare"] for r in rows if r.get("batched_over_bare")]
+    if over_bare:
+        summary["median_batched_over_bare"] = statistics.median(over_bare)
+        summary["max_batched_over_bare"] = max(over_bare)
     vs_upstream = [r["overhead_vs_upstream_pct"] for r in rows
                    if r.get("overhead_vs_upstream_pct") is not None]
     if vs_upstream:

@@ -3,17 +3,17 @@ name: the one place that reads a user callable's signature for that."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def _accepts(fn: Callable[..., Any]) -> tuple[set[str], bool]:
-    """Parameter names ``fn`` takes by keyword, and whether it takes ``**kwargs``."""
+def _read_signature(fn: Callable[..., Any]) -> tuple[frozenset[str], bool]:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return set(), True
+        return frozenset(), True
     names = set()
     var_kw = False
     for p in sig.parameters.values():
@@ -21,7 +21,20 @@ def _accepts(fn: Callable[..., Any]) -> tuple[set[str], bool]:
             var_kw = True
         elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
             names.add(p.name)
-    return names, var_kw
+    return frozenset(names), var_kw
+
+
+#: signatures read once per callable (a case calls its launcher and reference each time, and
+#: ``inspect.signature`` costs tens of microseconds); functions are hashed by identity
+_cached_signature = functools.lru_cache(maxsize=1024)(_read_signature)
+
+
+def _accepts(fn: Callable[..., Any]) -> tuple[frozenset[str], bool]:
+    """Parameter names ``fn`` takes by keyword, and whether it takes ``**kwargs``."""
+    try:
+        return _cached_signature(fn)
+    except TypeError:  # unhashable callable
+        return _read_signature(fn)
 
 
 def call_with(fn: Callable[..., Any], values: Mapping[str, Any]) -> Any:

@@ -237,83 +237,171 @@ def copy_inputs(base: dict[str, torch.Tensor], device: Any, guard_bytes: int) ->
     return out
 
 
-def _to_cpu(outs: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
-    return None if outs is None else tuple(
-        rebuild_like(o, "cpu") if isinstance(o, torch.Tensor) else o for o in outs)
+#: CPU bytes of red zones copied back from the device, by ``id`` of the zone
+Fetched = dict[int, torch.Tensor]
+
+
+def fetch(zones: list[hygiene.RedZone]) -> Fetched:
+    """Every zone's whole allocation (guards, storage) copied to the CPU in one transfer:
+    concatenated on the device, copied once, split on the host. A case's red zones (its inputs,
+    its launcher's allocations) and the cases of a batch
+    (:func:`fuzzkern.execution.batch.run_variant_batches`) come back together, instead of one
+    synchronous copy each."""
+    if not zones:
+        return {}
+    joined = zones[0].alloc if len(zones) == 1 else torch.cat([z.alloc for z in zones])
+    host = joined.cpu()
+    out: Fetched = {}
+    at = 0
+    for z in zones:
+        n = z.alloc.numel()
+        # a copy of its own: a storage that starts at 0 can be viewed as any dtype
+        out[id(z)] = host[at:at + n].clone() if len(zones) > 1 else host
+        at += n
+    return out
+
+
+def _bytes_of(zone: hygiene.RedZone, fetched: Fetched | None) -> torch.Tensor:
+    got = fetched.get(id(zone)) if fetched else None
+    return got if got is not None else zone.alloc.cpu()
+
+
+def _to_cpu(outs: tuple[Any, ...] | None, zones: list[hygiene.RedZone] | None = None,
+            fetched: Fetched | None = None) -> tuple[Any, ...] | None:
+    """The outputs on the CPU with their layouts: a view over the fetched bytes of the red
+    zone an output lies in, else a copy of its storage."""
+    if outs is None:
+        return None
+    by_storage = {z.alloc.untyped_storage().data_ptr(): z for z in zones or ()}
+    cpu = []
+    for o in outs:
+        if not isinstance(o, torch.Tensor):
+            cpu.append(o)
+            continue
+        z = by_storage.get(o.untyped_storage().data_ptr())
+        got = fetched.get(id(z)) if z is not None and fetched else None
+        if got is not None and got.numel() % o.element_size() == 0:
+            cpu.append(got.view(o.dtype).as_strided(o.shape, o.stride(), o.storage_offset()))
+        else:
+            cpu.append(rebuild_like(o, "cpu"))
+    return tuple(cpu)
 
 
 def run_compiled(run: Any) -> ModeResult:
     """Run ``run`` (an :class:`fuzzkern.execution.runner._Run`) compiled on the current GPU."""
     if not torch.cuda.is_available():
         return ModeResult("compiled", "unsupported", error="no CUDA device in this worker")
+    device, kw = current_gpu()
+    return run_on_device(run, device, **kw)
+
+
+def current_gpu() -> tuple[torch.device, dict[str, Any]]:
+    """The current GPU and the keywords :class:`OnDevice` takes for it (its name, its sync);
+    installs the compile counter and timer."""
     counter.install()
     time_compilations()
     device = _device()
-    return run_on_device(run, device, name=device_label(device.index or 0),
-                         sync=lambda: torch.cuda.synchronize(device))
+    return device, {"name": device_label(device.index or 0),
+                    "sync": lambda: torch.cuda.synchronize(device)}
 
 
 def run_on_device(run: Any, device: Any, *, name: str | None = None,
                   sync: Callable[[], None] | None = None) -> ModeResult:
     """The compiled-mode protocol on any torch ``device``: inputs in red zones, launch with
     forced configs (and debug), synchronize, hygiene checks, compare, repeats."""
-    from fuzzkern.calls import call_with
-    from fuzzkern.execution.hygiene import poisoned_allocations
-    from fuzzkern.execution.launching import (
-        as_outputs,
-        checks_of,
-        is_precondition,
-        overflow_of,
-        short_traceback,
-        unwrap,
-    )
-    from fuzzkern.introspect import forced_configs
+    case = OnDevice(run, device, name=name, sync=sync)
+    failure = case.launch()
+    if failure is not None:
+        return failure
+    try:
+        with stage("copy"):
+            fetched = fetch(case.zones())
+    except Exception as e:
+        return case.failed(e, "launch")
+    return case.finish(fetched)
 
-    sync = sync or (lambda: None)
-    options = run.options
-    checks = checks_of(options)
-    debug = bool(options.get("debug", False))
-    guard = hygiene.DEFAULT_GUARD_BYTES if checks["redzone"] and not options.get("sanitize") \
-        else 0
-    repeats = max(1, int(options.get("repeat_compiled", 1) or 1))
-    detail: dict[str, Any] = {"device": name or str(device)}
-    if guard:
-        detail["guard_bytes"] = guard
-    from fuzzkern.execution import progress
 
-    before = (counter.compiles, counter.cache_hits, progress.compile_seconds)
+class OnDevice:
+    """One case's compiled-mode run on ``device``, in two halves: :meth:`launch` (inputs copied
+    in red zones, the launch with forced configs and debug, a sync) and :meth:`finish` (red
+    zones and inputs checked, outputs on the CPU, repeats, the comparison). Between the two the
+    caller copies the red zones back (:func:`fetch`), for one case or for a batch of them."""
 
-    def counts() -> None:
-        detail.update(compiles=counter.compiles - before[0],
-                      cache_hits=counter.cache_hits - before[1])
-        spent = progress.compile_seconds - before[2]
+    def __init__(self, run: Any, device: Any, *, name: str | None = None,
+                 sync: Callable[[], None] | None = None) -> None:
+        from fuzzkern.execution import progress
+        from fuzzkern.execution.launching import checks_of
+
+        self.run = run
+        self.device = device
+        self.sync = sync or (lambda: None)
+        options = run.options
+        self.checks = checks_of(options)
+        self.debug = bool(options.get("debug", False))
+        self.guard = (hygiene.DEFAULT_GUARD_BYTES
+                      if self.checks["redzone"] and not options.get("sanitize") else 0)
+        self.repeats = max(1, int(options.get("repeat_compiled", 1) or 1))
+        self.detail: dict[str, Any] = {"device": name or str(device)}
+        if self.guard:
+            self.detail["guard_bytes"] = self.guard
+        self.before = (counter.compiles, counter.cache_hits, progress.compile_seconds)
+        self.captured: dict[str, str] = {"text": ""}
+        self.inputs = _Inputs({})
+        self.allocations = Allocations()
+        self.outs: tuple[Any, ...] | None = None
+        self.outputs: tuple[Any, ...] | None = None
+        self.allocated: set[int] = set()
+        self.seconds = 0.0
+        self.start = 0.0
+
+    def counts(self) -> None:
+        from fuzzkern.execution import progress
+
+        self.detail.update(compiles=counter.compiles - self.before[0],
+                           cache_hits=counter.cache_hits - self.before[1])
+        spent = progress.compile_seconds - self.before[2]
         if spent:
-            detail["compile_seconds"] = round(spent, 3)
+            self.detail["compile_seconds"] = round(spent, 3)
 
-    captured: dict[str, str] = {"text": ""}
+    def _launch(self, inputs: _Inputs) -> tuple[Any, Allocations]:
+        from fuzzkern.calls import call_with
+        from fuzzkern.execution.hygiene import poisoned_allocations
+        from fuzzkern.introspect import forced_configs
 
-    def launch(inputs: _Inputs) -> tuple[Any, Allocations]:
-        with captured_output(debug, captured), debug_knob(debug), \
-                poisoned_allocations(checks["poison"], guard_bytes=guard) as allocations, \
-                forced_configs(dict(run.case.configs)):
+        run = self.run
+        with captured_output(self.debug, self.captured), debug_knob(self.debug), \
+                poisoned_allocations(self.checks["poison"], guard_bytes=self.guard) \
+                as allocations, forced_configs(dict(run.case.configs)):
             result = call_with(run.target.launcher, {**run.scalars, **inputs.views})
-            sync()
+            self.sync()
         return result, allocations
 
-    def outputs_of(result: Any, inputs: _Inputs) -> tuple[Any, ...] | None:
-        if run.target.inplace_names:
-            return tuple(inputs.views[n] for n in run.target.inplace_names)
+    def _outputs_of(self, result: Any, inputs: _Inputs) -> tuple[Any, ...] | None:
+        from fuzzkern.execution.launching import as_outputs
+
+        if self.run.target.inplace_names:
+            return tuple(inputs.views[n] for n in self.run.target.inplace_names)
         return as_outputs(result)
 
-    def failed(e: BaseException, seconds: float, stage: str, text: str = "") -> ModeResult:
-        counts()
+    def failed(self, e: BaseException, stage: str, text: str | None = None) -> ModeResult:
+        """The mode's result for an exception raised at ``stage``."""
+        from fuzzkern.execution.launching import (
+            is_precondition,
+            overflow_of,
+            short_traceback,
+            unwrap,
+        )
+
+        seconds = time.perf_counter() - self.start if self.start else 0.0
+        text = self.captured["text"] if text is None else text
+        self.counts()
         inner = unwrap(e)
-        info = {**detail, "traceback": short_traceback(e)}
+        info = {**self.detail, "traceback": short_traceback(e)}
         if stage != "launch":
             info["stage"] = stage
         if is_device_fault(e):
             info["poisoned"] = True
-            overflow = overflow_of(text) if debug else None
+            overflow = overflow_of(text) if self.debug else None
             if overflow is not None:
                 line = next((ln for ln in text.splitlines() if "overflow detected" in ln), "")
                 where = re.search(r"([^\s:]+\.py):(\d+)", line)
@@ -330,63 +418,100 @@ def run_on_device(run: Any, device: Any, *, name: str | None = None,
             return ModeResult("compiled", "crash", error=f"device fault: {type(e).__name__}: {e}"
                               + "".join(f"\n{ln}" for ln in asserted),
                               detail=info, seconds=seconds)
-        status = "precondition" if is_precondition(run.target, inner) else "error"
+        status = "precondition" if is_precondition(self.run.target, inner) else "error"
         return ModeResult("compiled", status, error=f"{type(inner).__name__}: {inner}",
                           detail=info, seconds=seconds)
 
-    try:
-        with stage("copy"):
-            inputs = copy_inputs(run.base, device, guard)
-            sync()
-    except Exception as e:
-        poisoned = is_device_fault(e)
-        return ModeResult("compiled", "crash" if poisoned else "error",
-                          error=f"{type(e).__name__}: {e}",
-                          detail={**detail, "poisoned": poisoned, "stage": "copy to device"})
-    start = time.perf_counter()
-    try:
-        with stage("launch"):
-            result, allocations = launch(inputs)
-        seconds = time.perf_counter() - start
-        outs = outputs_of(result, inputs)
-        allocated = allocations.indices_of(outs)
-        with stage("checks"):
-            _record_hygiene(run, inputs, allocations, outs, checks, detail)
-        with stage("copy"):
-            outputs = _to_cpu(outs)
-    except Exception as e:
-        return failed(e, time.perf_counter() - start, "launch", captured["text"])
+    def launch(self) -> ModeResult | None:
+        """Copy the inputs in, launch, synchronize: None, or the result of a failure."""
+        try:
+            with stage("copy"):
+                self.inputs = copy_inputs(self.run.base, self.device, self.guard)
+        except Exception as e:
+            poisoned = is_device_fault(e)
+            return ModeResult("compiled", "crash" if poisoned else "error",
+                              error=f"{type(e).__name__}: {e}",
+                              detail={**self.detail, "poisoned": poisoned,
+                                      "stage": "copy to device"})
+        self.start = time.perf_counter()
+        try:
+            with stage("launch"):
+                result, self.allocations = self._launch(self.inputs)
+            self.seconds = time.perf_counter() - self.start
+            self.outs = self._outputs_of(result, self.inputs)
+            self.allocated = self.allocations.indices_of(self.outs)
+        except Exception as e:
+            return self.failed(e, "launch")
+        return None
 
-    if repeats > 1 and outputs is not None:
+    def zones(self) -> list[hygiene.RedZone]:
+        """Every red zone of the case: its inputs' and its launcher's allocations'."""
+        return [*self.inputs.zones.values(), *self.allocations.zones]
+
+    def settle(self, fetched: Fetched | None) -> ModeResult | None:
+        """Check the red zones and inputs (from ``fetched``, the zones' bytes on the CPU, where
+        given) and put the outputs on the CPU: None, or the result of a failure."""
+        try:
+            with stage("checks"):
+                _record_hygiene(self.run, self.inputs, self.allocations, self.outs,
+                                self.checks, self.detail, fetched)
+            with stage("copy"):
+                self.outputs = _to_cpu(self.outs, self.zones(), fetched)
+        except Exception as e:
+            return self.failed(e, "launch")
+        return None
+
+    def findings(self) -> bool:
+        """Whether the checks found anything (a write outside a view, a mutated input)."""
+        return bool(self.detail.get("oob_write") or self.detail.get("mutated"))
+
+    def finish(self, fetched: Fetched | None) -> ModeResult:
+        """:meth:`settle`, the repeats, the comparison."""
+        failure = self.settle(fetched)
+        if failure is not None:
+            return failure
+        if self.repeats > 1 and self.outputs is not None:
+            failure = self._repeat()
+            if failure is not None:
+                return failure
+        return self.judge()
+
+    def judge(self) -> ModeResult:
+        """The comparison with the reference and the mode's result."""
+        self.counts()
+        return self.run._compare("compiled", self.outputs, self.detail, self.seconds, {},
+                                 self.allocations if self.checks["poison"] else None,
+                                 self.allocated)
+
+    def _repeat(self) -> ModeResult | None:
         worst: dict[str, Any] | None = None
-        for i in range(1, repeats):
+        outputs = self.outputs or ()
+        for i in range(1, self.repeats):
             try:
-                again = copy_inputs(run.base, device, 0)
-                result, _ = launch(again)
-                other = _to_cpu(outputs_of(result, again))
+                again = copy_inputs(self.run.base, self.device, 0)
+                result, _ = self._launch(again)
+                other = _to_cpu(self._outputs_of(result, again))
             except Exception as e:
-                return failed(e, time.perf_counter() - start, f"repeat {i + 1} of {repeats}",
-                              captured["text"])
+                return self.failed(e, f"repeat {i + 1} of {self.repeats}")
             diff = hygiene.spread(outputs, other or ())
             if diff is not None and (worst is None or diff["count"] > worst["count"]):
-                worst = {**diff, "run": i + 1, "runs": repeats}
-        detail["repeats"] = repeats
+                worst = {**diff, "run": i + 1, "runs": self.repeats}
+        self.detail["repeats"] = self.repeats
         if worst is not None:
-            detail["nondeterministic"] = worst
-    counts()
-    return run._compare("compiled", outputs, detail, seconds, {},
-                        allocations if checks["poison"] else None, allocated)
+            self.detail["nondeterministic"] = worst
+        return None
 
 
 def _record_hygiene(run: Any, inputs: _Inputs, allocations: Allocations,
                     outs: tuple[Any, ...] | None, checks: dict[str, bool],
-                    detail: dict[str, Any]) -> None:
-    """Guards of every red zone, and gaps and elements of every input (into ``detail``)."""
+                    detail: dict[str, Any], fetched: Fetched | None = None) -> None:
+    """Guards of every red zone, and gaps and elements of every input (into ``detail``);
+    ``fetched`` holds zones' bytes already on the CPU (the rest is copied here)."""
     findings: list[dict[str, Any]] = []
     storages = {}
     for name, t in run.base.items():
         zone = inputs.zones.get(name)
-        after = zone.alloc.cpu() if zone is not None else None
+        after = _bytes_of(zone, fetched) if zone is not None else None
         if zone is not None and after is not None:
             findings += hygiene.check_guards(zone, after)
         if checks["mutation"]:
@@ -403,7 +528,7 @@ def _record_hygiene(run: Any, inputs: _Inputs, allocations: Allocations,
             labels[id(z)] = f"output {i}" if len(outs or ()) > 1 else "the output"
     for k, zone in enumerate(allocations.zones):
         zone.name = labels.get(id(zone), f"torch.empty allocation {k} of the launcher")
-        findings += hygiene.check_guards(zone)
+        findings += hygiene.check_guards(zone, _bytes_of(zone, fetched))
     if findings:
         detail.setdefault("oob_write", []).extend(findings)
     if storages:

@@ -50,6 +50,7 @@ hidden it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -284,13 +285,30 @@ def coverage_of(t: torch.Tensor, nbytes: int | None = None) -> torch.Tensor:
     return view_coverage([view_spec(t)], nbytes)
 
 
+@functools.lru_cache(maxsize=64)
 def guard_pattern(dtype: torch.dtype, nbytes: int) -> torch.Tensor:
-    """``nbytes`` (a multiple of ``dtype``'s size) of the poison pattern, as CPU uint8."""
+    """``nbytes`` (a multiple of ``dtype``'s size) of the poison pattern, as CPU uint8 (one
+    tensor per dtype and size, shared: read it, never write it)."""
     if dtype == torch.bool:  # True (1) is what a kernel writes; 0xA5 is not a bool it stores
         return torch.full((nbytes,), 0xA5, dtype=torch.uint8)
     itemsize = dtype.itemsize
     fill = torch.full((nbytes // itemsize,), poison_bits(dtype), dtype=bits_dtype(dtype))
     return fill.view(torch.uint8)
+
+
+_guards_on_devices: dict[tuple[torch.device, torch.dtype, int], torch.Tensor] = {}
+
+
+def _guard_on(device: torch.device, dtype: torch.dtype, nbytes: int) -> torch.Tensor:
+    """:func:`guard_pattern` kept on ``device`` (one host-to-device copy per dtype, not one per
+    guard band)."""
+    key = (device, dtype, nbytes)
+    got = _guards_on_devices.get(key)
+    if got is None:
+        pattern = guard_pattern(dtype, nbytes)
+        got = pattern.to(device) if device != pattern.device else pattern
+        _guards_on_devices[key] = got
+    return got
 
 
 @dataclass
@@ -343,8 +361,9 @@ def place_in_red_zone(t: torch.Tensor, device: Any, guard_bytes: int = DEFAULT_G
         alloc = host.to(device) if torch.device(device) != host.device else host
     else:
         alloc = torch.zeros(2 * guard_bytes + nbytes, dtype=torch.uint8, device=device)
-        alloc[:guard_bytes].copy_(guard)
-        alloc[guard_bytes + nbytes:].copy_(guard)
+        on_device = _guard_on(alloc.device, t.dtype, guard_bytes)
+        alloc[:guard_bytes].copy_(on_device)
+        alloc[guard_bytes + nbytes:].copy_(on_device)
     zone = RedZone(name, alloc, guard_bytes, nbytes, t.dtype, view_spec(t), kept)
     return zone.view(), zone
 

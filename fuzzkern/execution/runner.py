@@ -293,6 +293,12 @@ def run_case(target: Target, case: Case, options: Mapping[str, Any]) -> Outcome:
     if not results:
         return Outcome(Verdict.UNSUPPORTED, f"target runs in none of the modes {modes}",
                        seconds=time.perf_counter() - start)
+    return outcome_of(target, results, options, start)
+
+
+def outcome_of(target: Target, results: dict[str, ModeResult], options: Mapping[str, Any],
+               start: float) -> Outcome:
+    """The case's outcome from its modes' results (``start``: its ``time.perf_counter()``)."""
     verdict, reason = verdict_of(results)
     score = max((oracle.score(r.comparison) for r in results.values() if r.comparison), default=0.0)
     strict = bool(options.get("strict_accuracy")) or target.strict_accuracy
@@ -314,21 +320,28 @@ def compile_cost(outcome: Outcome) -> float:
 
 
 def run_variants(target: Target, case: Case, options: Mapping[str, Any], seconds: float,
-                 most: int = MOST_VARIANTS) -> dict[str, Any]:
+                 most: int = MOST_VARIANTS, **on_device: Any) -> dict[str, Any]:
     """Run value variants 1, 2, ... of ``case`` (:meth:`fuzzkern.case.model.Case.variant`: new
     input values, nothing a kernel specializes on changed, so nothing compiles) for about
     ``seconds``, stopping at the first that fails. Returns ``ran`` (variants that did not
     fail), ``seconds``, ``verdicts`` (of those) and ``failed`` (index and outcome) if one
     did. The parent's clock times each variant as a case of its own (a ``("variant", k)``
     event starts it), and a variant stopped there (hang, slow) or killing the worker is
-    reported as variant ``k``'s outcome.
+    reported as variant ``k``'s outcome. In compiled mode alone they run in batches
+    (:mod:`fuzzkern.execution.batch`), with the same results; ``on_device`` (``device=``,
+    ``name=``, ``sync=``) runs those batches on another torch device than the current GPU.
 
     Why: a compiled case whose kernels had to compile costs that compilation, 0.2-3 s, where
     the launch costs microseconds; spending about as long again on variants of it makes a
     compile-heavy target test many more inputs per second while new shapes and layouts (new
     compilations) still get half the time or more."""
     from fuzzkern.execution import progress
+    from fuzzkern.execution.batch import batchable, run_variant_batches
 
+    if batchable(target, options):
+        return run_variant_batches(
+            case, options, seconds, most, lambda c: _Run(target, c, options),
+            lambda results, began: outcome_of(target, results, options, began), **on_device)
     start = time.perf_counter()
     ran = 0
     verdicts: dict[str, int] = {}

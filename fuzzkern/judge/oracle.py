@@ -601,6 +601,79 @@ def compare(
     return c
 
 
+def passes(
+    comparisons: Sequence[tuple[Sequence[Any], Sequence[Any], Sequence[Any] | None]],
+    *,
+    tolerance: Tolerance | None = None,
+    reduction_length: int = 1,
+    compiled: bool = False,
+    names: Sequence[str | None] | None = None,
+) -> list[bool]:
+    """Which of several comparisons (``(outputs, expected, magnitude)`` triples, as
+    :func:`compare` takes them) pass for certain, decided together: comparisons whose outputs
+    have the same dtypes and shapes are stacked and checked in one go per output (rules 1-3 and
+    6 on the all-finite fast path). True: :func:`compare` returns ``ok``. False: not decided
+    here (call :func:`compare`: it may still pass, by rules 4-8, or fail). The batches of value
+    variants in compiled mode (:mod:`fuzzkern.execution.batch`) judge their cases this way, so
+    that a case that passes costs a share of a few numpy operations."""
+    tolerance = tolerance if tolerance is not None else Tolerance()
+    r = int(reduction_length)
+    decided = [False] * len(comparisons)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for j, (outputs, expected, magnitude) in enumerate(comparisons):
+        outs, exps = _as_tuple(outputs), _as_tuple(expected)
+        mags = _as_tuple(magnitude) if magnitude is not None else (None,) * len(exps)
+        if len(outs) != len(exps) or len(mags) != len(exps):
+            continue
+        layout: list[Any] = []
+        for o, e, m in zip(outs, exps, mags, strict=True):
+            if not (isinstance(o, torch.Tensor) and isinstance(e, torch.Tensor)) \
+                    or o.is_complex() or e.is_complex() or o.shape != e.shape \
+                    or (m is not None and not isinstance(m, torch.Tensor)):
+                break
+            layout.append((o.dtype, e.dtype, tuple(o.shape),
+                           None if m is None else (m.dtype, tuple(m.shape))))
+        else:
+            groups.setdefault(tuple(layout), []).append(j)
+    for key, members in groups.items():
+        try:
+            ok = _pass_group(comparisons, key, members, tolerance, r, compiled, names)
+        except (RuntimeError, ValueError):  # e.g. a magnitude that does not broadcast
+            continue
+        for j, good in zip(members, ok, strict=True):
+            decided[j] = bool(good)
+    return decided
+
+
+def _pass_group(comparisons: Sequence[tuple[Sequence[Any], Sequence[Any], Sequence[Any] | None]],
+                key: tuple[Any, ...], members: list[int], tolerance: Tolerance, r: int,
+                compiled: bool, names: Sequence[str | None] | None) -> np.ndarray:
+    """:func:`passes` for comparisons of one layout (``key``): a bool per member."""
+    ok = np.ones(len(members), dtype=bool)
+    for i in range(len(key)):
+        def stacked(which: int, i: int = i) -> torch.Tensor:
+            return torch.stack([_as_tuple(comparisons[j][which])[i]  # type: ignore[arg-type]
+                                .detach().cpu().broadcast_to(key[i][2]) for j in members])
+
+        o, e = stacked(0), stacked(1)
+        m = None if key[i][3] is None else stacked(2)
+        name = names[i] if names is not None and i < len(names) else None
+        tol = tolerance.for_output(i, name, o.dtype)
+        rtol, atol, _ = _resolve(tol, o.dtype, compiled)
+        if o.is_floating_point():
+            c = _check_float_finite(o, e, m, rtol, atol, r, None)
+            if c is None:  # something is not finite: member by member (None: compare())
+                for j in range(len(members)):
+                    one = None if not ok[j] else _check_float_finite(
+                        o[j], e[j], None if m is None else m[j], rtol, atol, r, None)
+                    ok[j] = one is not None and not bool(one.mismatch.any())
+                continue
+        else:
+            c = _check_int(o, e, atol)
+        ok &= ~c.mismatch.reshape(len(members), -1).any(dim=1).numpy()
+    return ok
+
+
 def accept_overflow(outputs: tuple[Any, ...], expected: tuple[Any, ...],
                     native: Sequence[Any] | None, evidence: Evidence
                     ) -> tuple[tuple[Any, ...], int] | None:

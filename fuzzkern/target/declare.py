@@ -291,7 +291,7 @@ class Target:
                     "keyword, the inputs its signature names: rename the parameter or the "
                     "input, or give the parameter a default."
                 )
-        taken = set()
+        taken: set[str] = set()
         for fn in (self.launcher, self.reference):
             accepted, var_kw = _accepts(fn)
             if var_kw:

@@ -63,3 +63,49 @@ def test_a_campaign_finds_and_shrinks_a_value_dependent_bug_with_variants():
         assert alone.verdict == "kernel-bug"
     finally:
         pool.close()
+
+
+def _drawn(lt, n):
+    from hypothesis import HealthCheck, given, settings
+
+    cases = []
+
+    @settings(max_examples=n, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(lt.target.cases())
+    def collect(case):
+        cases.append(case)
+
+    collect()
+    return cases[:n]
+
+
+QUALITY = os.path.join(os.path.dirname(__file__), "..", "quality", "kernels")
+
+
+@pytest.mark.parametrize("spec", [
+    VALUE_BUG, "vector_add", "matmul_autotuned", "row_sum",
+    f"{QUALITY}/oob_store.py::buggy", f"{QUALITY}/scratch_input.py::buggy",
+    f"{QUALITY}/floor_grid.py::buggy"])
+def test_batched_variants_say_what_variants_alone_say_on_the_gpu(spec):
+    """Batches (fuzzkern.execution.batch) against one by one, with real kernels: the same
+    variants run, the same verdicts, the same first failure (a wrong value, a write past the
+    end, a mutated input, an unwritten output)."""
+    from fuzzkern.execution.runner import run_variants
+
+    if os.sep in spec:
+        (lt,) = loader.load(spec)
+    else:
+        (lt,) = [t for t in loader.load_all([]) if t.ref.endswith(f":{spec}")]
+    for case in _drawn(lt, 4):
+        alone = run_variants(lt.target, case, {**COMPILED, "variants": {"batch": False}},
+                             60.0, 40)
+        batched = run_variants(lt.target, case, COMPILED, 60.0, 40)
+        assert batched["batches"] >= 1
+        assert (batched["ran"], batched["verdicts"]) == (alone["ran"], alone["verdicts"])
+        assert ("failed" in batched) == ("failed" in alone)
+        if "failed" in alone:
+            a, b = alone["failed"], batched["failed"]
+            assert b["index"] == a["index"]
+            assert b["outcome"]["verdict"] == a["outcome"]["verdict"]
+            assert b["outcome"]["message"] == a["outcome"]["message"]

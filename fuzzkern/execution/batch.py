@@ -1,0 +1,199 @@
+"""Value variants of a compiled case, run in batches.
+
+After a compiled case that had to compile, the worker runs value variants of it
+(:func:`fuzzkern.execution.runner.run_variants`): new input values, the same shapes, layouts,
+dtypes and configs, so nothing compiles. One by one, a variant costs what a case costs (about
+2 ms on an H200 host for the built-in kernels), almost all of it on the host: copies, checks,
+the reference and the comparison around a launch of tens of microseconds. In compiled mode
+alone (no interpreter in the same case) they run in batches instead:
+
+1. each variant of the batch is built and launched as a case of its own (its inputs in red
+   zones, its ``torch.empty`` allocations poisoned and guarded, forced configs, debug, a sync),
+   one after the other, their device memory kept;
+2. every red zone of the batch comes back to the host in one copy
+   (:func:`fuzzkern.execution.compiled.fetch`), and each variant's guards, gaps and inputs are
+   checked on those bytes; its outputs are views of them;
+3. each variant's float64 reference runs, and the variants without a finding are compared
+   together: their outputs stacked, one numpy pass per output (:func:`fuzzkern.judge.oracle.
+   passes`, the oracle's all-finite fast path);
+4. a variant that path cannot clear (a finding, a non-finite value, an element outside its
+   band, a raised exception) is judged alone by the whole oracle, exactly as
+   :func:`fuzzkern.execution.runner.run_case` judges it, so its outcome and verdict are the
+   same; the first failing variant (lowest index) ends the variants, as one by one.
+
+The parent's clock times each variant as a case of its own: ``("variant", k)`` is reported
+before variant ``k`` launches and again before it is judged alone. A device fault in variant
+``k`` leaves the CUDA context unusable: the variants launched before it in the batch cannot be
+copied back, so they are not counted, and variant ``k``'s crash is the outcome.
+
+Batches start at :data:`FIRST_BATCH` variants and grow to :data:`MOST_BATCH`, and never hold
+more than :data:`BATCH_BYTES` of red zones.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+from fuzzkern.case.model import Case
+from fuzzkern.execution.compiled import OnDevice, current_gpu, fetch
+from fuzzkern.execution.stages import stage
+from fuzzkern.judge import oracle
+from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
+from fuzzkern.target.declare import Target
+
+#: variants in the first batch (a variant may be expensive: the first batch measures it)
+FIRST_BATCH = 4
+#: variants in a batch at most
+MOST_BATCH = 32
+#: bytes of red zones (inputs and allocations) a batch keeps on the device at most
+BATCH_BYTES = 256 * 2**20
+
+
+def batchable(target: Target, options: Mapping[str, Any]) -> bool:
+    """Whether the variants of a case with these options run in batches: compiled mode alone,
+    no repeats, no compute-sanitizer, and not turned off (``options["variants"]["batch"]``)."""
+    plan = options.get("variants") or {}
+    modes = [m for m in (options.get("modes") or ("interpret",)) if m in target.modes]
+    return (modes == ["compiled"] and bool(plan.get("batch", True))
+            and int(options.get("repeat_compiled", 1) or 1) <= 1
+            and not options.get("sanitize"))
+
+
+#: builds the runner's per-case state for a case (``fuzzkern.execution.runner._Run``)
+MakeRun = Callable[[Case], Any]
+#: the outcome of a case from its modes' results and its start
+#: (``fuzzkern.execution.runner.outcome_of``)
+OutcomeOf = Callable[[dict[str, ModeResult], float], Outcome]
+
+
+def run_variant_batches(case: Case, options: Mapping[str, Any], seconds: float, most: int,
+                        make_run: MakeRun, outcome_of: OutcomeOf, device: Any = None,
+                        on_device: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`fuzzkern.execution.runner.run_variants` in batches (see the module doc), called
+    by it: the same result (``ran``, ``seconds``, ``verdicts``, ``failed``), plus ``batches``.
+    ``device`` (the current GPU by default) and ``on_device``
+    (:class:`~fuzzkern.execution.compiled.OnDevice`'s keywords) let the protocol run on the CPU
+    with launchers written in torch."""
+    start = time.perf_counter()
+    out: dict[str, Any] = {}
+    if device is None:
+        if not torch.cuda.is_available():
+            out.update(ran=0, seconds=0.0, verdicts={})
+            return out
+        device, kw = current_gpu()
+        on_device = {**kw, **(on_device or {})}
+    ran = 0
+    batches = 0
+    verdicts: dict[str, int] = {}
+    k = 1
+    size = FIRST_BATCH
+    while k <= most:
+        left = seconds - (time.perf_counter() - start)
+        if left <= 0:
+            break
+        began = time.perf_counter()
+        ks = list(range(k, min(most, k + size - 1) + 1))
+        passed, failed, done, last = _batch(case, ks, make_run, outcome_of, device,
+                                            on_device or {})
+        batches += 1
+        ran += passed
+        if passed:
+            verdicts[Verdict.PASS] = verdicts.get(Verdict.PASS, 0) + passed
+        for verdict, n in done.items():
+            verdicts[verdict] = verdicts.get(verdict, 0) + n
+            ran += n
+        if failed is not None:
+            out["failed"] = failed
+            break
+        each = (time.perf_counter() - began) / (last - k + 1)
+        k = last + 1
+        left = seconds - (time.perf_counter() - start)
+        size = max(1, min(MOST_BATCH, 2 * size, int(left / each) if each > 0 else MOST_BATCH))
+    out.update(ran=ran, seconds=round(time.perf_counter() - start, 6), verdicts=verdicts,
+               batches=batches)
+    return out
+
+
+def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, device: Any,
+           on_device: Mapping[str, Any]
+           ) -> tuple[int, dict[str, Any] | None, dict[str, int], int]:
+    """Run variants ``ks`` (or the first of them, up to :data:`BATCH_BYTES`) as one batch: how
+    many passed on the fast path, the first failure as ``{"index", "outcome"}`` or None, counts
+    of the other verdicts of variants before it, and the last variant run."""
+    from fuzzkern.execution import progress
+
+    launched: list[tuple[int, OnDevice, float]] = []
+    stopped: tuple[int, ModeResult, float] | None = None
+    held = 0
+    for k in ks:
+        progress.notify("variant", k)
+        began = time.perf_counter()
+        run = make_run(case.variant(k))
+        one = OnDevice(run, device, **on_device)
+        failure = one.launch()
+        if failure is not None:
+            stopped = (k, failure, began)
+            break
+        launched.append((k, one, began))
+        held += sum(z.alloc.numel() for z in one.zones())
+        if held > BATCH_BYTES:
+            break
+    if stopped is not None and stopped[1].detail.get("poisoned"):
+        launched = []  # the context is unusable: nothing launched before can be copied back
+    try:
+        with stage("copy"):
+            fetched = fetch([z for _, one, _ in launched for z in one.zones()])
+    except Exception:
+        fetched = None  # each variant copies its own zones back, and fails alone if it must
+
+    results: dict[int, ModeResult | None] = {}  # None: passed on the fast path
+    pending: list[tuple[int, OnDevice, tuple[Any, ...]]] = []
+    for k, one, _ in launched:
+        failure = one.settle(fetched)
+        if failure is not None:
+            results[k] = failure
+            continue
+        if one.findings() or one.outputs is None:
+            continue  # judged alone below
+        with stage("reference"):
+            expected = one.run.reference()
+        if expected is not None:
+            pending.append((k, one, expected))
+    if pending:
+        with stage("compare"):
+            first = pending[0][1].run
+            target = first.target
+            reduction = (first.case.dims.get(target.reduction, 1) if target.reduction else 1)
+            clear = oracle.passes(
+                [(one.outputs or (), expected, one.run._magnitude)
+                 for _, one, expected in pending],
+                tolerance=target.tolerance, reduction_length=max(1, reduction), compiled=True,
+                names=first.output_names())
+        for (k, _, _), ok in zip(pending, clear, strict=True):
+            if ok:
+                results[k] = None
+
+    passed = 0
+    others: dict[str, int] = {}
+    for k, one, began in launched:
+        if k in results and results[k] is None:
+            passed += 1
+            continue
+        progress.notify("variant", k)
+        mode = results.get(k) or one.judge()
+        outcome = outcome_of({"compiled": mode}, began)
+        if outcome.failed:
+            return passed, {"index": k, "outcome": outcome.to_json()}, others, k
+        others[outcome.verdict] = others.get(outcome.verdict, 0) + 1
+    if stopped is not None:
+        k, mode, began = stopped
+        outcome = outcome_of({"compiled": mode}, began)
+        if outcome.failed:
+            return passed, {"index": k, "outcome": outcome.to_json()}, others, k
+        others[outcome.verdict] = others.get(outcome.verdict, 0) + 1
+        return passed, None, others, k
+    return passed, None, others, launched[-1][0]

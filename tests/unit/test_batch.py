@@ -1,0 +1,311 @@
+"""Value variants in batches (fuzzkern.execution.batch), on the CPU: the compiled-mode protocol
+takes any torch device, so launchers written in plain torch stand in for kernels (a value
+bug, writes past the end and into gaps, a mutated input, non-finite values, integer outputs,
+a reduction with its magnitude band, a declared precondition, an exception).
+
+The contract: a batch says of every variant what running it alone says
+(``run_on_device`` then ``verdict_of``, as :func:`fuzzkern.execution.runner.run_case`): the
+same first failing variant with the same verdict and message, the same count of variants run
+before it, the same verdicts for them. And the batched oracle (:func:`fuzzkern.judge.oracle.
+passes`) clears a comparison only when :func:`fuzzkern.judge.oracle.compare` passes it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fuzzkern
+from fuzzkern import strategies as fks
+from fuzzkern.case.model import Case, Layout, TensorCase, Values
+from fuzzkern.execution import batch
+from fuzzkern.execution.batch import batchable
+from fuzzkern.execution.compiled import fetch, run_on_device
+from fuzzkern.execution.hygiene import place_in_red_zone
+from fuzzkern.execution.runner import _Run, outcome_of, run_variants
+from fuzzkern.judge import oracle
+from fuzzkern.judge.outcome import Verdict
+from fuzzkern.target.declare import Tolerance
+
+CPU = torch.device("cpu")
+OPTIONS = {"modes": ["compiled"]}
+
+
+def _target(launcher, reference, dtype="float32", reduction=None, **kw):
+    return fuzzkern.Target(launcher=launcher, reference=reference,
+                           inputs=fks.inputs(x=fks.tensors(("N",), dtypes=[dtype])),
+                           dims={"N": fks.sizes(max_value=64)}, reduction=reduction,
+                           modes=("interpret", "compiled"), **kw)
+
+
+def _case(n=24, dtype="float32", steps=1, distribution="normal", specials=False):
+    x = TensorCase.build((n,), dtype, Layout((0,), (steps,), (0,), 1, ()),
+                         Values(seed=11, distribution=distribution,
+                                specials=((1, "nan"), (4, "inf"), (6, "-inf")) if specials else ()))
+    return Case({"N": n}, {"x": x})
+
+
+def _alone(target, case, k):
+    """Variant ``k`` run by itself, as run_case runs it: its outcome."""
+    import time
+
+    start = time.perf_counter()
+    run = _Run(target, case.variant(k), OPTIONS)
+    return outcome_of(target, {"compiled": run_on_device(run, CPU)}, OPTIONS, start)
+
+
+def _one_by_one(target, case, most):
+    ran, verdicts = 0, {}
+    for k in range(1, most + 1):
+        outcome = _alone(target, case, k)
+        if outcome.failed:
+            return ran, verdicts, (k, outcome)
+        ran += 1
+        verdicts[outcome.verdict] = verdicts.get(outcome.verdict, 0) + 1
+    return ran, verdicts, None
+
+
+def _same_as_one_by_one(target, case, most=40):
+    got = run_variants(target, case, OPTIONS, 1e9, most, device=CPU)
+    ran, verdicts, failed = _one_by_one(target, case, most)
+    assert got["ran"] == ran
+    assert got["verdicts"] == verdicts
+    if failed is None:
+        assert "failed" not in got
+    else:
+        k, outcome = failed
+        assert got["failed"]["index"] == k
+        theirs = got["failed"]["outcome"]
+        assert (theirs["verdict"], theirs["message"]) == (outcome.verdict, outcome.message)
+    return got
+
+
+# -- launchers that emulate kernels ----------------------------------------------------------
+
+
+def _double(x):
+    out = torch.empty_like(x)
+    out.copy_(2 * x)
+    return out
+
+
+def _drops_large(x):  # wrong only where a value exceeds 2: a value bug some variants show
+    out = torch.empty_like(x)
+    out.copy_(torch.where(x > 2.0, 0.0, 2 * x))
+    return out
+
+
+def _past_the_end_if_large(x):
+    out = _double(x)
+    if bool((x > 2.0).any()):
+        out.as_strided((x.numel() + 1,), (1,), out.storage_offset())[x.numel()] = 1.0
+    return out
+
+
+def _into_the_gap_if_large(x):
+    if bool((x > 2.0).any()):
+        x.as_strided((2,), (1,), x.storage_offset())[1] = 0.0
+    return 2 * x
+
+
+def _scribbles_if_large(x):
+    out = 2 * x
+    if bool((x > 2.0).any()):
+        x.mul_(2)
+    return out
+
+
+def _refuses_large(x):
+    if bool((x > 2.0).any()):
+        raise ValueError("values above 2 are not supported")
+    return _double(x)
+
+
+def _raises_if_large(x):
+    if bool((x > 2.5).any()):
+        raise RuntimeError("bad launch")
+    return _double(x)
+
+
+def _sum_rows(x):
+    out = torch.empty(1, dtype=x.dtype)
+    out.copy_(x.to(torch.float32).sum().reshape(1).to(x.dtype))
+    return out
+
+
+def _sum_rows_drops_last(x):
+    out = torch.empty(1, dtype=x.dtype)
+    out.copy_(x[:-1].sum().reshape(1) if bool((x > 2.0).any()) else x.sum().reshape(1))
+    return out
+
+
+def _int_double(x):
+    out = torch.empty_like(x)
+    out.copy_(x * 2 + (1 if bool((x > 50).any()) else 0))
+    return out
+
+
+CORRECT = [
+    (_double, lambda x: 2 * x, {}),
+    (_sum_rows, lambda x: x.sum().reshape(1), {"reduction": "N"}),
+]
+BUGGY = [
+    (_drops_large, lambda x: 2 * x, Verdict.KERNEL_BUG),
+    (_past_the_end_if_large, lambda x: 2 * x, Verdict.OOB_WRITE),
+    (_scribbles_if_large, lambda x: 2 * x, Verdict.INPUT_MUTATED),
+    (_raises_if_large, lambda x: 2 * x, Verdict.ERROR),
+    (_sum_rows_drops_last, lambda x: x.sum().reshape(1), Verdict.KERNEL_BUG),
+]
+
+
+@pytest.mark.parametrize("launcher,reference,kw", CORRECT)
+def test_a_correct_launcher_passes_every_variant_of_the_batches(launcher, reference, kw):
+    got = _same_as_one_by_one(_target(launcher, reference, **kw), _case(), most=40)
+    assert got["ran"] == 40 and got["verdicts"] == {Verdict.PASS: 40}
+    # batches of 4, 8, 16 and the 12 left
+    assert got["batches"] == 4
+
+
+@pytest.mark.parametrize("launcher,reference,verdict", BUGGY)
+def test_a_bug_some_variants_show_is_found_at_the_same_variant_with_the_same_verdict(
+        launcher, reference, verdict):
+    kw = {"reduction": "N"} if launcher is _sum_rows_drops_last else {}
+    got = _same_as_one_by_one(_target(launcher, reference, **kw), _case(n=3), most=80)
+    assert "failed" in got and got["failed"]["outcome"]["verdict"] == verdict
+    # found after some variants passed: the bug needs values above 2, as intended
+    assert got["ran"] >= 1
+
+
+def test_writes_into_a_gap_of_a_strided_input_are_found_in_a_batch():
+    target = _target(_into_the_gap_if_large, lambda x: 2 * x)
+    got = _same_as_one_by_one(target, _case(n=3, steps=2), most=80)
+    assert got["failed"]["outcome"]["verdict"] == Verdict.OOB_WRITE
+
+
+def test_a_declared_precondition_is_counted_not_failed_and_the_batch_goes_on():
+    target = _target(_refuses_large, lambda x: 2 * x, preconditions=(ValueError,))
+    got = _same_as_one_by_one(target, _case(), most=40)
+    assert "failed" not in got and got["ran"] == 40
+    assert got["verdicts"][Verdict.PRECONDITION] >= 1 and got["verdicts"][Verdict.PASS] >= 1
+
+
+def test_non_finite_values_are_judged_by_the_whole_oracle():
+    # NaN and inf in the inputs: 2*x keeps them where the reference has them (rule 4, 5)
+    got = _same_as_one_by_one(_target(_double, lambda x: 2 * x), _case(specials=True), most=30)
+    assert got["verdicts"] == {Verdict.PASS: 30}
+
+
+def test_integer_outputs_compare_exactly_in_a_batch():
+    target = _target(_int_double, lambda x: x * 2, dtype="int32")
+    got = _same_as_one_by_one(target, _case(dtype="int32", distribution="uniform"), most=40)
+    assert got["failed"]["outcome"]["verdict"] == Verdict.KERNEL_BUG
+
+
+def test_batches_never_hold_more_than_the_byte_limit(monkeypatch):
+    monkeypatch.setattr(batch, "BATCH_BYTES", 3 * (2 * 4096 + 24 * 4))
+    got = _same_as_one_by_one(_target(_double, lambda x: 2 * x), _case(), most=12)
+    # each batch stops after the zones of 4 variants (each: an input and an output zone)
+    # pass the limit: batches of 2 variants
+    assert got["ran"] == 12 and got["batches"] == 6
+
+
+def test_only_compiled_mode_alone_runs_in_batches():
+    target = _target(_double, lambda x: 2 * x)
+    assert batchable(target, {"modes": ["compiled"]})
+    assert not batchable(target, {"modes": ["interpret", "compiled"]})
+    assert not batchable(target, {"modes": ["compiled"], "repeat_compiled": 3})
+    assert not batchable(target, {"modes": ["compiled"], "sanitize": True})
+    assert not batchable(target, {"modes": ["compiled"], "variants": {"batch": False}})
+
+
+def test_fetch_brings_every_zone_back_in_one_copy_with_its_bytes():
+    xs = [torch.arange(n, dtype=dt) for n, dt in ((3, torch.float32), (5, torch.uint8),
+                                                    (2, torch.float64))]
+    zones = [place_in_red_zone(x, CPU, 64, name=f"x{i}")[1] for i, x in enumerate(xs)]
+    got = fetch(zones)
+    for x, z in zip(xs, zones, strict=True):
+        assert torch.equal(got[id(z)], z.alloc)
+        assert got[id(z)].storage_offset() == 0  # viewable as any dtype
+        assert torch.equal(z.view(got[id(z)]), x)
+
+
+# -- the batched oracle against the whole one ------------------------------------------------
+
+_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.bool]
+
+
+@st.composite
+def _comparisons(draw):
+    dtype = draw(st.sampled_from(_DTYPES))
+    n = draw(st.integers(0, 6))
+    k = draw(st.integers(1, 6))
+    specials = draw(st.booleans())
+    floats = st.floats(allow_nan=specials, allow_infinity=specials, width=64,
+                       min_value=None if specials else -1e6,
+                       max_value=None if specials else 1e6)
+    magnitude = dtype.is_floating_point and draw(st.booleans())
+    items = []
+    for _ in range(k):
+        exp = torch.tensor(draw(st.lists(floats, min_size=n, max_size=n)),
+                           dtype=torch.float64)
+        noise = torch.tensor(draw(st.lists(st.sampled_from([0.0, 1e-7, 1e-3, 1.0, -2e-6]),
+                                           min_size=n, max_size=n)), dtype=torch.float64)
+        if dtype == torch.bool:
+            out = (exp + noise) != 0
+        elif dtype.is_floating_point:
+            out = (exp * (1 + noise)).to(dtype)
+        else:
+            exp = exp.clamp(-1e6, 1e6).nan_to_num(0.0).trunc()
+            out = (exp + noise.round()).to(dtype)
+        mag = (exp.abs() * 3,) if magnitude else None
+        items.append(((out,), (exp,), mag))
+    return items, draw(st.integers(1, 64)), draw(st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(_comparisons())
+def test_the_batched_oracle_clears_only_what_compare_passes(drawn):
+    items, r, compiled = drawn
+    tolerance = Tolerance()
+    clear = oracle.passes(items, tolerance=tolerance, reduction_length=r, compiled=compiled)
+    for (outs, exp, mag), ok in zip(items, clear, strict=True):
+        whole = oracle.compare(outs, exp, tolerance=tolerance, magnitude=mag,
+                               reduction_length=r, compiled=compiled)
+        if ok:
+            assert whole.ok
+        finite = all(bool(torch.isfinite(e.double()).all()) and
+                     bool(torch.isfinite(o.double()).all()) for o, e in zip(outs, exp,
+                                                                          strict=True))
+        if whole.ok and finite and outs[0].dtype in (torch.float32, torch.float64):
+            # all finite and representable: the fast path decides what compare decides
+            assert ok
+
+
+def test_the_batched_oracle_groups_by_layout_and_leaves_structural_problems_undecided():
+    a = torch.ones(3)
+    items = [((a,), (a.double(),), None),
+             ((a,), (torch.ones(4, dtype=torch.float64),), None),  # shape mismatch
+             ((torch.ones(2, 2),), (torch.ones(2, 2, dtype=torch.float64),), None),
+             ((a, a), (a.double(),), None),  # count mismatch
+             ((a + 1,), (a.double(),), None)]  # wrong values
+    assert oracle.passes(items) == [True, False, True, False, False]
+
+
+def test_a_magnitude_that_does_not_broadcast_is_left_to_compare():
+    a = torch.ones(3)
+    assert oracle.passes([((a,), (a.double(),), (torch.ones(2),))]) == [False]
+
+
+def test_the_magnitude_band_is_applied_per_variant():
+    # an error of 1e-4 on a value of 1: outside float32's default band, inside the
+    # accumulation band when the terms' magnitude is 1e4 (R = 64)
+    out = torch.tensor([1.0 + 1e-4])
+    exp = torch.tensor([1.0], dtype=torch.float64)
+    big = (torch.tensor([1e4], dtype=torch.float64),)
+    small = (torch.tensor([1.0], dtype=torch.float64),)
+    got = oracle.passes([((out,), (exp,), big), ((out,), (exp,), small)], reduction_length=64)
+    assert got == [True, False]
+    assert [oracle.compare((out,), (exp,), magnitude=m, reduction_length=64).ok
+            for m in (big, small)] == [True, False]
