@@ -375,16 +375,18 @@ def _check_float_finite(
     atol: float,
     r: Any,
     extra: torch.Tensor | None,
+    equal_nan: bool = True,
 ) -> _Checked | None:
-    """:func:`_check_float` for the common case, in a few numpy operations: every output,
-    reference and rounded reference element finite (then rules 2-4's NaN and infinity terms
-    add nothing). None when any is not: the general path decides. The results are the general
-    path's, bit for bit (the same float64 arithmetic in the same order; tested against it)."""
+    """:func:`_check_float` for the common case, in a few numpy operations: every element is
+    finite in the output and the rounded reference, or non-finite the same way on both sides
+    (NaN and NaN with ``equal_nan``, an infinity and the same infinity: such an element passes
+    and counts in no error figure, as in the general path). None otherwise (a NaN or an
+    infinity on one side only, a difference that overflows): the general path decides. The
+    results are the general path's, bit for bit (the same float64 arithmetic in the same order;
+    tested against it)."""
     dtype = out.dtype
     f = float_format(dtype)
     x = exp.detach().to(torch.float64).numpy()
-    if not np.isfinite(x).all():
-        return None
     o = out.detach().to(torch.float64).numpy()
     with np.errstate(all="ignore"):
         if dtype == torch.float64:
@@ -393,8 +395,19 @@ def _check_float_finite(
             xr = x.astype(np.float32).astype(np.float64)  # out of range: inf, then general
         else:
             xr = _np_round_to(x, dtype)
-        d = np.abs(o - xr)  # not finite when o or xr is not, or the difference overflows
-        if not np.isfinite(d).all():
+        both = np.isfinite(o) & np.isfinite(xr)
+        every = bool(both.all())
+        same = None
+        if not every:
+            same = np.isinf(o) & (o == xr)
+            if equal_nan:
+                same |= np.isnan(o) & np.isnan(xr)
+            if not (both | same).all():
+                return None
+        d = np.abs(o - xr)
+        if not every:
+            d = np.where(both, d, 0.0)
+        if not np.isfinite(d).all():  # the difference overflows
             return None
         ae = np.abs(xr)
         band = atol + rtol * ae
@@ -403,18 +416,30 @@ def _check_float_finite(
         if extra is not None:
             band = band + extra.numpy()
         band = np.broadcast_to(band, d.shape)
-        mismatch = ~(d <= band)
-        if d.size:
-            rel = np.where(ae > 0, d / ae, np.where(d > 0, math.inf, 0.0))
-            stats = (float(d.max()), float(rel.max()), float((d / _np_ulp(ae, f)).max()))
+        mismatch = ~(d <= band) if same is None else ~(both & (d <= band)) & ~same
+        if every and d.size:
+            stats = _np_stats(d, ae, f)
+        elif not every and both.any():
+            stats = _np_stats(d[both], ae[both], f)
         else:
             stats = (0.0, 0.0, 0.0)
         ratio = np.where(band > 0, d / np.maximum(band, 1e-300),
                          np.where(d > 0, math.inf, 0.0))
+        # a mismatching element has a finite output and rounded reference; its raw reference
+        # may still be ±inf (a format without infinities rounds it to ±max)
+        nonfinite = mismatch & ~np.isfinite(x)
     return _Checked(torch.from_numpy(np.asarray(mismatch)),
-                    torch.zeros(out.shape, dtype=torch.bool), *stats,
+                    torch.from_numpy(np.asarray(nonfinite)),
+                    *stats,
                     torch.from_numpy(np.asarray(o)), torch.from_numpy(np.asarray(x)),
                     torch.from_numpy(np.asarray(ratio)))
+
+
+def _np_stats(d: np.ndarray, ae: np.ndarray, f: FloatFormat) -> tuple[float, float, float]:
+    """Largest absolute, relative and ulp error of differences ``d`` at references ``|xr|``
+    ``ae`` (float64 arrays of finite pairs; :func:`_stats`)."""
+    rel = np.where(ae > 0, d / ae, np.where(d > 0, math.inf, 0.0))
+    return float(d.max()), float(rel.max()), float((d / _np_ulp(ae, f)).max())
 
 
 def _check_float(
@@ -427,7 +452,7 @@ def _check_float(
     equal_nan: bool,
     extra: torch.Tensor | None = None,
 ) -> _Checked:
-    checked = _check_float_finite(out, exp, mag, rtol, atol, r, extra)
+    checked = _check_float_finite(out, exp, mag, rtol, atol, r, extra, equal_nan)
     if checked is not None:
         return checked
     return _check_float_general(out, exp, mag, rtol, atol, r, equal_nan, extra)
@@ -661,11 +686,12 @@ def _pass_group(comparisons: Sequence[tuple[Sequence[Any], Sequence[Any], Sequen
         tol = tolerance.for_output(i, name, o.dtype)
         rtol, atol, _ = _resolve(tol, o.dtype, compiled)
         if o.is_floating_point():
-            c = _check_float_finite(o, e, m, rtol, atol, r, None)
-            if c is None:  # something is not finite: member by member (None: compare())
+            c = _check_float_finite(o, e, m, rtol, atol, r, None, tol.equal_nan)
+            if c is None:  # an unmatched NaN or inf: member by member (None: compare())
                 for j in range(len(members)):
                     one = None if not ok[j] else _check_float_finite(
-                        o[j], e[j], None if m is None else m[j], rtol, atol, r, None)
+                        o[j], e[j], None if m is None else m[j], rtol, atol, r, None,
+                        tol.equal_nan)
                     ok[j] = one is not None and not bool(one.mismatch.any())
                 continue
         else:

@@ -1,5 +1,6 @@
-"""The oracle's all-finite fast path (numpy) against its general path (torch): the same
-verdicts and figures, bit for bit, on every float dtype, near the formats' edges."""
+"""The oracle's fast path (numpy: every element finite, or non-finite the same way on both
+sides) against its general path (torch): the same verdicts and figures, bit for bit, on every
+float dtype, near the formats' edges."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def test_fast_path_is_taken_when_everything_is_finite(dtype):
     x = torch.tensor([0.0, 1.0, -2.5, 1e-3], dtype=torch.float64)
     out = oracle.round_to(x, dtype).to(dtype)
     assert oracle._check_float_finite(out, x, None, 1e-3, 1e-5, 1, None) is not None
-    # a non-finite reference or output leaves it to the general path
+    # a NaN or an infinity on one side only leaves it to the general path
     assert oracle._check_float_finite(out, torch.tensor([math.nan, 1.0, 0.0, 0.0],
                                                         dtype=torch.float64),
                                       None, 1e-3, 1e-5, 1, None) is None
@@ -89,6 +90,14 @@ def test_fast_path_is_taken_when_everything_is_finite(dtype):
         bad = out.clone()
         bad[0] = math.inf
         assert oracle._check_float_finite(bad, x, None, 1e-3, 1e-5, 1, None) is None
+        # the same non-finite value on both sides is the fast path's: it passes
+        both = torch.tensor([math.nan, -math.inf, -2.5, 1e-3], dtype=torch.float64)
+        got = oracle._check_float_finite(oracle.round_to(both, dtype).to(dtype), both, None,
+                                         1e-3, 1e-5, 1, None)
+        assert got is not None and not bool(got.mismatch.any())
+        # NaN and NaN without equal_nan: the general path's
+        assert oracle._check_float_finite(oracle.round_to(both, dtype).to(dtype), both, None,
+                                          1e-3, 1e-5, 1, None, equal_nan=False) is None
 
 
 def test_fast_path_reports_the_mismatch_it_finds():
@@ -99,3 +108,17 @@ def test_fast_path_reports_the_mismatch_it_finds():
     assert not c.ok and c.mismatched == 1 and c.first[0].index == (17,)
     assert c.max_abs_error == pytest.approx(1e-3, rel=1e-3)
     assert np.isfinite(c.bound_ratio) and c.bound_ratio > 1
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="no float8_e4m3fn in torch")
+def test_an_infinite_reference_in_a_format_without_infinities_mismatches_as_non_finite():
+    # e4m3fn has no inf: the reference's inf rounds to 448, and an output of 1 is off; the
+    # general path counts that element as a non-finite mismatch, and so must the fast path
+    dtype = torch.float8_e4m3fn
+    x = torch.tensor([math.inf, 1.0, 448.0], dtype=torch.float64)
+    out = torch.tensor([1.0, 1.0, 448.0]).to(dtype)
+    fast = oracle._check_float_finite(out, x, None, 0.125, 0.0, 1, None)
+    general = oracle._check_float_general(out, x, None, 0.125, 0.0, 1, True)
+    assert fast is not None
+    assert fast.mismatch.tolist() == general.mismatch.tolist() == [True, False, False]
+    assert fast.nonfinite.tolist() == general.nonfinite.tolist() == [True, False, False]
