@@ -140,15 +140,20 @@ def _poison(t: Any) -> Any:
     return t
 
 
-def _guarded(t: torch.Tensor, guard_bytes: int, record: Allocations) -> torch.Tensor:
-    """``t``'s layout again, inside an allocation with poisoned guard bands (red zones)."""
+def _guarded(t: torch.Tensor, guard_bytes: int, record: Allocations,
+             poison: bool) -> tuple[torch.Tensor, bool]:
+    """``t``'s layout again, inside an allocation with poisoned guard bands (red zones), and
+    whether its elements are poisoned already (``poison``: the whole allocation filled at once
+    where the guard pattern is the poison, every dtype but bool)."""
     if (t.is_meta or t.is_sparse or t.is_quantized or t.requires_grad or t.dtype.is_complex
             or guard_bytes % t.element_size()):
-        return t
+        return t, False
+    whole = poison and t.dtype != torch.bool
     view, zone = place_in_red_zone(t, t.device, guard_bytes,
-                                   name=f"allocation {len(record.zones)}", initial=None)
+                                   name=f"allocation {len(record.zones)}",
+                                   initial="poison" if whole else None)
     record.zones.append(zone)
-    return view
+    return view, whole
 
 
 class Allocations:
@@ -204,10 +209,11 @@ def poisoned_allocations(enabled: bool = True, guard_bytes: int = 0) -> Iterator
     def wrap(fn: Any) -> Any:
         def poisoned(*args: Any, **kwargs: Any) -> Any:
             t = fn(*args, **kwargs)
+            done = False
             if guard_bytes > 0 and kwargs.get("out") is None and isinstance(t, torch.Tensor):
-                t = _guarded(t, guard_bytes, record)
+                t, done = _guarded(t, guard_bytes, record, enabled)
             record.tensors.append(t)
-            return _poison(t) if enabled else t
+            return _poison(t) if enabled and not done else t
 
         poisoned.__wrapped__ = fn  # type: ignore[attr-defined]
         return poisoned
@@ -346,7 +352,9 @@ def place_in_red_zone(t: torch.Tensor, device: Any, guard_bytes: int = DEFAULT_G
 
     ``initial="copy"`` copies ``t``'s whole storage (gaps included) and remembers it, so
     :func:`check_red_zone` also reports changed gaps; ``initial=None`` leaves the storage
-    uninitialized and checks only the guards (for fresh allocations, poisoned by the caller).
+    uninitialized and checks only the guards (for fresh allocations, poisoned by the caller);
+    ``initial="poison"`` fills guards and storage with the poison pattern in one go (a fresh
+    allocation, any dtype but bool, whose guard pattern is not its poison).
     """
     itemsize = t.element_size()
     if guard_bytes <= 0 or guard_bytes % itemsize:
@@ -359,6 +367,9 @@ def place_in_red_zone(t: torch.Tensor, device: Any, guard_bytes: int = DEFAULT_G
         kept = storage_bytes(t).cpu().clone()
         host = torch.cat([guard, kept, guard])
         alloc = host.to(device) if torch.device(device) != host.device else host
+    elif initial == "poison" and t.dtype != torch.bool:
+        alloc = torch.full(((2 * guard_bytes + nbytes) // itemsize,), poison_bits(t.dtype),
+                           dtype=bits_dtype(t.dtype), device=device).view(torch.uint8)
     else:
         alloc = torch.zeros(2 * guard_bytes + nbytes, dtype=torch.uint8, device=device)
         on_device = _guard_on(alloc.device, t.dtype, guard_bytes)
