@@ -22,9 +22,11 @@ alone (no interpreter in the same case) they run in batches instead:
    same; the first failing variant (lowest index) ends the variants, as one by one.
 
 The parent's clock times each variant as a case of its own: ``("variant", k)`` is reported
-before variant ``k`` launches and again before it is judged alone. A device fault in variant
-``k`` leaves the CUDA context unusable: the variants launched before it in the batch cannot be
-copied back, so they are not counted, and variant ``k``'s crash is the outcome.
+before variant ``k`` launches, again before its checks and reference, and again before it is
+judged alone. A device fault in variant ``k`` leaves the CUDA context unusable: the variants
+launched before it in the batch cannot be copied back, so they are not counted, and variant
+``k``'s crash is the outcome; so with a variant the parent stops (a hang) or a worker that
+dies.
 
 Batches start at :data:`FIRST_BATCH` variants and grow to :data:`MOST_BATCH`, and never hold
 more than :data:`BATCH_BYTES` of red zones.
@@ -153,6 +155,7 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
     results: dict[int, ModeResult | None] = {}  # None: passed on the fast path
     pending: list[tuple[int, OnDevice, tuple[Any, ...]]] = []
     for k, one, _ in launched:
+        progress.notify("variant", k)  # its checks and reference are timed as its own
         failure = one.settle(fetched)
         if failure is not None:
             results[k] = failure

@@ -442,6 +442,7 @@ class OnDevice:
             self.allocated = self.allocations.indices_of(self.outs)
         except Exception as e:
             return self.failed(e, "launch")
+        self.counts()  # now, before the next case of a batch compiles anything
         return None
 
     def zones(self) -> list[hygiene.RedZone]:
@@ -478,7 +479,8 @@ class OnDevice:
 
     def judge(self) -> ModeResult:
         """The comparison with the reference and the mode's result."""
-        self.counts()
+        if self.repeats > 1:
+            self.counts()  # with what the repeats compiled
         return self.run._compare("compiled", self.outputs, self.detail, self.seconds, {},
                                  self.allocations if self.checks["poison"] else None,
                                  self.allocated)
