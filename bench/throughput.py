@@ -54,8 +54,6 @@ import subprocess
 import sys
 import time
 
-from hypothesis import HealthCheck, given, settings
-
 from fuzzkern.execution.pool import WorkerPool
 from fuzzkern.search import engine
 from fuzzkern.target import loader
@@ -63,17 +61,8 @@ from fuzzkern.target import loader
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def draw_cases(lt, n, seed=0):
-    cases = []
-
-    @settings(max_examples=n, database=None, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(lt.target.cases())
-    def collect(case):
-        cases.append(case)
-
-    collect()
-    return cases[:n]
+def draw_cases(lt, n):
+    return engine.draw_cases(lt.target, n)
 
 
 _BARE = r"""

@@ -452,6 +452,21 @@ class CampaignOptions:
     stop_at: float | None = None
 
 
+def draw_cases(target: Target, n: int) -> list[Case]:
+    """The first ``n`` cases Hypothesis draws for ``target`` with its derandomized seed: the
+    same cases every time, for benchmarks and tests that compare two ways of running them."""
+    cases: list[Case] = []
+
+    @settings(max_examples=n, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(target.cases())
+    def collect(case: Case) -> None:
+        cases.append(case)
+
+    collect()
+    return cases[:n]
+
+
 def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
     """What the worker gets besides the case (see fuzzkern.execution.runner)."""
     options: dict[str, Any] = {"modes": list(opts.modes), "debug": opts.debug}

@@ -65,21 +65,6 @@ def test_a_campaign_finds_and_shrinks_a_value_dependent_bug_with_variants():
         pool.close()
 
 
-def _drawn(lt, n):
-    from hypothesis import HealthCheck, given, settings
-
-    cases = []
-
-    @settings(max_examples=n, database=None, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(lt.target.cases())
-    def collect(case):
-        cases.append(case)
-
-    collect()
-    return cases[:n]
-
-
 QUALITY = os.path.join(os.path.dirname(__file__), "..", "quality", "kernels")
 
 
@@ -97,7 +82,7 @@ def test_batched_variants_say_what_variants_alone_say_on_the_gpu(spec):
         (lt,) = loader.load(spec)
     else:
         (lt,) = [t for t in loader.load_all([]) if t.ref.endswith(f":{spec}")]
-    for case in _drawn(lt, 4):
+    for case in engine.draw_cases(lt.target, 4):
         alone = run_variants(lt.target, case, {**COMPILED, "variants": {"batch": False}},
                              60.0, 40)
         batched = run_variants(lt.target, case, COMPILED, 60.0, 40)

@@ -178,3 +178,10 @@ def test_the_stop_time_cuts_a_case_short():
         assert pool.stop_at is None  # the limit was for the block only
     finally:
         pool.close()
+
+
+def test_draw_cases_gives_the_same_cases_every_time():
+    (lt,) = [t for t in loader.load_all([]) if t.ref.endswith(":vector_add")]
+    first = [c.to_json() for c in engine.draw_cases(lt.target, 6)]
+    assert len(first) == 6 and len({str(c) for c in first}) > 1
+    assert [c.to_json() for c in engine.draw_cases(lt.target, 6)] == first
