@@ -191,6 +191,28 @@ def test_a_declared_precondition_is_counted_not_failed_and_the_batch_goes_on():
     assert got["verdicts"][Verdict.PRECONDITION] >= 1 and got["verdicts"][Verdict.PASS] >= 1
 
 
+def _faults_if_large(x):
+    if bool((x > 2.0).any()):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    return _double(x)
+
+
+def test_a_device_fault_ends_the_batch_with_the_same_crash():
+    """A device fault leaves a CUDA context unusable: the variants launched before it in the
+    same batch cannot be copied back, so the batch counts fewer of them than one by one does,
+    and reports the same crash of the same variant."""
+    target = _target(_faults_if_large, lambda x: 2 * x)
+    case = _case(n=3)
+    got = run_variants(target, case, OPTIONS, 1e9, 80, device=CPU)
+    ran, _, (k, outcome) = _one_by_one(target, case, 80)
+    assert got["failed"]["index"] == k
+    assert got["failed"]["outcome"]["verdict"] == outcome.verdict == Verdict.CRASH
+    assert got["failed"]["outcome"]["modes"]["compiled"]["detail"]["poisoned"] is True
+    assert ran >= 1 and got["ran"] <= ran
+    # whole batches before the fault's batch were counted: 4, 8, 16, ... variants
+    assert got["ran"] in {0, 4, 12, 28, 60}
+
+
 def test_non_finite_values_are_judged_by_the_whole_oracle():
     # NaN and inf in the inputs: 2*x keeps them where the reference has them (rule 4, 5)
     got = _same_as_one_by_one(_target(_double, lambda x: 2 * x), _case(specials=True), most=30)
