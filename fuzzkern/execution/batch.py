@@ -22,11 +22,11 @@ alone (no interpreter in the same case) they run in batches instead:
    same; the first failing variant (lowest index) ends the variants, as one by one.
 
 The parent's clock times each variant as a case of its own: ``("variant", k)`` is reported
-before variant ``k`` launches, again before its checks and reference, and again before it is
-judged alone. A device fault in variant ``k`` leaves the CUDA context unusable: the variants
-launched before it in the batch cannot be copied back, so they are not counted, and variant
-``k``'s crash is the outcome; so with a variant the parent stops (a hang) or a worker that
-dies.
+before variant ``k`` launches, again before its checks and reference when the batch's checks
+have run for :data:`RETIME` seconds, and again before it is judged alone. A device fault in
+variant ``k`` leaves the CUDA context unusable: the variants launched before it in the batch
+cannot be copied back, so they are not counted, and variant ``k``'s crash is the outcome; so
+with a variant the parent stops (a hang) or a worker that dies.
 
 Batches start at :data:`FIRST_BATCH` variants and grow to :data:`MOST_BATCH`, and never hold
 more than :data:`BATCH_BYTES` of red zones.
@@ -53,6 +53,9 @@ FIRST_BATCH = 4
 MOST_BATCH = 32
 #: bytes of red zones (inputs and allocations) a batch keeps on the device at most
 BATCH_BYTES = 256 * 2**20
+#: seconds after which the checks and references of a batch restart the parent's clock at the
+#: variant they reach (so a batch of slow references is never one variant's hang)
+RETIME = 0.5
 
 
 def batchable(target: Target, options: Mapping[str, Any]) -> bool:
@@ -154,8 +157,12 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
 
     results: dict[int, ModeResult | None] = {}  # None: passed on the fast path
     pending: list[tuple[int, OnDevice, tuple[Any, ...]]] = []
+    told = time.perf_counter()
     for k, one, _ in launched:
-        progress.notify("variant", k)  # its checks and reference are timed as its own
+        if time.perf_counter() - told > RETIME:
+            # a slow batch: its checks and reference are timed as the variant's own
+            progress.notify("variant", k)
+            told = time.perf_counter()
         failure = one.settle(fetched)
         if failure is not None:
             results[k] = failure

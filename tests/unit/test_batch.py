@@ -225,6 +225,29 @@ def test_integer_outputs_compare_exactly_in_a_batch():
     assert got["failed"]["outcome"]["verdict"] == Verdict.KERNEL_BUG
 
 
+def test_the_parent_clock_restarts_at_each_launch_and_during_slow_checks(monkeypatch):
+    from fuzzkern.execution import progress
+
+    events = []
+    monkeypatch.setattr(progress, "_channel", events.append)
+    monkeypatch.setattr(batch, "RETIME", 0.05)
+    run_variants(_target(_double, lambda x: 2 * x), _case(), OPTIONS, 1e9, 4, device=CPU)
+    assert events == [["variant", k] for k in (1, 2, 3, 4)]  # fast checks: launches only
+
+    import time
+
+    def slow(x):
+        time.sleep(0.03)
+        return 2 * x
+
+    events.clear()
+    run_variants(_target(_double, slow), _case(), OPTIONS, 1e9, 4, device=CPU)
+    launches, checks = events[:4], events[4:]
+    assert launches == [["variant", k] for k in (1, 2, 3, 4)]
+    # the references take 0.03 s each: the clock restarts at a variant every 0.05 s or so
+    assert checks and all(e[0] == "variant" and 2 <= e[1] <= 4 for e in checks)
+
+
 def test_batches_never_hold_more_than_the_byte_limit(monkeypatch):
     monkeypatch.setattr(batch, "BATCH_BYTES", 3 * (2 * 4096 + 24 * 4))
     got = _same_as_one_by_one(_target(_double, lambda x: 2 * x), _case(), most=12)
