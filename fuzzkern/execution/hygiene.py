@@ -354,7 +354,7 @@ def place_in_red_zone(t: torch.Tensor, device: Any, guard_bytes: int = DEFAULT_G
     :func:`check_red_zone` also reports changed gaps; ``initial=None`` leaves the storage
     uninitialized and checks only the guards (for fresh allocations, poisoned by the caller);
     ``initial="poison"`` fills guards and storage with the poison pattern in one go (a fresh
-    allocation, any dtype but bool, whose guard pattern is not its poison).
+    allocation; not for bool, whose guard pattern differs from its poison).
     """
     itemsize = t.element_size()
     if guard_bytes <= 0 or guard_bytes % itemsize:
