@@ -392,7 +392,9 @@ def _check_float_finite(
         if dtype == torch.float64:
             xr = x
         elif dtype == torch.float32:  # an IEEE cast rounds half to even, like round_to
-            xr = x.astype(np.float32).astype(np.float64)  # out of range: inf, then general
+            # beyond the range: inf, where the general path saturates to max; an infinite
+            # output passes either way (there by the overflow rule), a finite one goes there
+            xr = x.astype(np.float32).astype(np.float64)
         else:
             xr = _np_round_to(x, dtype)
         both = np.isfinite(o) & np.isfinite(xr)

@@ -122,3 +122,23 @@ def test_an_infinite_reference_in_a_format_without_infinities_mismatches_as_non_
     assert fast is not None
     assert fast.mismatch.tolist() == general.mismatch.tolist() == [True, False, False]
     assert fast.nonfinite.tolist() == general.nonfinite.tolist() == [True, False, False]
+
+
+def test_an_output_that_overflowed_where_the_reference_is_beyond_the_range_agrees():
+    # float32: the fast path rounds 1.5*max to inf (an IEEE cast), the general path saturates
+    # it to max and accepts an infinite output by the overflow rule; both pass it, with the
+    # same figures. A finite output there is the general path's to judge.
+    big = float(torch.finfo(torch.float32).max) * 1.5
+    x = torch.tensor([big, -big, 1.0], dtype=torch.float64)
+    out = torch.tensor([math.inf, -math.inf, 1.0], dtype=torch.float32)
+    fast = oracle._check_float_finite(out, x, None, 1e-6, 1e-5, 1, None)
+    general = oracle._check_float_general(out, x, None, 1e-6, 1e-5, 1, True)
+    assert fast is not None
+    assert fast.mismatch.tolist() == general.mismatch.tolist() == [False, False, False]
+    assert fast.nonfinite.tolist() == general.nonfinite.tolist()
+    assert (fast.abs_err, fast.rel_err, fast.ulp_err) == \
+        (general.abs_err, general.rel_err, general.ulp_err)
+    assert torch.equal(fast.ratio, general.ratio)
+    finite = out.clone()
+    finite[0] = torch.finfo(torch.float32).max
+    assert oracle._check_float_finite(finite, x, None, 1e-6, 1e-5, 1, None) is None
