@@ -356,15 +356,13 @@ class _Checked:
 def _stats(
     o: torch.Tensor, e: torch.Tensor, both_finite: torch.Tensor, dtype: torch.dtype
 ) -> tuple[float, float, float]:
+    """:func:`_np_stats` over the pairs of ``o`` and ``e`` (float64) where both are finite."""
     if not bool(both_finite.any()):
         return 0.0, 0.0, 0.0
-    of = o[both_finite]
-    ef = e[both_finite]
-    d = (of - ef).abs()
-    ae = ef.abs()
-    rel = torch.where(ae > 0, d / ae, torch.where(d > 0, math.inf, 0.0))
-    u = d / ulp(ef, dtype)
-    return float(d.max()), float(rel.max()), float(u.max())
+    ef = _np64(e[both_finite])
+    with np.errstate(all="ignore"):
+        return _np_stats(np.abs(_np64(o[both_finite]) - ef), np.abs(ef),
+                         float_format(dtype) if dtype.is_floating_point else None)
 
 
 def _check_float_finite(
@@ -437,11 +435,14 @@ def _check_float_finite(
                     torch.from_numpy(np.asarray(ratio)))
 
 
-def _np_stats(d: np.ndarray, ae: np.ndarray, f: FloatFormat) -> tuple[float, float, float]:
+def _np_stats(d: np.ndarray, ae: np.ndarray,
+              f: FloatFormat | None) -> tuple[float, float, float]:
     """Largest absolute, relative and ulp error of differences ``d`` at references ``|xr|``
-    ``ae`` (float64 arrays of finite pairs; :func:`_stats`)."""
+    ``ae`` (float64 arrays of finite pairs); ``f`` the output's format (None: an integer
+    output, whose ulp is 1)."""
     rel = np.where(ae > 0, d / ae, np.where(d > 0, math.inf, 0.0))
-    return float(d.max()), float(rel.max()), float((d / _np_ulp(ae, f)).max())
+    u = d if f is None else d / _np_ulp(ae, f)
+    return float(d.max()), float(rel.max()), float(u.max())
 
 
 def _check_float(
