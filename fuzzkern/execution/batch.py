@@ -15,9 +15,9 @@ alone (no interpreter in the same case) they run in batches instead:
    checked on those bytes; its outputs are views of them;
 3. each variant's float64 reference runs, and the variants without a finding are compared
    together: their outputs stacked, one numpy pass per output (:func:`fuzzkern.judge.oracle.
-   passes`, the oracle's all-finite fast path);
-4. a variant that path cannot clear (a finding, a non-finite value, an element outside its
-   band, a raised exception) is judged alone by the whole oracle, exactly as
+   passes`, the oracle's fast path);
+4. a variant that path cannot clear (a finding, a NaN or inf on one side only, an element
+   outside its band, a raised exception) is judged alone by the whole oracle, exactly as
    :func:`fuzzkern.execution.runner.run_case` judges it, so its outcome and verdict are the
    same; the first failing variant (lowest index) ends the variants, as one by one.
 

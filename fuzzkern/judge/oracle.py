@@ -365,7 +365,7 @@ def _stats(
                          float_format(dtype) if dtype.is_floating_point else None)
 
 
-def _check_float_finite(
+def _check_float_fast(
     out: torch.Tensor,
     exp: torch.Tensor,
     mag: torch.Tensor | None,
@@ -455,7 +455,7 @@ def _check_float(
     equal_nan: bool,
     extra: torch.Tensor | None = None,
 ) -> _Checked:
-    checked = _check_float_finite(out, exp, mag, rtol, atol, r, extra, equal_nan)
+    checked = _check_float_fast(out, exp, mag, rtol, atol, r, extra, equal_nan)
     if checked is not None:
         return checked
     return _check_float_general(out, exp, mag, rtol, atol, r, equal_nan, extra)
@@ -640,7 +640,7 @@ def passes(
     """Which of several comparisons (``(outputs, expected, magnitude)`` triples, as
     :func:`compare` takes them) pass for certain, decided together: comparisons whose outputs
     have the same dtypes and shapes are stacked and checked in one go per output (rules 1-3 and
-    6 on the all-finite fast path). True: :func:`compare` returns ``ok``. False: not decided
+    6 on the fast path). True: :func:`compare` returns ``ok``. False: not decided
     here (call :func:`compare`: it may still pass, by rules 4-8, or fail). The batches of value
     variants in compiled mode (:mod:`fuzzkern.execution.batch`) judge their cases this way, so
     that a case that passes costs a share of a few numpy operations."""
@@ -689,10 +689,10 @@ def _pass_group(comparisons: Sequence[tuple[Sequence[Any], Sequence[Any], Sequen
         tol = tolerance.for_output(i, name, o.dtype)
         rtol, atol, _ = _resolve(tol, o.dtype, compiled)
         if o.is_floating_point():
-            c = _check_float_finite(o, e, m, rtol, atol, r, None, tol.equal_nan)
+            c = _check_float_fast(o, e, m, rtol, atol, r, None, tol.equal_nan)
             if c is None:  # an unmatched NaN or inf: member by member (None: compare())
                 for j in range(len(members)):
-                    one = None if not ok[j] else _check_float_finite(
+                    one = None if not ok[j] else _check_float_fast(
                         o[j], e[j], None if m is None else m[j], rtol, atol, r, None,
                         tol.equal_nan)
                     ok[j] = one is not None and not bool(one.mismatch.any())
