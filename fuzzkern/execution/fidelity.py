@@ -57,7 +57,7 @@ import triton.runtime.interpreter as _interp
 from triton.compiler.errors import UnsupportedLanguageConstruct
 
 __all__ = ["FidelityRewriter", "InterpreterUnsupported", "interpreter_limitation",
-           "libdevice_modules", "patches"]
+           "libdevice_modules", "grouped_patches"]
 
 
 class InterpreterUnsupported(NotImplementedError):
@@ -561,19 +561,11 @@ def _dtype_value(self: Any) -> Any:
     return self
 
 
-def patches() -> list[tuple[Any, str, Any]]:
-    """(object, attribute, value) to set while interpreter mode is active."""
-    out, modules = grouped_patches()
-    for module, values in modules:
-        out.extend((module, k, v) for k, v in values.items())
-    return out
-
-
 def grouped_patches() -> tuple[list[tuple[Any, str, Any]],
                                list[tuple[types.ModuleType, dict[str, Any]]]]:
-    """:func:`patches` as (object, attribute, value) triples plus, per libdevice module, the
-    module and ``{name: replacement}`` (several hundred names each: installed as one update of
-    the module's ``__dict__``)."""
+    """What to set while interpreter mode is active: (object, attribute, value) triples, and
+    per libdevice module the module and ``{name: replacement}`` (several hundred names each:
+    installed as one update of the module's ``__dict__``)."""
     out: list[tuple[Any, str, Any]] = [
         (_interp, "_implicit_cvt", implicit_cvt),
         (_interp.InterpreterBuilder, "create_extern_elementwise", create_extern_elementwise),

@@ -226,8 +226,13 @@ def test_a_libdevice_function_added_later_is_interpreted_too():
     from fuzzkern.execution import fidelity
 
     name, module = next(iter(fidelity.libdevice_modules().items()))
-    first = [attr for obj, attr, _ in fidelity.patches() if obj is module]
-    assert first == [attr for obj, attr, _ in fidelity.patches() if obj is module]
+
+    def patched() -> list[str]:
+        return [attr for m, values in fidelity.grouped_patches()[1] if m is module
+                for attr in values]
+
+    first = patched()
+    assert first == patched()
 
     def fuzzkern_test_fn(x):
         return x
@@ -235,14 +240,14 @@ def test_a_libdevice_function_added_later_is_interpreted_too():
     fuzzkern_test_fn.__module__ = name
     module.fuzzkern_test_fn = fuzzkern_test_fn
     try:
-        again = [attr for obj, attr, _ in fidelity.patches() if obj is module]
+        again = patched()
         assert again == [*first, "fuzzkern_test_fn"]
         with interpreter_mode():
             assert module.fuzzkern_test_fn is not fuzzkern_test_fn
         assert module.fuzzkern_test_fn is fuzzkern_test_fn
     finally:
         del module.fuzzkern_test_fn
-    assert [attr for obj, attr, _ in fidelity.patches() if obj is module] == first
+    assert patched() == first
 
 
 def test_exception_inside_kernel_leaves_triton_restored():
