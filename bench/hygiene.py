@@ -35,9 +35,8 @@ import platform
 import statistics
 from collections import Counter
 
-from throughput import draw_cases  # bench/ is sys.path[0] when run as a script
-
 from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.search import engine
 from fuzzkern.target import loader
 from fuzzkern.target.declare import DEFAULT_CHECKS
 
@@ -64,7 +63,7 @@ MODE_CONFIGS = {"interpret": INTERPRET_CONFIGS, "compiled": COMPILED_CONFIGS}
 
 def measure(lt, n_cases, reps, pool, mode="interpret"):
     configs = MODE_CONFIGS[mode]
-    cases = [c.to_json() for c in draw_cases(lt, n_cases)]
+    cases = [c.to_json() for c in engine.draw_cases(lt.target, n_cases)]
     options = {name: {"modes": [mode], "checks": checks}
                for name, checks in configs.items()}
     for c in cases:  # warm-up: AST rewrites, first-launch costs

@@ -61,10 +61,6 @@ from fuzzkern.target import loader
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def draw_cases(lt, n):
-    return engine.draw_cases(lt.target, n)
-
-
 _BARE = r"""
 import json, sys, time
 import numpy as np, torch
@@ -180,7 +176,7 @@ def measure_variants(lt, cases, per_case, rounds):
 
 
 def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3, variants=0):
-    cases = draw_cases(lt, n_cases)
+    cases = engine.draw_cases(lt.target, n_cases)
     case_file = os.path.join(tmpdir, "cases.json")
     with open(case_file, "w") as f:
         json.dump([c.to_json() for c in cases], f)
@@ -300,6 +296,22 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3, variants=0):
     }
 
 
+def _print_stages(rows, key, title):
+    """A table of the rows' ``key`` (ms by stage), the costliest stages first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    names = sorted({k for r in rows for k in r.get(key, {})},
+                   key=lambda k: -sum(r.get(key, {}).get(k, 0.0) for r in rows))
+    table = Table(title=title)
+    for c in ["target", *names]:
+        table.add_column(c, no_wrap=c == "target")
+    for r in rows:
+        got = r.get(key, {})
+        table.add_row(r["target"], *[f"{got.get(k, 0.0):.3f}" for k in names])
+    Console(width=200).print(table)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=30)
@@ -341,14 +353,7 @@ def main() -> None:
     for r in rows:
         table.add_row(*[str(r[c]) for c in cols])
     Console(width=160).print(table)
-    names = sorted({k for r in rows for k in r["stages_ms"]},
-                   key=lambda k: -sum(r["stages_ms"].get(k, 0.0) for r in rows))
-    stages_table = Table(title="warm worker: mean ms per case by stage")
-    for c in ["target", *names]:
-        stages_table.add_column(c, no_wrap=c == "target")
-    for r in rows:
-        stages_table.add_row(r["target"], *[f"{r['stages_ms'].get(k, 0.0):.3f}" for k in names])
-    Console(width=200).print(stages_table)
+    _print_stages(rows, "stages_ms", "warm worker: mean ms per case by stage")
     if any("batched_variant_ms" in r for r in rows):
         variants_table = Table(title=f"value variants ({args.variants} per case): ms per "
                                "variant, one by one and in batches, against the bare loop")
@@ -358,16 +363,8 @@ def main() -> None:
         for r in rows:
             variants_table.add_row(*[str(r.get(c)) for c in vcols])
         Console(width=160).print(variants_table)
-        vnames = sorted({k for r in rows for k in r.get("batched_variant_stages_ms", {})},
-                        key=lambda k: -sum(r.get("batched_variant_stages_ms", {}).get(k, 0.0)
-                                           for r in rows))
-        vstages = Table(title="batched variants: mean ms per variant by stage")
-        for c in ["target", *vnames]:
-            vstages.add_column(c, no_wrap=c == "target")
-        for r in rows:
-            got = r.get("batched_variant_stages_ms", {})
-            vstages.add_row(r["target"], *[f"{got.get(k, 0.0):.3f}" for k in vnames])
-        Console(width=200).print(vstages)
+        _print_stages(rows, "batched_variant_stages_ms",
+                      "batched variants: mean ms per variant by stage")
     meta = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()}"

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import cProfile
 import io
-import os
 import pstats
 import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from throughput import draw_cases  # noqa: E402
-
-from fuzzkern.execution import stages  # noqa: E402
-from fuzzkern.execution.runner import run_case  # noqa: E402
-from fuzzkern.target import loader  # noqa: E402
+from fuzzkern.execution import stages
+from fuzzkern.execution.runner import run_case
+from fuzzkern.search import engine
+from fuzzkern.target import loader
 
 
 def main() -> None:
@@ -31,7 +28,7 @@ def main() -> None:
     for lt in loader.load_all([]):
         if wanted and not any(lt.ref.endswith(w) for w in wanted):
             continue
-        cases = draw_cases(lt, 30)
+        cases = engine.draw_cases(lt.target, 30)
         opts = {"modes": ("compiled",)}
 
         def one_pass(timed: bool = False, lt=lt, cases=cases, opts=opts) -> dict[str, float]:
