@@ -1,0 +1,103 @@
+"""Where a batched value variant (compiled mode) spends its host time, in one process.
+
+For each built-in target named (all by default): 4 cases drawn with a fixed seed, their
+variants run in batches (:func:`fuzzkern.execution.runner.run_variants`, 64 each) once to warm
+up, then timed by stage, then under cProfile, printed by own and by cumulative time. Then
+the primitives a variant is made of, timed alone on the GPU (allocation, small copies, a
+sync, an empty launch). Usage on a GPU machine:
+``python bench/probes/variant_batch_profile.py [targets...]``.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import sys
+import time
+
+import torch
+
+from fuzzkern.execution import stages
+from fuzzkern.execution.runner import run_variants
+from fuzzkern.search import engine
+from fuzzkern.target import loader
+
+N = 64
+
+
+def _primitives() -> None:
+    dev = torch.device("cuda")
+    host = torch.randn(4096)
+    big = torch.empty(1 << 20, dtype=torch.uint8, device=dev)
+
+    def timed(name, fn, n=2000):
+        fn()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        print(f"  {name:<44} {1e6 * (time.perf_counter() - start) / n:8.2f} us")
+
+    print("\n=== primitives (host us per call)")
+    timed("torch.empty(4096) cuda", lambda: torch.empty(4096, device=dev))
+    timed("torch.full(4096) cuda", lambda: torch.full((4096,), 3, device=dev))
+    timed("H2D copy 16 KiB pageable (tensor.to)", lambda: host.to(dev))
+    pinned = host.pin_memory()
+    timed("H2D copy 16 KiB pinned non_blocking", lambda: pinned.to(dev, non_blocking=True))
+    d = host.to(dev)
+    timed("D2H copy 16 KiB (.cpu())", lambda: d.cpu())
+    timed("torch.cuda.synchronize idle", torch.cuda.synchronize)
+    timed("D2D slice copy_", lambda: big[:16384].copy_(big[16384:32768]))
+    timed("torch.cat 8 x 16 KiB", lambda: torch.cat([big[:16384]] * 8))
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x + i, tl.load(x + i, mask=i < n) + 1, mask=i < n)
+
+    timed("triton launch (1 ptr, 1 int, constexpr)", lambda: k[(4,)](d, 4096, BLOCK=1024))
+    timed("triton launch + synchronize",
+          lambda: (k[(4,)](d, 4096, BLOCK=1024), torch.cuda.synchronize()))
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    wanted = sys.argv[1:]
+    for lt in loader.load_all([]):
+        if wanted and not any(lt.ref.endswith(w) for w in wanted):
+            continue
+        cases = engine.draw_cases(lt.target, 4)
+        opts = {"modes": ["compiled"], "variants": {"batch": True}}
+        for c in cases:
+            run_variants(lt.target, c, opts, 60.0, N)
+        timer = stages.begin()
+        start = time.perf_counter()
+        ran = 0
+        for c in cases:
+            got = run_variants(lt.target, c, opts, 60.0, N)
+            ran += got["ran"] + (1 if "failed" in got else 0)
+        seconds = time.perf_counter() - start
+        by_stage = stages.finish(timer)
+        print(f"\n=== {lt.ref}: {1e3 * seconds / ran:.3f} ms per batched variant ({ran} run)")
+        print("  " + ", ".join(f"{k} {1e3 * v / ran:.3f}"
+                               for k, v in sorted(by_stage.items(), key=lambda kv: -kv[1])))
+        prof = cProfile.Profile()
+        prof.enable()
+        for c in cases:
+            run_variants(lt.target, c, opts, 60.0, N)
+        prof.disable()
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(35)
+        print(s.getvalue()[-7000:])
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("cumtime").print_stats(60)
+        print(s.getvalue()[-9000:])
+    _primitives()
+
+
+if __name__ == "__main__":
+    main()
