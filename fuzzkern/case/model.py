@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -736,6 +737,11 @@ def materialize(tc: TensorCase) -> torch.Tensor:
     import torch
 
     dtype = torch_dtype(tc.dtype)
+    if tc.storage_offset == 0 and tc.storage_size == math.prod(tc.shape) and tc.strides == \
+            _contiguous_strides(tc.shape):
+        # a dense row-major view of its whole storage: no gaps to fill, the generated values
+        # are the storage (the same bytes as below)
+        return generate_values(tc.values, tc.shape, dtype)
     storage = torch.empty(tc.storage_size, dtype=dtype)
     storage.fill_(gap_fill(dtype))
     view = storage.as_strided(tc.shape, tc.strides, tc.storage_offset)
@@ -745,6 +751,16 @@ def materialize(tc: TensorCase) -> torch.Tensor:
     dst = storage.as_strided(dense_shape, tc.strides, tc.storage_offset)
     dst.copy_(generate_values(tc.values, dense_shape, dtype))
     return view
+
+
+@functools.lru_cache(maxsize=1024)
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides = []
+    acc = 1
+    for size in reversed(shape):
+        strides.append(acc)
+        acc *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def rebuild_like(t: torch.Tensor, device: Any = None) -> torch.Tensor:

@@ -302,7 +302,9 @@ def current_gpu() -> tuple[torch.device, dict[str, Any]]:
     time_compilations()
     device = _device()
     return device, {"name": device_label(device.index or 0),
-                    "sync": lambda: torch.cuda.synchronize(device)}
+                    # the current device: synchronize() without an argument skips a device
+                    # switch per call
+                    "sync": torch.cuda.synchronize}
 
 
 def run_on_device(run: Any, device: Any, *, name: str | None = None,
@@ -336,7 +338,7 @@ class OnDevice:
         self.device = device
         self.sync = sync or (lambda: None)
         options = run.options
-        self.checks = checks_of(options)
+        self.checks = checks_of(options, run.target)
         self.debug = bool(options.get("debug", False))
         self.guard = (hygiene.DEFAULT_GUARD_BYTES
                       if self.checks["redzone"] and not options.get("sanitize") else 0)
@@ -514,6 +516,8 @@ def _record_hygiene(run: Any, inputs: _Inputs, allocations: Allocations,
     for name, t in run.base.items():
         zone = inputs.zones.get(name)
         after = _bytes_of(zone, fetched) if zone is not None else None
+        if zone is not None and after is not None and zone.unchanged(after):
+            continue  # guards, gaps and elements as they were: nothing to find
         if zone is not None and after is not None:
             findings += hygiene.check_guards(zone, after)
         if checks["mutation"]:

@@ -323,7 +323,9 @@ class RedZone:
 
     ``alloc`` is the whole allocation (uint8, on the device); the storage starts at byte
     ``guard`` and holds ``nbytes``. ``initial`` is the storage's content before the launch (CPU
-    uint8) when gaps and the view are to be checked, None when only the guards are.
+    uint8) when gaps and the view are to be checked, None when only the guards are; ``image``
+    then is the whole allocation's content before the launch (guards and storage, CPU uint8):
+    an allocation whose bytes still equal it has nothing to report (:meth:`unchanged`).
     """
 
     name: str
@@ -333,6 +335,13 @@ class RedZone:
     dtype: torch.dtype
     spec: ViewSpec
     initial: torch.Tensor | None = None
+    image: torch.Tensor | None = None
+
+    def unchanged(self, after: torch.Tensor) -> bool:
+        """Whether ``after`` (the allocation's bytes on the CPU) equals the bytes placed there
+        before the launch, guards, gaps and elements alike: one comparison instead of the
+        guards', the gaps' and the elements' (False when no image was kept)."""
+        return self.image is not None and torch.equal(after, self.image)
 
     @property
     def itemsize(self) -> int:
@@ -362,11 +371,11 @@ def place_in_red_zone(t: torch.Tensor, device: Any, guard_bytes: int = DEFAULT_G
                          f"size {itemsize} of {t.dtype}")
     nbytes = t.untyped_storage().nbytes()
     guard = guard_pattern(t.dtype, guard_bytes)
-    kept = None
+    kept = image = None
     if initial == "copy":
-        kept = storage_bytes(t).cpu().clone()
-        host = torch.cat([guard, kept, guard])
-        alloc = host.to(device) if torch.device(device) != host.device else host
+        image = torch.cat([guard, storage_bytes(t).cpu(), guard])  # a copy: cat never aliases
+        kept = image[guard_bytes:guard_bytes + nbytes]
+        alloc = image.to(device) if torch.device(device) != image.device else image.clone()
     elif initial == "poison" and t.dtype != torch.bool:
         alloc = torch.full(((2 * guard_bytes + nbytes) // itemsize,), poison_bits(t.dtype),
                            dtype=bits_dtype(t.dtype), device=device).view(torch.uint8)
@@ -375,7 +384,7 @@ def place_in_red_zone(t: torch.Tensor, device: Any, guard_bytes: int = DEFAULT_G
         on_device = _guard_on(alloc.device, t.dtype, guard_bytes)
         alloc[:guard_bytes].copy_(on_device)
         alloc[guard_bytes + nbytes:].copy_(on_device)
-    zone = RedZone(name, alloc, guard_bytes, nbytes, t.dtype, view_spec(t), kept)
+    zone = RedZone(name, alloc, guard_bytes, nbytes, t.dtype, view_spec(t), kept, image)
     return zone.view(), zone
 
 

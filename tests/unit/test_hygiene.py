@@ -107,6 +107,20 @@ def test_red_zone_keeps_layout_values_and_alignment(spec):
     assert hygiene.check_red_zone(zone) == []
 
 
+def test_red_zone_image_says_unchanged_until_any_byte_changes():
+    """``unchanged`` is one comparison with the bytes placed in the zone, standing for the
+    guards', gaps' and elements' checks: true only while every byte is as placed (also on the
+    CPU, where the allocation must not share memory with its image)."""
+    t = materialize(_tc((3,), steps=[2], offset=1))
+    for byte in (0, 64 + 4, 64 + 12, 64 + 24 + 3):  # a guard, a gap, an element, the far guard
+        view, zone = hygiene.place_in_red_zone(t, "cpu", 64, name="x")
+        assert zone.unchanged(zone.alloc.clone())
+        zone.alloc[byte] ^= 1
+        assert not zone.unchanged(zone.alloc.clone())
+    fresh = hygiene.place_in_red_zone(t, "cpu", 64, name="x", initial=None)[1]
+    assert not fresh.unchanged(fresh.alloc.clone())  # no image kept: the checks decide
+
+
 def test_red_zone_guard_corrupted_after_the_end():
     t = torch.arange(6.0)
     view, zone = hygiene.place_in_red_zone(t, "cpu", 64, name="out")
@@ -547,6 +561,19 @@ def test_device_protocol_catches_a_mutated_input():
     assert "inplace='x'" in reason
     _, (verdict_off, _) = _device_run(_scribble, checks={"mutation": False})
     assert verdict_off == Verdict.PASS
+
+
+def test_device_protocol_applies_the_targets_checks():
+    """A target's ``checks=`` applies in compiled mode as in the interpreter (the run's
+    ``options["checks"]`` on top of it)."""
+    target = fuzzkern.Target(launcher=_scribble, reference=lambda x: 2 * x, inputs=_INPUTS,
+                             dims={"N": fks.sizes(max_value=8)}, checks={"mutation": False})
+    case = Case({"N": 3}, {"x": _tc((3,))})
+    mode = run_on_device(_Run(target, case, {"modes": ["compiled"]}), torch.device("cpu"))
+    assert "mutated" not in mode.detail and verdict_of({"compiled": mode})[0] == Verdict.PASS
+    mode = run_on_device(_Run(target, case, {"modes": ["compiled"],
+                                             "checks": {"mutation": True}}), torch.device("cpu"))
+    assert verdict_of({"compiled": mode})[0] == Verdict.INPUT_MUTATED
 
 
 def test_device_protocol_tells_unwritten_outputs_apart():

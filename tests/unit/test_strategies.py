@@ -344,6 +344,30 @@ def test_materialize_has_the_drawn_layout_and_poisoned_gaps(tc):
         assert bool((gaps == fill).all())
 
 
+@SOME
+@given(fks.tensors(("M", "N"), dtypes=["float32", "float16", "bfloat16", "float8_e4m3fn",
+                                      "int32", "int8", "uint8", "bool"]))
+def test_dense_tensors_materialize_as_if_they_had_gaps(tc):
+    """A dense row-major tensor's generated values are its storage (a fast path that skips the
+    gap fill and copy): the same bytes as the general path gives the same recipe in a storage
+    one element longer, whose view is the same elements."""
+    import dataclasses
+
+    import torch
+
+    from fuzzkern.case.model import _contiguous_strides, materialize
+    from fuzzkern.execution.hygiene import as_bits
+
+    dense = dataclasses.replace(tc, strides=_contiguous_strides(tc.shape), storage_offset=0,
+                                storage_size=tc.numel)
+    longer = dataclasses.replace(dense, storage_size=dense.numel + 1)
+    fast, general = materialize(dense), materialize(longer)
+    assert fast.stride() == dense.strides and fast.storage_offset() == 0
+    assert fast.untyped_storage().nbytes() == dense.numel * fast.element_size()
+    assert fast.dtype == general.dtype and fast.shape == general.shape
+    assert torch.equal(as_bits(fast), as_bits(general))
+
+
 def test_expanded_tensor_materializes_with_stride_zero():
     import torch  # noqa: F401  (materialize needs it)
 
