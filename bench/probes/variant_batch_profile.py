@@ -64,6 +64,37 @@ def _primitives() -> None:
           lambda: (k[(4,)](d, 4096, BLOCK=1024), torch.cuda.synchronize()))
 
 
+def _judged_alone(lt, cases, opts) -> None:
+    """How many variants the batch's fast path could not clear, why, and what judging them
+    alone cost."""
+    import collections
+
+    from fuzzkern.execution.compiled import OnDevice
+
+    seen: collections.Counter = collections.Counter()
+    spent = [0.0]
+    judge = OnDevice.judge
+
+    def timed(self):
+        start = time.perf_counter()
+        mode = judge(self)
+        spent[0] += time.perf_counter() - start
+        outs = [o for o in (self.outputs or ()) if isinstance(o, torch.Tensor)]
+        nonfinite = any(bool((~o.isfinite()).any()) for o in outs if o.is_floating_point())
+        seen[(mode.status, "output non-finite" if nonfinite else "finite",
+              str(lt.target.tolerance.equal_nan))] += 1
+        return mode
+
+    OnDevice.judge = timed
+    try:
+        ran = sum(run_variants(lt.target, c, opts, 60.0, N)["ran"] for c in cases)
+    finally:
+        OnDevice.judge = judge
+    alone = sum(seen.values())
+    print(f"\n=== {lt.ref}: {alone} of {ran} variants judged alone, "
+          f"{1e3 * spent[0] / max(alone, 1):.3f} ms each: {dict(seen)}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     wanted = sys.argv[1:]
@@ -74,6 +105,7 @@ def main() -> None:
         opts = {"modes": ["compiled"], "variants": {"batch": True}}
         for c in cases:
             run_variants(lt.target, c, opts, 60.0, N)
+        _judged_alone(lt, cases, opts)
         timer = stages.begin()
         start = time.perf_counter()
         ran = 0

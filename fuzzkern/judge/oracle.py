@@ -376,10 +376,12 @@ def _check_float_fast(
     equal_nan: bool = True,
 ) -> _Checked | None:
     """:func:`_check_float` for the common case, in a few numpy operations: every element is
-    finite in the output and the rounded reference, or non-finite the same way on both sides
-    (NaN and NaN with ``equal_nan``, an infinity and the same infinity: such an element passes
-    and counts in no error figure, as in the general path). None otherwise (a NaN or an
-    infinity on one side only, a difference that overflows): the general path decides. The
+    finite in the output and the rounded reference, or non-finite in a way the general path
+    passes (NaN and NaN with ``equal_nan``, an infinity and the same infinity, an overflow to
+    ±inf, or to NaN in a format without infinities, of a reference whose band reaches the
+    format's largest value: such an element passes and counts in no error figure, as in the
+    general path). None otherwise (a NaN or an infinity on one side only, a difference that
+    overflows): the general path decides. The
     results are the general path's, bit for bit (the same float64 arithmetic in the same order;
     tested against it)."""
     dtype = out.dtype
@@ -397,11 +399,27 @@ def _check_float_fast(
             xr = _np_round_to(x, dtype)
         both = np.isfinite(o) & np.isfinite(xr)
         every = bool(both.all())
+        ae = np.abs(xr)
+        band = atol + rtol * ae
+        if mag is not None:
+            band = band + accumulation_band(mag, r, dtype).numpy()
+        if extra is not None:
+            band = band + extra.numpy()
+        band = np.broadcast_to(band, o.shape)
         same = None
         if not every:
-            same = np.isinf(o) & (o == xr)
+            o_inf = np.isinf(o)
+            same = o_inf & (o == xr)
             if equal_nan:
                 same |= np.isnan(o) & np.isnan(xr)
+            if f.has_inf:
+                # overflow is rounding: ±inf for a finite reference whose band reaches ±max
+                same |= (o_inf & np.isfinite(x) & (np.sign(o) == np.sign(x))
+                         & (np.abs(x) + band >= f.max))
+            elif equal_nan:
+                # no infinities: an out-of-range reference may also become NaN
+                same |= np.isnan(o) & (np.isinf(x)
+                                       | (np.isfinite(x) & (np.abs(x) + band > f.max)))
             if not (both | same).all():
                 return None
         d = np.abs(o - xr)
@@ -409,13 +427,6 @@ def _check_float_fast(
             d = np.where(both, d, 0.0)
         if not np.isfinite(d).all():  # the difference overflows
             return None
-        ae = np.abs(xr)
-        band = atol + rtol * ae
-        if mag is not None:
-            band = band + accumulation_band(mag, r, dtype).numpy()
-        if extra is not None:
-            band = band + extra.numpy()
-        band = np.broadcast_to(band, d.shape)
         mismatch = ~(d <= band) if same is None else ~(both & (d <= band)) & ~same
         if every and d.size:
             stats = _np_stats(d, ae, f)

@@ -1,6 +1,6 @@
-"""The oracle's fast path (numpy: every element finite, or non-finite the same way on both
-sides) against its general path (torch): the same verdicts and figures, bit for bit, on every
-float dtype, near the formats' edges."""
+"""The oracle's fast path (numpy: every element finite, non-finite the same way on both sides,
+or an overflow of a reference beyond the range) against its general path (torch): the same
+verdicts and figures, bit for bit, on every float dtype, near the formats' edges."""
 
 from __future__ import annotations
 
@@ -142,3 +142,43 @@ def test_an_output_that_overflowed_where_the_reference_is_beyond_the_range_agree
     finite = out.clone()
     finite[0] = torch.finfo(torch.float32).max
     assert oracle._check_float_fast(finite, x, None, 1e-6, 1e-5, 1, None) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_an_overflow_to_inf_of_a_reference_beyond_the_range_is_the_fast_paths(dtype):
+    # a float16 matmul whose float32 sum exceeds 65504 stores inf where the float64 reference
+    # is a finite 3.7e7: the general path passes it by its overflow rule (the band reaches
+    # max), and so does the fast path, with the same figures; an inf of the other sign, or
+    # where the reference is far inside the range, is left to the general path
+    fmax = float(torch.finfo(dtype).max)
+    x = torch.tensor([fmax * 567.0, -fmax * 1.01, fmax * (1 - 2.0**-12), 1.0],
+                     dtype=torch.float64)
+    out = torch.tensor([math.inf, -math.inf, math.inf, 1.0]).to(dtype)
+    fast = oracle._check_float_fast(out, x, None, 1e-3, 1e-5, 1, None)
+    general = oracle._check_float_general(out, x, None, 1e-3, 1e-5, 1, True)
+    assert fast is not None
+    assert fast.mismatch.tolist() == general.mismatch.tolist() == [False] * 4
+    assert fast.nonfinite.tolist() == general.nonfinite.tolist()
+    assert (fast.abs_err, fast.rel_err, fast.ulp_err) == \
+        (general.abs_err, general.rel_err, general.ulp_err)
+    assert torch.equal(fast.ratio, general.ratio)
+    for i, value in ((0, -math.inf), (3, math.inf)):
+        wrong = out.clone()
+        wrong[i] = value
+        assert oracle._check_float_fast(wrong, x, None, 1e-3, 1e-5, 1, None) is None
+        assert bool(oracle._check_float_general(wrong, x, None, 1e-3, 1e-5, 1,
+                                                True).mismatch[i])
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="no float8_e4m3fn in torch")
+def test_a_nan_for_an_out_of_range_reference_in_a_format_without_infinities():
+    # e4m3fn has no inf: a cast of an out-of-range value may give NaN; with equal_nan the
+    # general path passes it, and so does the fast path; without equal_nan neither decides it
+    dtype = torch.float8_e4m3fn
+    x = torch.tensor([1000.0, math.inf, 2.0], dtype=torch.float64)
+    out = torch.tensor([math.nan, math.nan, 2.0]).to(dtype)
+    fast = oracle._check_float_fast(out, x, None, 0.125, 0.0, 1, None)
+    general = oracle._check_float_general(out, x, None, 0.125, 0.0, 1, True)
+    assert fast is not None
+    assert fast.mismatch.tolist() == general.mismatch.tolist() == [False, False, False]
+    assert oracle._check_float_fast(out, x, None, 0.125, 0.0, 1, None, equal_nan=False) is None
