@@ -41,7 +41,14 @@ from typing import Any
 import torch
 
 from fuzzkern.case.model import Case
-from fuzzkern.execution.compiled import OnDevice, current_gpu, fetch
+from fuzzkern.execution.compiled import (
+    Block,
+    OnDevice,
+    current_gpu,
+    fetch,
+    place_inputs,
+    run_on_device,
+)
 from fuzzkern.execution.stages import stage
 from fuzzkern.judge import oracle
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
@@ -131,27 +138,50 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
     of the other verdicts of variants before it, and the last variant run."""
     from fuzzkern.execution import progress
 
-    launched: list[tuple[int, OnDevice, float]] = []
-    stopped: tuple[int, ModeResult, float] | None = None
-    held = 0
+    ks = ks[:max(1, BATCH_BYTES // 2 // max(1, _input_bytes(case)))]
+    told = time.perf_counter()
+    ones: list[tuple[int, OnDevice]] = []
     for k in ks:
+        if time.perf_counter() - told > RETIME:
+            progress.notify("variant", k)  # a slow preparation is not the variant before's
+            told = time.perf_counter()
+        ones.append((k, OnDevice(make_run(case.variant(k)), device, **on_device)))
+    block: Block | None = None
+    placed: list[Any] = [None] * len(ones)
+    stopped: tuple[int, ModeResult, float] | None = None
+    guard = ones[0][1].guard
+    if guard:
+        try:
+            with stage("copy"):
+                block, inputs = place_inputs([one.run.base for _, one in ones], device, guard)
+            placed = [(block, got) for got in inputs]
+        except Exception as e:  # the copy to the device failed: the first variant says so
+            k, one = ones[0]
+            stopped = (k, one.failed(e, "copy to device"), time.perf_counter())
+            ones = []
+
+    launched: list[tuple[int, OnDevice, float]] = []
+    held = block.device.numel() if block is not None else 0
+    for (k, one), where in zip(ones, placed, strict=True):
         progress.notify("variant", k)
         began = time.perf_counter()
-        run = make_run(case.variant(k))
-        one = OnDevice(run, device, **on_device)
-        failure = one.launch()
+        failure = one.launch(where)
         if failure is not None:
             stopped = (k, failure, began)
             break
         launched.append((k, one, began))
-        held += sum(z.alloc.numel() for z in one.zones())
+        held += sum(z.alloc.numel() for z in one.allocations.zones)
         if held > BATCH_BYTES:
             break
     if stopped is not None and stopped[1].detail.get("poisoned"):
         launched = []  # the context is unusable: nothing launched before can be copied back
+    unchanged = False
     try:
         with stage("copy"):
-            fetched = fetch([z for _, one, _ in launched for z in one.zones()])
+            fetched = fetch([z for _, one, _ in launched for z in one.allocations.zones],
+                            block if launched else None)
+        with stage("checks"):
+            unchanged = block is not None and block.unchanged()
     except Exception:
         fetched = None  # each variant copies its own zones back, and fails alone if it must
 
@@ -163,7 +193,7 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             # a slow batch: its checks and reference are timed as the variant's own
             progress.notify("variant", k)
             told = time.perf_counter()
-        failure = one.settle(fetched)
+        failure = one.settle(fetched, unchanged)
         if failure is not None:
             results[k] = failure
             continue
@@ -194,8 +224,13 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             passed += 1
             continue
         progress.notify("variant", k)
-        mode = results.get(k) or one.judge()
-        outcome = outcome_of({"compiled": mode}, began)
+        mode = results.get(k)
+        if mode is None and one.findings():
+            # a finding in a batch may come from another variant's stray write (its zones
+            # lie near the others'): the variant runs again alone, and that run decides
+            began = time.perf_counter()
+            mode = run_on_device(make_run(case.variant(k)), device, **on_device)
+        outcome = outcome_of({"compiled": mode or one.judge()}, began)
         if outcome.failed:
             return passed, {"index": k, "outcome": outcome.to_json()}, others, k
         others[outcome.verdict] = others.get(outcome.verdict, 0) + 1
@@ -207,3 +242,12 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
         others[outcome.verdict] = others.get(outcome.verdict, 0) + 1
         return passed, None, others, k
     return passed, None, others, launched[-1][0]
+
+
+def _input_bytes(case: Case) -> int:
+    """Bytes of one variant's input red zones (its tensors' storages and their guards)."""
+    from fuzzkern.case.model import torch_dtype
+    from fuzzkern.execution.hygiene import DEFAULT_GUARD_BYTES
+
+    return sum(tc.storage_size * torch_dtype(tc.dtype).itemsize + 2 * DEFAULT_GUARD_BYTES
+               for tc in case.tensors.values())

@@ -226,37 +226,113 @@ class _Inputs:
 def copy_inputs(base: dict[str, torch.Tensor], device: Any, guard_bytes: int) -> _Inputs:
     """Each tensor with its exact layout on ``device``, inside a red zone when ``guard_bytes``
     is a multiple of its element size (else a plain copy of its storage)."""
-    out = _Inputs({})
-    for name, t in base.items():
-        if guard_bytes > 0 and guard_bytes % t.element_size() == 0:
-            view, zone = hygiene.place_in_red_zone(t, device, guard_bytes, name=name)
-            out.views[name] = view
-            out.zones[name] = zone
-        else:
-            out.views[name] = rebuild_like(t, device)
-    return out
+    if guard_bytes > 0:
+        return place_inputs([base], device, guard_bytes)[1][0]
+    return _Inputs({name: rebuild_like(t, device) for name, t in base.items()})
+
+
+#: zones in a :class:`Block` start at multiples of this many bytes, as separate allocations
+#: do (the CUDA caching allocator's granularity), so a kernel sees its pointers with the same
+#: alignment, and so the same specialization, as in a case of its own
+BLOCK_ALIGN = 512
+
+
+@dataclass
+class Block:
+    """The red zones of the inputs of one case, or of a batch of value variants, in one
+    allocation: placed with one host-to-device copy, copied back with the rest of the red
+    zones (:func:`fetch`), and compared with what was placed in one comparison
+    (:meth:`unchanged`). ``host`` is every byte as placed (CPU uint8), ``device`` the
+    allocation, ``after`` its bytes once fetched."""
+
+    host: torch.Tensor
+    device: torch.Tensor
+    zones: list[hygiene.RedZone] = field(default_factory=list)
+    after: torch.Tensor | None = None
+
+    def unchanged(self) -> bool:
+        """Whether every byte fetched back equals the byte placed: no guard, gap or element
+        of any input changed."""
+        return self.after is not None and torch.equal(self.after, self.host)
+
+
+def place_inputs(bases: list[dict[str, torch.Tensor]], device: Any, guard_bytes: int
+                 ) -> tuple[Block | None, list[_Inputs]]:
+    """Every tensor of every case in ``bases`` with its exact layout on ``device``, inside a
+    red zone of ``guard_bytes`` poison bytes on each side (:class:`~fuzzkern.execution.hygiene.
+    RedZone`), the zones laid out in one :class:`Block` (each zone at a multiple of
+    :data:`BLOCK_ALIGN`) and copied to the device at once. A tensor whose element size does
+    not divide ``guard_bytes`` gets a plain copy of its storage."""
+    pieces: list[torch.Tensor] = []
+    placed: list[tuple[int, str, torch.Tensor, int]] = []
+    out = [_Inputs({}) for _ in bases]
+    at = 0
+    for i, base in enumerate(bases):
+        for name, t in base.items():
+            if guard_bytes % t.element_size():
+                out[i].views[name] = rebuild_like(t, device)
+                continue
+            guard = hygiene.guard_pattern(t.dtype, guard_bytes)
+            size = 2 * guard_bytes + t.untyped_storage().nbytes()
+            pieces += [guard, hygiene.storage_bytes(t), guard]
+            pad = -size % BLOCK_ALIGN
+            if pad:
+                pieces.append(_padding(pad))
+            placed.append((i, name, t, at))
+            at += size + pad
+    if not placed:
+        return None, out
+    host = torch.cat(pieces)  # a copy: never shares memory with the cases' tensors
+    on_device = host.to(device) if torch.device(device) != host.device else host.clone()
+    block = Block(host, on_device)
+    for i, name, t, start in placed:
+        nbytes = t.untyped_storage().nbytes()
+        end = start + 2 * guard_bytes + nbytes
+        zone = hygiene.RedZone(name, on_device[start:end], guard_bytes, nbytes, t.dtype,
+                               hygiene.view_spec(t),
+                               host[start + guard_bytes:start + guard_bytes + nbytes],
+                               host[start:end])
+        out[i].views[name] = zone.view()
+        out[i].zones[name] = zone
+        block.zones.append(zone)
+    return block, out
+
+
+@functools.lru_cache(maxsize=8)
+def _padding(n: int) -> torch.Tensor:
+    return torch.zeros(n, dtype=torch.uint8)
 
 
 #: CPU bytes of red zones copied back from the device, by ``id`` of the zone
 Fetched = dict[int, torch.Tensor]
 
 
-def fetch(zones: list[hygiene.RedZone]) -> Fetched:
-    """Every zone's whole allocation (guards, storage) copied to the CPU in one transfer:
-    concatenated on the device, copied once, split on the host. A case's red zones (its inputs,
-    its launcher's allocations) and the cases of a batch
+def fetch(zones: list[hygiene.RedZone], block: Block | None = None) -> Fetched:
+    """Every zone's whole allocation (guards, storage), and ``block``'s, copied to the CPU in
+    one transfer: concatenated on the device, copied once, split on the host. A case's red
+    zones (its inputs, its launcher's allocations) and the cases of a batch
     (:func:`fuzzkern.execution.batch.run_variant_batches`) come back together, instead of one
-    synchronous copy each."""
-    if not zones:
+    synchronous copy each. Zones inside ``block`` need not be listed: they are slices of its
+    bytes (``block.after``)."""
+    inside = {id(z) for z in block.zones} if block is not None else set()
+    zones = [z for z in zones if id(z) not in inside]
+    parts = ([block.device] if block is not None else []) + [z.alloc for z in zones]
+    if not parts:
         return {}
-    joined = zones[0].alloc if len(zones) == 1 else torch.cat([z.alloc for z in zones])
-    host = joined.cpu()
+    host = parts[0].cpu() if len(parts) == 1 else torch.cat(parts).cpu()
     out: Fetched = {}
     at = 0
+    if block is not None:
+        # the block first: its zones' slices keep their alignment
+        block.after = host[:block.device.numel()]
+        for z in block.zones:
+            start = z.alloc.storage_offset() - block.device.storage_offset()
+            out[id(z)] = block.after[start:start + z.alloc.numel()]
+        at = block.device.numel()
     for z in zones:
         n = z.alloc.numel()
         # a copy of its own: a storage that starts at 0 can be viewed as any dtype
-        out[id(z)] = host[at:at + n].clone() if len(zones) > 1 else host
+        out[id(z)] = host[at:at + n].clone() if len(parts) > 1 else host
         at += n
     return out
 
@@ -272,19 +348,39 @@ def _to_cpu(outs: tuple[Any, ...] | None, zones: list[hygiene.RedZone] | None = 
     zone an output lies in, else a copy of its storage."""
     if outs is None:
         return None
-    by_storage = {z.alloc.untyped_storage().data_ptr(): z for z in zones or ()}
     cpu = []
     for o in outs:
         if not isinstance(o, torch.Tensor):
             cpu.append(o)
             continue
-        z = by_storage.get(o.untyped_storage().data_ptr())
+        if not o.numel():  # nothing to copy (its storage may be a whole block)
+            cpu.append(torch.empty_strided(tuple(o.shape), o.stride(), dtype=o.dtype))
+            continue
+        z = _zone_at(o, zones or ())
         got = fetched.get(id(z)) if z is not None and fetched else None
-        if got is not None and got.numel() % o.element_size() == 0:
-            cpu.append(got.view(o.dtype).as_strided(o.shape, o.stride(), o.storage_offset()))
-        else:
-            cpu.append(rebuild_like(o, "cpu"))
+        size = o.element_size()
+        if got is not None:
+            # element 0 of ``o`` lies ``delta`` bytes into its zone, and as far into ``got``
+            delta = got.storage_offset() + o.data_ptr() - z.alloc.data_ptr()
+            if got.storage_offset() % size == 0 and got.numel() % size == 0 \
+                    and delta % size == 0:
+                cpu.append(got.view(o.dtype).as_strided(o.shape, o.stride(), delta // size))
+                continue
+        cpu.append(rebuild_like(o, "cpu"))
     return tuple(cpu)
+
+
+def _zone_at(t: torch.Tensor, zones: Any) -> hygiene.RedZone | None:
+    """The red zone whose allocation holds ``t``'s first element (zones may be slices of one
+    :class:`Block`, so their storages are not theirs alone)."""
+    if t.device.type == "meta" or not t.numel():
+        return None
+    at = t.data_ptr()
+    for z in zones:
+        start = z.alloc.data_ptr()
+        if start <= at < start + z.alloc.numel():
+            return z
+    return None
 
 
 def run_compiled(run: Any) -> ModeResult:
@@ -317,7 +413,7 @@ def run_on_device(run: Any, device: Any, *, name: str | None = None,
         return failure
     try:
         with stage("copy"):
-            fetched = fetch(case.zones())
+            fetched = fetch(case.zones(), case.block)
     except Exception as e:
         return case.failed(e, "launch")
     return case.finish(fetched)
@@ -349,6 +445,8 @@ class OnDevice:
         self.before = (counter.compiles, counter.cache_hits, progress.compile_seconds)
         self.captured: dict[str, str] = {"text": ""}
         self.inputs = _Inputs({})
+        #: the block its inputs' red zones lie in (shared by the variants of a batch)
+        self.block: Block | None = None
         self.allocations = Allocations()
         self.outs: tuple[Any, ...] | None = None
         self.outputs: tuple[Any, ...] | None = None
@@ -424,11 +522,18 @@ class OnDevice:
         return ModeResult("compiled", status, error=f"{type(inner).__name__}: {inner}",
                           detail=info, seconds=seconds)
 
-    def launch(self) -> ModeResult | None:
-        """Copy the inputs in, launch, synchronize: None, or the result of a failure."""
+    def launch(self, placed: tuple[Block | None, _Inputs] | None = None) -> ModeResult | None:
+        """Copy the inputs in (unless ``placed`` already, by :func:`place_inputs`), launch,
+        synchronize: None, or the result of a failure."""
         try:
             with stage("copy"):
-                self.inputs = copy_inputs(self.run.base, self.device, self.guard)
+                if placed is not None:
+                    self.block, self.inputs = placed
+                elif self.guard:
+                    self.block, (self.inputs,) = place_inputs([self.run.base], self.device,
+                                                              self.guard)
+                else:
+                    self.inputs = copy_inputs(self.run.base, self.device, 0)
         except Exception as e:
             poisoned = is_device_fault(e)
             return ModeResult("compiled", "crash" if poisoned else "error",
@@ -451,13 +556,18 @@ class OnDevice:
         """Every red zone of the case: its inputs' and its launcher's allocations'."""
         return [*self.inputs.zones.values(), *self.allocations.zones]
 
-    def settle(self, fetched: Fetched | None) -> ModeResult | None:
+    def settle(self, fetched: Fetched | None, inputs_unchanged: bool | None = None
+               ) -> ModeResult | None:
         """Check the red zones and inputs (from ``fetched``, the zones' bytes on the CPU, where
-        given) and put the outputs on the CPU: None, or the result of a failure."""
+        given) and put the outputs on the CPU: None, or the result of a failure.
+        ``inputs_unchanged``: whether the block of the inputs came back as placed (by default
+        asked of the case's block; a batch asks its shared block once)."""
+        if inputs_unchanged is None:
+            inputs_unchanged = self.block is not None and self.block.unchanged()
         try:
             with stage("checks"):
                 _record_hygiene(self.run, self.inputs, self.allocations, self.outs,
-                                self.checks, self.detail, fetched)
+                                self.checks, self.detail, fetched, inputs_unchanged)
             with stage("copy"):
                 self.outputs = _to_cpu(self.outs, self.zones(), fetched)
         except Exception as e:
@@ -508,13 +618,18 @@ class OnDevice:
 
 def _record_hygiene(run: Any, inputs: _Inputs, allocations: Allocations,
                     outs: tuple[Any, ...] | None, checks: dict[str, bool],
-                    detail: dict[str, Any], fetched: Fetched | None = None) -> None:
+                    detail: dict[str, Any], fetched: Fetched | None = None,
+                    inputs_unchanged: bool = False) -> None:
     """Guards of every red zone, and gaps and elements of every input (into ``detail``);
-    ``fetched`` holds zones' bytes already on the CPU (the rest is copied here)."""
+    ``fetched`` holds zones' bytes already on the CPU (the rest is copied here);
+    ``inputs_unchanged``: the inputs' red zones all came back as placed (nothing to check for
+    the inputs that lie in one)."""
     findings: list[dict[str, Any]] = []
     storages = {}
     for name, t in run.base.items():
         zone = inputs.zones.get(name)
+        if zone is not None and inputs_unchanged:
+            continue
         after = _bytes_of(zone, fetched) if zone is not None else None
         if zone is not None and after is not None and zone.unchanged(after):
             continue  # guards, gaps and elements as they were: nothing to find

@@ -348,10 +348,13 @@ class RedZone:
         return self.spec[3]
 
     def view(self, alloc: torch.Tensor | None = None) -> torch.Tensor:
-        """The tensor as the kernel sees it, over ``alloc`` (default: the device allocation)."""
+        """The tensor as the kernel sees it, over ``alloc`` (default: the device allocation;
+        either may be a slice of a larger buffer, see :func:`fuzzkern.execution.compiled.
+        place_inputs`)."""
         shape, strides, offset, itemsize = self.spec
         base = (self.alloc if alloc is None else alloc).view(self.dtype)
-        return base.as_strided(shape, strides, self.guard // itemsize + offset)
+        return base.as_strided(shape, strides,
+                               base.storage_offset() + self.guard // itemsize + offset)
 
 
 def place_in_red_zone(t: torch.Tensor, device: Any, guard_bytes: int = DEFAULT_GUARD_BYTES, *,

@@ -249,11 +249,21 @@ def test_the_parent_clock_restarts_at_each_launch_and_during_slow_checks(monkeyp
 
 
 def test_batches_never_hold_more_than_the_byte_limit(monkeypatch):
-    monkeypatch.setattr(batch, "BATCH_BYTES", 3 * (2 * 4096 + 24 * 4))
+    zone = 2 * 4096 + 24 * 4  # one variant's input (or output): 24 floats between two guards
+    monkeypatch.setattr(batch, "BATCH_BYTES", 5 * zone)
     got = _same_as_one_by_one(_target(_double, lambda x: 2 * x), _case(), most=12)
-    # each batch stops after the zones of 4 variants (each: an input and an output zone)
-    # pass the limit: batches of 2 variants
+    # the inputs of a batch take at most half the limit: batches of 2 variants (the first
+    # would be 4), whose inputs and outputs stay within it
     assert got["ran"] == 12 and got["batches"] == 6
+    # and launches stop once the inputs and the launchers' allocations so far pass it: with a
+    # scratch allocation of 2048 floats per launch, after one variant each time
+    got = _same_as_one_by_one(_target(_double_with_scratch, lambda x: 2 * x), _case(), most=12)
+    assert got["ran"] == 12 and got["batches"] == 12
+
+
+def _double_with_scratch(x):
+    torch.empty(2048, device=x.device)
+    return _double(x)
 
 
 def test_only_compiled_mode_alone_runs_in_batches():
@@ -354,3 +364,80 @@ def test_the_magnitude_band_is_applied_per_variant():
     assert got == [True, False]
     assert [oracle.compare((out,), (exp,), magnitude=m, reduction_length=64).ok
             for m in (big, small)] == [True, False]
+
+
+def test_a_finding_seen_only_in_the_batch_is_decided_by_the_variant_alone(monkeypatch):
+    """The variants of a batch have their red zones side by side: a stray write of one could
+    land in another's guard. So a variant with a finding runs again alone, and that run
+    decides. Here variant 3's finding is injected in the batch only: alone it passes, and so
+    does the batch; a real finding (a write past the end) still fails at the same variant as
+    one by one."""
+    target = _target(_double, lambda x: 2 * x)
+    case = _case()
+
+    class Stray(batch.OnDevice):
+        def settle(self, fetched, inputs_unchanged=None):
+            failure = super().settle(fetched, inputs_unchanged)
+            if self.run.case == case.variant(3):
+                self.detail.setdefault("oob_write", []).append(
+                    {"argument": "x", "where": "past the end", "bytes": 1, "elements": [1],
+                     "text": "1 element (1 byte) past the end of `x` changed"})
+            return failure
+
+    monkeypatch.setattr(batch, "OnDevice", Stray)
+    got = run_variants(target, case, OPTIONS, 1e9, 8, device=CPU)
+    assert got["ran"] == 8 and "failed" not in got
+    got = _same_as_one_by_one(_target(_past_the_end_if_large, lambda x: 2 * x), case, most=8)
+    assert got["failed"]["outcome"]["verdict"] == Verdict.OOB_WRITE
+
+
+def _double_in_place(x):
+    x.mul_(2)
+
+
+def _double_in_place_wrong_if_large(x):
+    x.copy_(torch.where(x > 2.0, 0.0, 2 * x))
+
+
+@pytest.mark.parametrize("launcher", [_double_in_place, _double_in_place_wrong_if_large])
+def test_in_place_outputs_are_read_from_the_shared_block(launcher):
+    # the outputs are the inputs' views, in red zones that are slices of the batch's block
+    target = _target(launcher, lambda x: 2 * x, inplace="x")
+    got = _same_as_one_by_one(target, _case(steps=2), most=24)
+    if launcher is _double_in_place:
+        assert got["ran"] == 24 and "failed" not in got
+    else:
+        assert got["failed"]["outcome"]["verdict"] == Verdict.KERNEL_BUG
+
+
+def test_inputs_of_several_cases_share_one_block_with_their_own_alignment():
+    from fuzzkern.case.model import materialize
+    from fuzzkern.execution.compiled import BLOCK_ALIGN, place_inputs
+    from fuzzkern.execution.hygiene import as_bits
+
+    def tc(shape, dtype, steps, offset, seed):
+        return TensorCase.build(shape, dtype, Layout((0,), (steps,), (0,), offset, ()),
+                                Values(seed=seed))
+
+    bases = [{"a": materialize(tc((5,), "int8", 1, 3, i)),
+              "b": materialize(tc((3,), "float64", 2, 1, i + 10))} for i in range(3)]
+    block, placed = place_inputs(bases, CPU, 64)
+    assert block is not None and len(block.zones) == 6
+    start = block.device.data_ptr()
+    for base, got in zip(bases, placed, strict=True):
+        for name, t in base.items():
+            view, zone = got.views[name], got.zones[name]
+            assert view.stride() == t.stride() and view.shape == t.shape
+            assert torch.equal(as_bits(view), as_bits(t))
+            # as in an allocation of its own: the zone at a multiple of BLOCK_ALIGN, the view
+            # the guard and its storage offset into it
+            assert (zone.alloc.data_ptr() - start) % BLOCK_ALIGN == 0
+            assert view.data_ptr() - zone.alloc.data_ptr() == 64 + t.storage_offset() * \
+                t.element_size()
+    fetched = fetch([], block)
+    assert block.unchanged() and set(fetched) == {id(z) for z in block.zones}
+    placed[1].views["b"].add_(1)
+    fetch([], block)
+    assert not block.unchanged()
+    assert all(z.unchanged(fetch([], block)[id(z)]) == (z is not placed[1].zones["b"])
+               for z in block.zones)
