@@ -359,7 +359,7 @@ def _to_cpu(outs: tuple[Any, ...] | None, zones: list[hygiene.RedZone] | None = 
         z = _zone_at(o, zones or ())
         got = fetched.get(id(z)) if z is not None and fetched else None
         size = o.element_size()
-        if got is not None:
+        if z is not None and got is not None:
             # element 0 of ``o`` lies ``delta`` bytes into its zone, and as far into ``got``
             delta = got.storage_offset() + o.data_ptr() - z.alloc.data_ptr()
             if got.storage_offset() % size == 0 and got.numel() % size == 0 \
