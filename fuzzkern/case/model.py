@@ -21,7 +21,6 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Mapping
@@ -423,8 +422,7 @@ class Case:
         if k == 0:
             return self
         inputs = {
-            name: dataclasses.replace(v, values=dataclasses.replace(
-                v.values, seed=_variant_seed(v.values.seed, k, i)))
+            name: _reseeded(v, _variant_seed(v.values.seed, k, i))
             if isinstance(v, TensorCase) else v
             for i, (name, v) in enumerate(self.inputs.items())
         }
@@ -751,6 +749,17 @@ def materialize(tc: TensorCase) -> torch.Tensor:
     dst = storage.as_strided(dense_shape, tc.strides, tc.storage_offset)
     dst.copy_(generate_values(tc.values, dense_shape, dtype))
     return view
+
+
+def _reseeded(tc: TensorCase, seed: int) -> TensorCase:
+    """``tc`` with its values' seed replaced: ``dataclasses.replace`` twice, without its
+    per-field work (both classes are frozen dataclasses without ``__post_init__``; a variant
+    makes one per tensor)."""
+    values = object.__new__(Values)
+    values.__dict__.update(tc.values.__dict__, seed=seed)
+    out = object.__new__(TensorCase)
+    out.__dict__.update(tc.__dict__, values=values)
+    return out
 
 
 @functools.lru_cache(maxsize=1024)

@@ -253,7 +253,7 @@ class Block:
     def unchanged(self) -> bool:
         """Whether every byte fetched back equals the byte placed: no guard, gap or element
         of any input changed."""
-        return self.after is not None and torch.equal(self.after, self.host)
+        return self.after is not None and hygiene.same_bytes(self.after, self.host)
 
 
 def place_inputs(bases: list[dict[str, torch.Tensor]], device: Any, guard_bytes: int
