@@ -264,13 +264,22 @@ class Values:
     elements in row-major order (expanded dims count once) and wraps around. A kind is a name
     (:data:`FLOAT_SPECIALS`, :data:`INT_SPECIALS`) or a literal number written ``"=-100"``
     (planted as is, even outside the ``domain``). ``domain`` (optional) says where the values
-    lie (:class:`Domain`).
+    lie (:class:`Domain`). ``block`` (optional, ``(count, index)``): the values are member
+    ``index`` of ``count`` tensors' worth drawn together from ``seed`` (value variants,
+    :meth:`Case.variant`, so that a batch of them is drawn at once).
     """
 
     seed: int = 0
     distribution: str = "small_ints"
     specials: tuple[tuple[int, str], ...] = ()
     domain: Domain | None = None
+    block: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.block is not None and not (
+                len(self.block) == 2 and 0 <= self.block[1] < self.block[0]):
+            raise CaseError(f"Expected block=(count, index) with 0 <= index < count, but got "
+                            f"{self.block!r}.")
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -280,16 +289,20 @@ class Values:
         }
         if self.domain is not None:
             d["domain"] = self.domain.to_json()
+        if self.block is not None:
+            d["block"] = list(self.block)
         return d
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Values:
         domain = d.get("domain")
+        block = d.get("block")
         return Values(
             int(d.get("seed", 0)),
             str(d.get("distribution", "small_ints")),
             tuple((int(i), str(k)) for i, k in d.get("specials", ())),
             None if domain is None else Domain.from_json(domain),
+            None if block is None else (int(block[0]), int(block[1])),
         )
 
 
@@ -422,8 +435,7 @@ class Case:
         if k == 0:
             return self
         inputs = {
-            name: _reseeded(v, _variant_seed(v.values.seed, k, i))
-            if isinstance(v, TensorCase) else v
+            name: _variant_of(v, k, i) if isinstance(v, TensorCase) else v
             for i, (name, v) in enumerate(self.inputs.items())
         }
         return Case(self.dims, inputs, self.configs)
@@ -597,15 +609,20 @@ def _fold_float(x: torch.Tensor, dom: Domain) -> torch.Tensor:
     return x
 
 
-def _rows(x: torch.Tensor, shape: tuple[int, ...], dom: Domain) -> torch.Tensor:
+def _rows(x: torch.Tensor, shape: tuple[int, ...], dom: Domain, count: int | None = None
+          ) -> torch.Tensor:
     """``x`` (float64, flat) turned into probability (or log-probability) rows along
-    ``dom.dim`` of ``shape``; a 0-dim tensor is one whole row."""
+    ``dom.dim`` of ``shape`` (of each of ``count`` tensors of ``shape``, when given); a 0-dim
+    tensor is one whole row."""
     if math.prod(shape) == 0:
         return x
     if not shape:
         return x * 0 + (0.0 if dom.rows == "log_probability" else 1.0)
     dim = dom.dim % len(shape)
-    v = x.reshape(shape)
+    if count is None:
+        v = x.reshape(shape)
+    else:
+        v, dim = x.reshape((count, *shape)), dim + 1
     v = v.log_softmax(dim) if dom.rows == "log_probability" else v.softmax(dim)
     return v.reshape(-1)
 
@@ -642,11 +659,31 @@ def _special_in_domain(kind: str, dtype: torch.dtype, dom: Domain | None
 
 
 def generate_values(values: Values, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """Contiguous tensor of ``shape`` filled as ``values`` says, deterministically from its seed."""
+    """Contiguous tensor of ``shape`` filled as ``values`` says, deterministically from its seed
+    (and, for ``values.block = (count, index)``, member ``index`` of ``count`` tensors of
+    ``shape`` drawn together: the block is drawn once and kept for the next members)."""
+    if values.block is None:
+        return _generate(values, shape, dtype)
+    count, index = values.block
+    key = (values.seed, values.distribution, values.specials, values.domain)
+    return _block_of(key, count, tuple(shape), dtype)[index].clone()
+
+
+@functools.lru_cache(maxsize=8)
+def _block_of(key: tuple[Any, ...], count: int, shape: tuple[int, ...], dtype: torch.dtype
+              ) -> torch.Tensor:
+    """``count`` tensors of ``shape`` drawn together (read it, never write it: cached)."""
+    return _generate(Values(*key), shape, dtype, count)
+
+
+def _generate(values: Values, shape: tuple[int, ...], dtype: torch.dtype,
+              count: int | None = None) -> torch.Tensor:
+    """:func:`generate_values` of a tensor of ``shape`` (of ``count`` of them, stacked, when
+    given: one draw of ``count`` times the values)."""
     import torch
 
     g = torch.Generator().manual_seed(values.seed)
-    n = math.prod(shape)
+    n = math.prod(shape) * (count or 1)
     dist = values.distribution
     dom = values.domain
     if dtype.is_floating_point:
@@ -670,7 +707,7 @@ def generate_values(values: Values, shape: tuple[int, ...], dtype: torch.dtype) 
         else:
             raise CaseError(f"unknown float distribution {dist!r}")
         if dom is not None and dom.rows:
-            x = _rows(x, shape, dom)
+            x = _rows(x, shape, dom, count)
         if dom is not None and (dom.min_value is not None or dom.max_value is not None):
             x = _fold_float(x, dom)
         x = x.clamp(-fmax, fmax)
@@ -722,11 +759,16 @@ def generate_values(values: Values, shape: tuple[int, ...], dtype: torch.dtype) 
                     x64 = dlo + torch.remainder(x64 - dlo, width)
             out = x64.to(dtype)
     if n:
+        each = n // (count or 1)
+        rows = out.view(count, each) if count is not None else out
         for pos, kind in values.specials:
             v = _special_in_domain(kind, dtype, dom)
             if v is not None:
-                out[pos % n] = v
-    return out.reshape(shape)
+                if count is None:
+                    out[pos % n] = v
+                else:
+                    rows[:, pos % each] = v
+    return out.reshape(shape) if count is None else out.reshape((count, *shape))
 
 
 def materialize(tc: TensorCase) -> torch.Tensor:
@@ -751,12 +793,33 @@ def materialize(tc: TensorCase) -> torch.Tensor:
     return view
 
 
-def _reseeded(tc: TensorCase, seed: int) -> TensorCase:
-    """``tc`` with its values' seed replaced: ``dataclasses.replace`` twice, without its
-    per-field work (both classes are frozen dataclasses without ``__post_init__``; a variant
-    makes one per tensor)."""
+#: value variants draw the values of up to this many variants of a tensor at once
+#: (:meth:`Case.variant`): a batch of variants (:mod:`fuzzkern.execution.batch`) draws them
+#: with one set of operations instead of one each
+VARIANT_BLOCK = 32
+#: ... and at most this many values at once (a variant replayed alone draws its whole block)
+BLOCK_VALUES = 1 << 16
+
+
+def variant_block(numel: int) -> int:
+    """How many variants of a tensor of ``numel`` elements draw their values together."""
+    return max(1, min(VARIANT_BLOCK, BLOCK_VALUES // max(1, numel)))
+
+
+def _variant_of(tc: TensorCase, k: int, position: int) -> TensorCase:
+    """Variant ``k`` (>= 1) of the tensor at ``position``: member ``(k - 1) % count`` of block
+    ``(k - 1) // count`` (:func:`variant_block`), each block with a seed of its own."""
+    count = variant_block(tc.numel)
+    block, index = divmod(k - 1, count)
+    seed = _variant_seed(tc.values.seed, block + 1, position)
+    return _reseeded(tc, seed, (count, index) if count > 1 else None)
+
+
+def _reseeded(tc: TensorCase, seed: int, block: tuple[int, int] | None) -> TensorCase:
+    """``tc`` with its values' seed and block replaced: ``dataclasses.replace`` twice, without
+    its per-field work (a variant makes one per tensor; ``block`` is valid by construction)."""
     values = object.__new__(Values)
-    values.__dict__.update(tc.values.__dict__, seed=seed)
+    values.__dict__.update(tc.values.__dict__, seed=seed, block=block)
     out = object.__new__(TensorCase)
     out.__dict__.update(tc.__dict__, values=values)
     return out

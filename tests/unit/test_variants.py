@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
-from fuzzkern.case.model import Case, Layout, TensorCase, Values
+from fuzzkern.case.model import Case, Layout, TensorCase, Values, materialize
 from fuzzkern.execution.pool import CaseClock
 from fuzzkern.execution.runner import run_case, run_variants
 from fuzzkern.judge.outcome import Verdict
@@ -29,6 +30,7 @@ def _case(n: int, seed: int, **scalars: object) -> Case:
 def test_a_variant_changes_value_seeds_and_nothing_else() -> None:
     c = _case(40, 7, scale=0.5, BLOCK=32)
     seen = set()
+    drawn = set()
     for k in range(1, 200):
         v = c.variant(k)
         assert v == c.variant(k)  # a function of (case, k) alone
@@ -42,9 +44,33 @@ def test_a_variant_changes_value_seeds_and_nothing_else() -> None:
         assert 1 <= vx.values.seed < 2**31
         assert specialization_key(v) == specialization_key(c)
         assert Case.from_json(v.to_json()) == v
-        seen.add(vx.values.seed)
-    assert len(seen) == 199 and 7 not in seen
+        # 32 variants of a 40-element tensor draw their values together: a seed per block of
+        # them, a member each
+        assert vx.values.block == (32, (k - 1) % 32)
+        seen.add((vx.values.seed, vx.values.block))
+        drawn.add(materialize(vx).numpy().tobytes())
+    assert len(seen) == 199 and len({s for s, _ in seen}) == 7 and 7 not in seen
+    assert len(drawn) == 199  # every variant's values differ
     assert c.variant(0) is c
+
+
+def test_a_variant_alone_draws_the_values_a_block_draws() -> None:
+    """A variant's values are a member of its block's draw (drawn once for a batch of them,
+    and kept): the same bytes whether the block was drawn before or not, and whatever the
+    order of the members."""
+    from fuzzkern.case import model
+    from fuzzkern.execution.hygiene import as_bits
+
+    c = _case(40, 7)
+    model._block_of.cache_clear()
+    alone = [as_bits(materialize(c.variant(k).tensors["x"])) for k in (33, 5, 64, 1)]
+    model._block_of.cache_clear()
+    drawn = {k: as_bits(materialize(c.variant(k).tensors["x"])) for k in range(1, 65)}
+    assert all(torch.equal(a, drawn[k]) for a, k in zip(alone, (33, 5, 64, 1), strict=True))
+    # a tensor too large for a block draws alone, with a seed per variant, as before blocks
+    big = _case(1 << 17, 7)
+    v = big.variant(3).tensors["x"]
+    assert v.values.block is None and model.variant_block(1 << 17) == 1
 
 
 def test_two_tensors_of_one_case_get_different_seeds() -> None:

@@ -324,7 +324,7 @@ def values(
     >>> from hypothesis import find
     >>> from fuzzkern import strategies as fks
     >>> find(fks.values("float16"), lambda v: any(k == "nan" for _, k in v.specials))
-    Values(seed=0, distribution='small_ints', specials=((0, 'nan'),), domain=None)
+    Values(seed=0, distribution='small_ints', specials=((0, 'nan'),), domain=None, block=None)
     """
     options = {
         "distributions": distributions,
