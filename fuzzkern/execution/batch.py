@@ -3,33 +3,40 @@
 After a compiled case that had to compile, the worker runs value variants of it
 (:func:`fuzzkern.execution.runner.run_variants`): new input values, the same shapes, layouts,
 dtypes and configs, so nothing compiles. One by one, a variant costs what a case costs (about
-2 ms on an H200 host for the built-in kernels), almost all of it on the host: copies, checks,
+1-2 ms on an H200 host for the built-in kernels), almost all of it on the host: copies, checks,
 the reference and the comparison around a launch of tens of microseconds. In compiled mode
 alone (no interpreter in the same case) they run in batches instead:
 
-1. each variant of the batch is built and launched as a case of its own (its inputs in red
-   zones, its ``torch.empty`` allocations poisoned and guarded, forced configs, debug, a sync),
-   one after the other, their device memory kept;
-2. every red zone of the batch comes back to the host in one copy
-   (:func:`fuzzkern.execution.compiled.fetch`), and each variant's guards, gaps and inputs are
-   checked on those bytes; its outputs are views of them;
-3. each variant's float64 reference runs, and the variants without a finding are compared
+1. the batch's variants are built first (their values drawn together, see
+   :meth:`fuzzkern.case.model.Case.variant`), and the red zones of all their inputs laid out
+   in one block copied to the device at once (:func:`fuzzkern.execution.compiled.
+   place_inputs`);
+2. each variant is launched as a case of its own (its ``torch.empty`` allocations poisoned
+   and guarded, forced configs, debug, a sync), one after the other, their device memory kept;
+3. the block and every other red zone of the batch come back to the host in one copy
+   (:func:`fuzzkern.execution.compiled.fetch`); when the block came back as placed (one
+   comparison) no input changed, else each variant's guards, gaps and inputs are checked on
+   those bytes; the outputs are views of them;
+4. each variant's float64 reference runs, and the variants without a finding are compared
    together: their outputs stacked, one numpy pass per output (:func:`fuzzkern.judge.oracle.
    passes`, the oracle's fast path);
-4. a variant that path cannot clear (a finding, a NaN or inf on one side only, an element
-   outside its band, a raised exception) is judged alone by the whole oracle, exactly as
-   :func:`fuzzkern.execution.runner.run_case` judges it, so its outcome and verdict are the
-   same; the first failing variant (lowest index) ends the variants, as one by one.
+5. a variant that path cannot clear (a NaN or inf on one side only, an element outside its
+   band, a raised exception) is judged alone by the whole oracle, exactly as
+   :func:`fuzzkern.execution.runner.run_case` judges it; a variant with a finding (a changed
+   guard, gap or input) runs again alone, since a stray write of another variant of the batch
+   could have made it, and that run decides. So every outcome and verdict is the variant's
+   own; the first failing variant (lowest index) ends the variants, as one by one.
 
 The parent's clock times each variant as a case of its own: ``("variant", k)`` is reported
 before variant ``k`` launches, again before its checks and reference when the batch's checks
-have run for :data:`RETIME` seconds, and again before it is judged alone. A device fault in
-variant ``k`` leaves the CUDA context unusable: the variants launched before it in the batch
-cannot be copied back, so they are not counted, and variant ``k``'s crash is the outcome; so
-with a variant the parent stops (a hang) or a worker that dies.
+have run for :data:`RETIME` seconds (and during a slow preparation), and again before it is
+judged alone. A device fault in variant ``k`` leaves the CUDA context unusable: the variants
+launched before it in the batch cannot be copied back, so they are not counted, and variant
+``k``'s crash is the outcome; so with a variant the parent stops (a hang) or a worker that dies.
 
-Batches start at :data:`FIRST_BATCH` variants and grow to :data:`MOST_BATCH`, and never hold
-more than :data:`BATCH_BYTES` of red zones.
+Batches start at :data:`FIRST_BATCH` variants and grow to :data:`MOST_BATCH`; their inputs
+take at most half of :data:`BATCH_BYTES`, and launches stop once inputs and allocations pass
+it.
 """
 
 from __future__ import annotations

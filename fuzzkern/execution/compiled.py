@@ -12,8 +12,10 @@ Hygiene (each check can be turned off, see :data:`fuzzkern.target.declare.DEFAUL
 
 * **red zones**: every input storage, and every ``torch.empty*`` allocation the launcher makes,
   lies between two guard bands of :data:`~fuzzkern.execution.hygiene.DEFAULT_GUARD_BYTES`
-  poison bytes in one allocation of its own (:func:`~fuzzkern.execution.hygiene.
-  place_in_red_zone`), so they do not depend on the caching allocator. After the launch a
+  poison bytes: an allocation's in an allocation of its own (:func:`~fuzzkern.execution.
+  hygiene.place_in_red_zone`), the inputs' side by side in one block copied in at once
+  (:func:`place_inputs`), at the alignment of allocations of their own, so they do not
+  depend on the caching allocator. After the launch a
   changed guard byte, or a changed gap byte of an input, is an ``oob_write`` finding; a changed
   element of an input not declared in-place is a ``mutated`` finding. Under compute-sanitizer
   (``options["sanitize"]``) red zones are left out: memcheck sees exact allocation bounds.
