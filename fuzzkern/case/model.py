@@ -778,7 +778,7 @@ def materialize(tc: TensorCase) -> torch.Tensor:
 
     dtype = torch_dtype(tc.dtype)
     if tc.storage_offset == 0 and tc.storage_size == math.prod(tc.shape) and tc.strides == \
-            _contiguous_strides(tc.shape):
+            contiguous_strides(tc.shape):
         # a dense row-major view of its whole storage: no gaps to fill, the generated values
         # are the storage (the same bytes as below)
         return generate_values(tc.values, tc.shape, dtype)
@@ -826,7 +826,8 @@ def _reseeded(tc: TensorCase, seed: int, block: tuple[int, int] | None) -> Tenso
 
 
 @functools.lru_cache(maxsize=1024)
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides of ``shape``, as torch gives a contiguous tensor of it."""
     strides = []
     acc = 1
     for size in reversed(shape):

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from fuzzkern.case.model import Case, Layout, TensorCase
+from fuzzkern.case.model import Case, Layout, TensorCase, contiguous_strides
 from fuzzkern.judge.outcome import Outcome, Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,15 +55,6 @@ def _dense(tc: TensorCase) -> bool:
             return False
         expect *= size
     return tc.storage_offset == 0 and tc.storage_size == tc.numel
-
-
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out = []
-    acc = 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(out))
 
 
 def _how(tc: TensorCase) -> str:
@@ -173,7 +164,7 @@ def explain(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
         strided = [n for n, tc in case.tensors.items() if not _dense(tc)]
         for name in strided[:MAX_TENSOR_VARIANTS]:
             tc = case.tensors[name]
-            new = TensorCase(tc.shape, tc.dtype, _contiguous_strides(tc.shape), 0, tc.numel,
+            new = TensorCase(tc.shape, tc.dtype, contiguous_strides(tc.shape), 0, tc.numel,
                              tc.values, Layout.contiguous(len(tc.shape)))
             storages = dict(v.base)
             storages[name] = v.view(name).contiguous().reshape(-1)
@@ -189,7 +180,7 @@ def explain(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
             storages = dict(v.base)
             for name in strided:
                 tc = case.tensors[name]
-                inputs[name] = TensorCase(tc.shape, tc.dtype, _contiguous_strides(tc.shape), 0,
+                inputs[name] = TensorCase(tc.shape, tc.dtype, contiguous_strides(tc.shape), 0,
                                           tc.numel, tc.values, Layout.contiguous(len(tc.shape)))
                 storages[name] = v.view(name).contiguous().reshape(-1)
             line = _judge(v.run(Case(case.dims, inputs, case.configs), storages), outcome,

@@ -355,10 +355,10 @@ def test_dense_tensors_materialize_as_if_they_had_gaps(tc):
 
     import torch
 
-    from fuzzkern.case.model import _contiguous_strides, materialize
+    from fuzzkern.case.model import contiguous_strides, materialize
     from fuzzkern.execution.hygiene import as_bits
 
-    dense = dataclasses.replace(tc, strides=_contiguous_strides(tc.shape), storage_offset=0,
+    dense = dataclasses.replace(tc, strides=contiguous_strides(tc.shape), storage_offset=0,
                                 storage_size=tc.numel)
     longer = dataclasses.replace(dense, storage_size=dense.numel + 1)
     fast, general = materialize(dense), materialize(longer)
