@@ -162,10 +162,10 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             with stage("copy"):
                 block, inputs = place_inputs([one.run.base for _, one in ones], device, guard)
             placed = [(block, got) for got in inputs]
-        except Exception as e:  # the copy to the device failed: the first variant says so
-            k, one = ones[0]
-            stopped = (k, one.failed(e, "copy to device"), time.perf_counter())
-            ones = []
+        except Exception:
+            # the block could not be placed (out of memory, say): each variant copies its own
+            # inputs, as alone, and fails there as alone if it must
+            block = None
 
     launched: list[tuple[int, OnDevice, float]] = []
     held = block.device.numel() if block is not None else 0

@@ -441,3 +441,17 @@ def test_inputs_of_several_cases_share_one_block_with_their_own_alignment():
     assert not block.unchanged()
     assert all(z.unchanged(fetch([], block)[id(z)]) == (z is not placed[1].zones["b"])
                for z in block.zones)
+
+
+def test_a_block_that_cannot_be_placed_leaves_each_variant_to_copy_its_own(monkeypatch):
+    # out of memory for a batch's block is not a variant's failure: each variant places its
+    # own inputs, as alone, and gets the verdict it gets alone
+    def no_room(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory (the batch's block)")
+
+    monkeypatch.setattr(batch, "place_inputs", no_room)
+    got = _same_as_one_by_one(_target(_double, lambda x: 2 * x), _case(), most=12)
+    assert got["ran"] == 12 and "failed" not in got
+    got = _same_as_one_by_one(_target(_past_the_end_if_large, lambda x: 2 * x), _case(),
+                              most=12)
+    assert got["failed"]["outcome"]["verdict"] == Verdict.OOB_WRITE
