@@ -476,6 +476,13 @@ class _Parallel:
             for p in self._processes():
                 p.join(INTERRUPT_GRACE)
             self._kill()
+            # Let the executor's manager thread see its processes gone and finish: else it can
+            # close its wake-up pipe while the interpreter's exit hook (concurrent.futures'
+            # _python_exit) writes to it, a race Python 3.11 prints as an OSError traceback at
+            # exit ("Bad file descriptor").
+            manager = getattr(self.executor, "_executor_manager_thread", None)
+            if manager is not None:
+                manager.join(INTERRUPT_GRACE)
             return
         self.executor.shutdown(wait=True, cancel_futures=True)
 
