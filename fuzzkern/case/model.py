@@ -760,14 +760,11 @@ def _generate(values: Values, shape: tuple[int, ...], dtype: torch.dtype,
             out = x64.to(dtype)
     if n:
         each = n // (count or 1)
-        rows = out.view(count, each) if count is not None else out
+        rows = out.view(count or 1, each)  # a special goes to the same place in every member
         for pos, kind in values.specials:
             v = _special_in_domain(kind, dtype, dom)
             if v is not None:
-                if count is None:
-                    out[pos % n] = v
-                else:
-                    rows[:, pos % each] = v
+                rows[:, pos % each] = v
     return out.reshape(shape) if count is None else out.reshape((count, *shape))
 
 

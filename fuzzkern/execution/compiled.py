@@ -225,11 +225,9 @@ class _Inputs:
     zones: dict[str, hygiene.RedZone] = field(default_factory=dict)
 
 
-def copy_inputs(base: dict[str, torch.Tensor], device: Any, guard_bytes: int) -> _Inputs:
-    """Each tensor with its exact layout on ``device``, inside a red zone when ``guard_bytes``
-    is a multiple of its element size (else a plain copy of its storage)."""
-    if guard_bytes > 0:
-        return place_inputs([base], device, guard_bytes)[1][0]
+def copy_inputs(base: dict[str, torch.Tensor], device: Any) -> _Inputs:
+    """Each tensor with its exact layout on ``device``, a plain copy of its storage (no red
+    zones: those are :func:`place_inputs`'s)."""
     return _Inputs({name: rebuild_like(t, device) for name, t in base.items()})
 
 
@@ -314,10 +312,8 @@ def fetch(zones: list[hygiene.RedZone], block: Block | None = None) -> Fetched:
     one transfer: concatenated on the device, copied once, split on the host. A case's red
     zones (its inputs, its launcher's allocations) and the cases of a batch
     (:func:`fuzzkern.execution.batch.run_variant_batches`) come back together, instead of one
-    synchronous copy each. Zones inside ``block`` need not be listed: they are slices of its
-    bytes (``block.after``)."""
-    inside = {id(z) for z in block.zones} if block is not None else set()
-    zones = [z for z in zones if id(z) not in inside]
+    synchronous copy each. ``zones`` lists the zones outside ``block``: those inside are slices
+    of its bytes (``block.after``)."""
     parts = ([block.device] if block is not None else []) + [z.alloc for z in zones]
     if not parts:
         return {}
@@ -415,7 +411,7 @@ def run_on_device(run: Any, device: Any, *, name: str | None = None,
         return failure
     try:
         with stage("copy"):
-            fetched = fetch(case.zones(), case.block)
+            fetched = fetch(case.allocations.zones, case.block)
     except Exception as e:
         return case.failed(e, "launch")
     return case.finish(fetched)
@@ -535,7 +531,7 @@ class OnDevice:
                     self.block, (self.inputs,) = place_inputs([self.run.base], self.device,
                                                               self.guard)
                 else:
-                    self.inputs = copy_inputs(self.run.base, self.device, 0)
+                    self.inputs = copy_inputs(self.run.base, self.device)
         except Exception as e:
             poisoned = is_device_fault(e)
             return ModeResult("compiled", "crash" if poisoned else "error",
@@ -604,7 +600,7 @@ class OnDevice:
         outputs = self.outputs or ()
         for i in range(1, self.repeats):
             try:
-                again = copy_inputs(self.run.base, self.device, 0)
+                again = copy_inputs(self.run.base, self.device)
                 result, _ = self._launch(again)
                 other = _to_cpu(self._outputs_of(result, again))
             except Exception as e:
