@@ -22,12 +22,34 @@ from fuzzkern.search import engine
 from fuzzkern.target import loader
 
 
+def targets(wanted: list[str]):
+    """The built-in targets whose reference ends with one of ``wanted`` (all when empty)."""
+    for lt in loader.load_all([]):
+        if not wanted or any(lt.ref.endswith(w) for w in wanted):
+            yield lt
+
+
+def print_stages(title: str, by_stage: dict[str, float], n: int) -> None:
+    print(f"\n=== {title}")
+    print("  " + ", ".join(f"{k} {1e3 * v / n:.3f}"
+                           for k, v in sorted(by_stage.items(), key=lambda kv: -kv[1])))
+
+
+def profiled(run, own: int = 30, cumulative: int = 45) -> None:
+    """``run()`` under cProfile, printed by own and by cumulative time."""
+    prof = cProfile.Profile()
+    prof.enable()
+    run()
+    prof.disable()
+    for key, lines in (("tottime", own), ("cumtime", cumulative)):
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats(key).print_stats(lines)
+        print(s.getvalue()[-200 * lines:])
+
+
 def main() -> None:
     torch.set_num_threads(1)
-    wanted = sys.argv[1:]
-    for lt in loader.load_all([]):
-        if wanted and not any(lt.ref.endswith(w) for w in wanted):
-            continue
+    for lt in targets(sys.argv[1:]):
         cases = engine.draw_cases(lt.target, 30)
         opts = {"modes": ("compiled",)}
 
@@ -45,19 +67,9 @@ def main() -> None:
         start = time.perf_counter()
         by_stage = one_pass(timed=True)
         per_case = (time.perf_counter() - start) / len(cases) * 1e3
-        print(f"\n=== {lt.ref}: {per_case:.3f} ms per case (in-process, timed)")
-        print("  " + ", ".join(f"{k} {v / len(cases) * 1e3:.3f}"
-                               for k, v in sorted(by_stage.items(), key=lambda kv: -kv[1])))
-        prof = cProfile.Profile()
-        prof.enable()
-        one_pass()
-        prof.disable()
-        s = io.StringIO()
-        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(30)
-        print(s.getvalue()[-6000:])
-        s = io.StringIO()
-        pstats.Stats(prof, stream=s).sort_stats("cumtime").print_stats(45)
-        print(s.getvalue()[-7000:])
+        print_stages(f"{lt.ref}: {per_case:.3f} ms per case (in-process, timed)", by_stage,
+                     len(cases))
+        profiled(one_pass)
 
 
 if __name__ == "__main__":

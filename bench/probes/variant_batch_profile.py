@@ -10,18 +10,15 @@ sync, an empty launch). Usage on a GPU machine:
 
 from __future__ import annotations
 
-import cProfile
-import io
-import pstats
 import sys
 import time
 
 import torch
+from compiled_case_profile import print_stages, profiled, targets
 
 from fuzzkern.execution import stages
 from fuzzkern.execution.runner import run_variants
 from fuzzkern.search import engine
-from fuzzkern.target import loader
 
 N = 64
 
@@ -97,10 +94,7 @@ def _judged_alone(lt, cases, opts) -> None:
 
 def main() -> None:
     torch.set_num_threads(1)
-    wanted = sys.argv[1:]
-    for lt in loader.load_all([]):
-        if wanted and not any(lt.ref.endswith(w) for w in wanted):
-            continue
+    for lt in targets(sys.argv[1:]):
         cases = engine.draw_cases(lt.target, 4)
         opts = {"modes": ["compiled"], "variants": {"batch": True}}
         for c in cases:
@@ -114,20 +108,10 @@ def main() -> None:
             ran += got["ran"] + (1 if "failed" in got else 0)
         seconds = time.perf_counter() - start
         by_stage = stages.finish(timer)
-        print(f"\n=== {lt.ref}: {1e3 * seconds / ran:.3f} ms per batched variant ({ran} run)")
-        print("  " + ", ".join(f"{k} {1e3 * v / ran:.3f}"
-                               for k, v in sorted(by_stage.items(), key=lambda kv: -kv[1])))
-        prof = cProfile.Profile()
-        prof.enable()
-        for c in cases:
-            run_variants(lt.target, c, opts, 60.0, N)
-        prof.disable()
-        s = io.StringIO()
-        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(35)
-        print(s.getvalue()[-7000:])
-        s = io.StringIO()
-        pstats.Stats(prof, stream=s).sort_stats("cumtime").print_stats(60)
-        print(s.getvalue()[-9000:])
+        print_stages(f"{lt.ref}: {1e3 * seconds / ran:.3f} ms per batched variant ({ran} run)",
+                     by_stage, ran)
+        profiled(lambda lt=lt, cases=cases, opts=opts: [
+            run_variants(lt.target, c, opts, 60.0, N) for c in cases], 35, 60)
     _primitives()
 
 
