@@ -18,8 +18,9 @@ alone (no interpreter in the same case) they run in batches instead:
    comparison) no input changed, else each variant's guards, gaps and inputs are checked on
    those bytes; the outputs are views of them;
 4. each variant's float64 reference runs, and the variants without a finding are compared
-   together: their outputs stacked, one numpy pass per output (:func:`fuzzkern.judge.oracle.
-   passes`, the oracle's fast path);
+   together: their outputs stacked, one pass per output (:func:`fuzzkern.judge.oracle.
+   passes`, the oracle's fast path), on the GPU where the outputs lie (the references go
+   over in one copy), so that its cost does not grow with the outputs' size;
 5. a variant that path cannot clear (a NaN or inf on one side only, an element outside its
    band, a raised exception) is judged alone by the whole oracle, exactly as
    :func:`fuzzkern.execution.runner.run_case` judges it; a variant with a finding (a changed
@@ -215,9 +216,10 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             first = pending[0][1].run
             target = first.target
             reduction = (first.case.dims.get(target.reduction, 1) if target.reduction else 1)
+            # the outputs where the kernel left them: a GPU's are checked there
             clear = oracle.passes(
-                [(one.outputs or (), expected, one.run._magnitude)
-                 for _, one, expected in pending],
+                [(one.outs if one.outs is not None else one.outputs or (), expected,
+                  one.run._magnitude) for _, one, expected in pending],
                 tolerance=target.tolerance, reduction_length=max(1, reduction), compiled=True,
                 names=first.output_names())
         for (k, _, _), ok in zip(pending, clear, strict=True):

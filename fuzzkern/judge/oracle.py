@@ -654,7 +654,11 @@ def passes(
     6 on the fast path). True: :func:`compare` returns ``ok``. False: not decided
     here (call :func:`compare`: it may still pass, by rules 4-8, or fail). The batches of value
     variants in compiled mode (:mod:`fuzzkern.execution.batch`) judge their cases this way, so
-    that a case that passes costs a share of a few numpy operations."""
+    that a case that passes costs a share of a few numpy operations.
+
+    Outputs on a GPU are checked there (:func:`_clear_on`: the same decisions in torch
+    operations, with the expected values copied over once per group), since the host's numpy
+    passes grow with the outputs' size and the device's do not; CPU outputs in numpy."""
     tolerance = tolerance if tolerance is not None else Tolerance()
     r = int(reduction_length)
     decided = [False] * len(comparisons)
@@ -690,15 +694,27 @@ def _pass_group(comparisons: Sequence[tuple[Sequence[Any], Sequence[Any], Sequen
     """:func:`passes` for comparisons of one layout (``key``): a bool per member."""
     ok = np.ones(len(members), dtype=bool)
     for i in range(len(key)):
-        def stacked(which: int, i: int = i) -> torch.Tensor:
-            return torch.stack([_as_tuple(comparisons[j][which])[i]  # type: ignore[arg-type]
-                                .detach().cpu().broadcast_to(key[i][2]) for j in members])
+        first = _as_tuple(comparisons[members[0]][0])[i]
+        on = first.device if first.device.type != "cpu" and first.is_floating_point() else None
+
+        def stacked(which: int, i: int = i, on: Any = on) -> torch.Tensor:
+            parts = [_as_tuple(comparisons[j][which])[i].detach()  # type: ignore[arg-type]
+                     for j in members]
+            if on is None:
+                return torch.stack([p.cpu().broadcast_to(key[i][2]) for p in parts])
+            if all(p.device == on for p in parts):
+                return torch.stack([p.broadcast_to(key[i][2]) for p in parts])
+            # the expected values and magnitudes (CPU) go over in one copy
+            return torch.stack([p.cpu().broadcast_to(key[i][2]) for p in parts]).to(on)
 
         o, e = stacked(0), stacked(1)
         m = None if key[i][3] is None else stacked(2)
         name = names[i] if names is not None and i < len(names) else None
         tol = tolerance.for_output(i, name, o.dtype)
         rtol, atol, _ = _resolve(tol, o.dtype, compiled)
+        if on is not None:
+            ok &= _clear_on(o, e, m, rtol, atol, r, tol.equal_nan).cpu().numpy()
+            continue
         if o.is_floating_point():
             c = _check_float_fast(o, e, m, rtol, atol, r, None, tol.equal_nan)
             if c is None:  # an unmatched NaN or inf: member by member (None: compare())
@@ -712,6 +728,65 @@ def _pass_group(comparisons: Sequence[tuple[Sequence[Any], Sequence[Any], Sequen
             c = _check_int(o, e, atol)
         ok &= ~c.mismatch.reshape(len(members), -1).any(dim=1).numpy()
     return ok
+
+
+def _round_to_on(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """:func:`_np_round_to` in torch operations on ``x``'s device, bit for bit: the grid's
+    spacing is built from the exponent bits (no ``pow``), the rounding is ``round`` (half to
+    even), and every other step is one IEEE operation, exact or correctly rounded alike on any
+    device."""
+    f = float_format(dtype)
+    if dtype == torch.float64:
+        return x.clone()
+    finite = torch.isfinite(x)
+    xf = torch.where(finite, x, 0.0)
+    a = xf.abs()
+    # floor(log2 a) of a normal float64 is its unbiased exponent (what _np_ulp's frexp gives);
+    # anything below the format's smallest normal, float64 subnormals included, takes emin
+    e = torch.clamp(((a.view(torch.int64) >> 52) & 0x7FF) - 1023, min=f.emin)
+    step = ((e - f.mantissa + 1023) << 52).view(torch.float64)  # 2**(e - mantissa), exactly
+    r = torch.where(finite, torch.round(xf / step) * step, x)
+    if f.has_inf:
+        return torch.where(torch.isfinite(r), torch.clamp(r, -f.max, f.max), r)
+    return torch.clamp(r, -f.max, f.max)
+
+
+def _clear_on(o: torch.Tensor, e: torch.Tensor, m: torch.Tensor | None, rtol: float,
+              atol: float, r: int, equal_nan: bool) -> torch.Tensor:
+    """Per member of stacked outputs ``o`` (a float dtype) and float64 references ``e`` (and
+    magnitudes ``m``), on ``o``'s device: whether :func:`_check_float_fast` on that member
+    returns no mismatch, the same decision in the same float64 arithmetic (tested against it),
+    without the error figures that only a failure needs. A bool tensor on the device."""
+    dtype = o.dtype
+    f = float_format(dtype)
+    x = e.to(torch.float64)
+    if dtype == torch.float64:
+        xr = x
+    elif dtype == torch.float32:  # an IEEE cast rounds half to even, as numpy's astype
+        xr = x.to(torch.float32).to(torch.float64)
+    else:
+        xr = _round_to_on(x, dtype)
+    ov = o.to(torch.float64)
+    both = torch.isfinite(ov) & torch.isfinite(xr)
+    ae = xr.abs()
+    band = atol + rtol * ae
+    if m is not None:
+        band = band + accumulation_band(m, r, dtype)
+    band = band.broadcast_to(ov.shape)
+    d = torch.where(both, (ov - xr).abs(), 0.0)
+    # a finite pair whose difference overflows goes to the general path, as there
+    good = both & (d <= band) & torch.isfinite(d)
+    o_inf = torch.isinf(ov)
+    same = o_inf & (ov == xr)
+    if equal_nan:
+        same |= torch.isnan(ov) & torch.isnan(xr)
+    if f.has_inf:
+        same |= (o_inf & torch.isfinite(x) & (torch.sign(ov) == torch.sign(x))
+                 & (x.abs() + band >= f.max))
+    elif equal_nan:
+        same |= torch.isnan(ov) & (torch.isinf(x)
+                                   | (torch.isfinite(x) & (x.abs() + band > f.max)))
+    return (good | (~both & same)).reshape(len(o), -1).all(dim=1)
 
 
 def accept_overflow(outputs: tuple[Any, ...], expected: tuple[Any, ...],

@@ -94,3 +94,41 @@ def test_batched_variants_say_what_variants_alone_say_on_the_gpu(spec):
             assert b["index"] == a["index"]
             assert b["outcome"]["verdict"] == a["outcome"]["verdict"]
             assert b["outcome"]["message"] == a["outcome"]["message"]
+
+
+def test_the_batched_oracle_decides_on_the_gpu_what_it_decides_on_the_cpu():
+    # outputs on the GPU are checked there (torch), on the CPU in numpy: the same decisions,
+    # near the formats' edges and with non-finite values on either side
+    import math
+
+    import torch
+
+    from fuzzkern.judge import oracle
+    from fuzzkern.target.declare import Tolerance
+
+    g = torch.Generator().manual_seed(0)
+    edges = torch.tensor([0.0, 1.0, 65504.0, 65520.0, 3.4e38, 1e-8, 6e-8, math.inf, -math.inf,
+                          math.nan], dtype=torch.float64)
+    decided = 0
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        for shape in ((7,), (5, 3)):
+            items = []
+            for j in range(24):
+                exp = torch.randn(shape, generator=g, dtype=torch.float64) * 10 ** (j % 5 - 2)
+                if j % 3 == 0:
+                    exp.view(-1)[0] = edges[j % len(edges)]
+                noise = torch.tensor([0.0, 1e-7, 1e-3, 1e-2])[torch.randint(0, 4, shape,
+                                                                            generator=g)]
+                out = (exp * (1 + noise)).to(dtype)
+                if j % 4 == 1:
+                    out.view(-1)[-1] = edges[(j * 7) % len(edges)]
+                mag = (exp.abs() * 3,) if j % 2 else None
+                items.append(((out,), (exp,), mag))
+            for equal_nan in (True, False):
+                tol = Tolerance(equal_nan=equal_nan)
+                on_cpu = oracle.passes(items, tolerance=tol, reduction_length=16, compiled=True)
+                on_gpu = oracle.passes([((o.cuda(),), e, m) for (o,), e, m in items],
+                                       tolerance=tol, reduction_length=16, compiled=True)
+                assert on_gpu == on_cpu, (dtype, shape, equal_nan)
+                decided += sum(on_cpu)
+    assert 0 < decided < 4 * 2 * 24 * 2  # some cleared, some not

@@ -182,3 +182,73 @@ def test_a_nan_for_an_out_of_range_reference_in_a_format_without_infinities():
     assert fast is not None
     assert fast.mismatch.tolist() == general.mismatch.tolist() == [False, False, False]
     assert oracle._check_float_fast(out, x, None, 0.125, 0.0, 1, None, equal_nan=False) is None
+
+
+# -- the batched check on the outputs' device (oracle._clear_on), against the fast path -------
+
+def _fast_clears(out, x, mag, rtol, atol, r, equal_nan) -> bool:
+    c = oracle._check_float_fast(out, x, mag, rtol, atol, r, None, equal_nan)
+    return c is not None and not bool(c.mismatch.any())
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck),
+          database=None)
+@given(st.lists(pairs(), min_size=1, max_size=4))
+def test_the_device_check_decides_what_the_fast_path_decides(drawn):
+    # the torch operations that run on a GPU, here on the CPU: a member is cleared exactly
+    # when the numpy fast path finds no mismatch in it (the comparisons of a batch)
+    for out, x, mag, rtol, atol, r, equal_nan, _ in drawn:
+        got = oracle._clear_on(out[None], x[None], None if mag is None else mag[None],
+                               rtol, atol, r, equal_nan)
+        assert got.tolist() == [_fast_clears(out, x, mag, rtol, atol, r, equal_nan)]
+    # stacked: members of one shape and dtype, each decided on its own
+    out0, x0, mag0, rtol, atol, r, equal_nan, _ = drawn[0]
+    same = [d for d in drawn if d[0].dtype == out0.dtype and d[0].shape == out0.shape]
+    mags = None if mag0 is None else torch.stack([x.abs() for _, x, *_ in same])
+    got = oracle._clear_on(torch.stack([d[0] for d in same]), torch.stack([d[1] for d in same]),
+                           mags, rtol, atol, r, equal_nan)
+    assert got.tolist() == [
+        _fast_clears(o, x, None if mags is None else mags[j], rtol, atol, r, equal_nan)
+        for j, (o, x, *_) in enumerate(same)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rounding_on_the_device_is_numpys_bit_for_bit(dtype):
+    f = oracle.float_format(dtype)
+    g = torch.Generator().manual_seed(3)
+    edges = torch.tensor(_edge_values(dtype), dtype=torch.float64)
+    grid = torch.randn(2000, generator=g, dtype=torch.float64) * torch.exp2(
+        torch.randint(f.emin - f.mantissa - 3, 20, (2000,), generator=g).double())
+    # exact midpoints between neighbours of the grid (ties: half to even)
+    mids = oracle.round_to(grid, dtype) + oracle.ulp(grid, dtype) / 2
+    x = torch.cat([edges, -edges, grid, mids, torch.tensor([1e300, -1e300, 5e-324])])
+    want = oracle._np_round_to(x.numpy(), dtype)
+    got = oracle._round_to_on(x, dtype).numpy()
+    assert np.array_equal(want.view(np.int64), got.view(np.int64)) or np.array_equal(
+        want, got, equal_nan=True)
+    same = (want == got) | (np.isnan(want) & np.isnan(got))
+    assert same.all()
+    assert np.array_equal(np.signbit(want), np.signbit(got))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_device_check_takes_the_overflow_rule_and_refuses_overflowing_differences(dtype):
+    f = oracle.float_format(dtype)
+    near = f.max * (1 - 2.0**-12)  # its band (rtol 1e-3) reaches max
+    far = f.max / 4
+    over = math.inf if f.has_inf else math.nan
+    x = torch.tensor([[near], [-near], [far], [near]], dtype=torch.float64)
+    out = torch.tensor([[over], [-over], [over], [-over]]).to(dtype)
+    for equal_nan in (True, False):
+        want = [_fast_clears(o, e, None, 1e-3, 1e-5, 1, equal_nan)
+                for o, e in zip(out, x, strict=True)]
+        got = oracle._clear_on(out, x, None, 1e-3, 1e-5, 1, equal_nan).tolist()
+        assert got == want
+        if f.has_inf:
+            assert want == [True, True, False, False]
+    # a finite pair whose difference overflows, with an infinite magnitude band: not cleared
+    big = torch.tensor([[torch.finfo(torch.float64).max]], dtype=torch.float64)
+    o = (-big).to(torch.float64)
+    mag = torch.full_like(big, math.inf)
+    assert not _fast_clears(o[0], big[0], mag[0], 1e-3, 0.0, 1, True)
+    assert oracle._clear_on(o, big, mag, 1e-3, 0.0, 1, True).tolist() == [False]
