@@ -92,6 +92,52 @@ def _judged_alone(lt, cases, opts) -> None:
           f"{1e3 * spent[0] / max(alone, 1):.3f} ms each: {dict(seen)}")
 
 
+def _launch_parts(lt, cases, opts) -> None:
+    """The launch stage of a batched variant taken apart: time inside the pieces it is made
+    of (each wrapped with a timer), per variant."""
+    import functools
+
+    import triton
+
+    from fuzzkern.execution import compiled, hygiene
+
+    spent: dict[str, float] = {}
+
+    def timed(name, fn):
+        @functools.wraps(fn)
+        def wrapper(*a, **kw):
+            start = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - start
+        return wrapper
+
+    patches = [(compiled.OnDevice, "_launch"), (compiled.OnDevice, "launch"),
+               (hygiene, "place_in_red_zone"), (triton.runtime.jit.JITFunction, "run"),
+               (torch.cuda, "synchronize"), (compiled.OnDevice, "counts"),
+               (hygiene.Allocations, "indices_of"), (lt.target, "launcher")]
+    saved = [(obj, name, getattr(obj, name)) for obj, name in patches]
+    try:
+        for obj, name, fn in saved:
+            label = f"{getattr(obj, '__name__', type(obj).__name__)}.{name}"
+            if obj is lt.target:
+                object.__setattr__(obj, name, timed("target.launcher", fn))
+            else:
+                setattr(obj, name, timed(label, fn))
+        ran = sum(run_variants(lt.target, c, opts, 60.0, N)["ran"] for c in cases)
+    finally:
+        for obj, name, fn in saved:
+            if obj is lt.target:
+                object.__setattr__(obj, name, fn)
+            else:
+                setattr(obj, name, fn)
+    print(f"\n=== {lt.ref}: launch pieces, us per variant ({ran} run; nested: inner time is "
+          "also in its caller)")
+    for name, t in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:<40} {1e6 * t / max(ran, 1):8.1f}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     for lt in targets(sys.argv[1:]):
@@ -100,6 +146,7 @@ def main() -> None:
         for c in cases:
             run_variants(lt.target, c, opts, 60.0, N)
         _judged_alone(lt, cases, opts)
+        _launch_parts(lt, cases, opts)
         timer = stages.begin()
         start = time.perf_counter()
         ran = 0
