@@ -13,6 +13,9 @@ alone (no interpreter in the same case) they run in batches instead:
    place_inputs`);
 2. each variant is launched as a case of its own (its ``torch.empty`` allocations poisoned
    and guarded, forced configs, debug, a sync), one after the other, their device memory kept;
+   the scope of poisoned allocations and forced configs is entered once for the batch
+   (:func:`fuzzkern.execution.compiled.launches`), each variant keeping the allocations its
+   launch made;
 3. the block and every other red zone of the batch come back to the host in one copy
    (:func:`fuzzkern.execution.compiled.fetch`); when the block came back as placed (one
    comparison) no input changed, else each variant's guards, gaps and inputs are checked on
@@ -42,6 +45,7 @@ it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -54,6 +58,7 @@ from fuzzkern.execution.compiled import (
     OnDevice,
     current_gpu,
     fetch,
+    launches,
     place_inputs,
     run_on_device,
 )
@@ -170,17 +175,19 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
 
     launched: list[tuple[int, OnDevice, float]] = []
     held = block.device.numel() if block is not None else 0
-    for (k, one), where in zip(ones, placed, strict=True):
-        progress.notify("variant", k)
-        began = time.perf_counter()
-        failure = one.launch(where)
-        if failure is not None:
-            stopped = (k, failure, began)
-            break
-        launched.append((k, one, began))
-        held += sum(z.alloc.numel() for z in one.allocations.zones)
-        if held > BATCH_BYTES:
-            break
+    # placed inputs: the launches share one scope of poisoned allocations and forced configs
+    with launches([one for _, one in ones]) if block is not None else contextlib.nullcontext():
+        for (k, one), where in zip(ones, placed, strict=True):
+            progress.notify("variant", k)
+            began = time.perf_counter()
+            failure = one.launch(where)
+            if failure is not None:
+                stopped = (k, failure, began)
+                break
+            launched.append((k, one, began))
+            held += sum(z.alloc.numel() for z in one.allocations.zones)
+            if held > BATCH_BYTES:
+                break
     if stopped is not None and stopped[1].detail.get("poisoned"):
         launched = []  # the context is unusable: nothing launched before can be copied back
     unchanged = False

@@ -451,6 +451,8 @@ class OnDevice:
         self.allocated: set[int] = set()
         self.seconds = 0.0
         self.start = 0.0
+        #: the record of poisoned allocations a batch's launches share (:func:`launches`)
+        self.shared: Allocations | None = None
 
     def counts(self) -> None:
         from fuzzkern.execution import progress
@@ -467,6 +469,16 @@ class OnDevice:
         from fuzzkern.introspect import forced_configs
 
         run = self.run
+        shared = self.shared
+        if shared is not None:  # poisoned allocations and forced configs are the batch's
+            tensors, zones = len(shared.tensors), len(shared.zones)
+            with captured_output(self.debug, self.captured), debug_knob(self.debug):
+                result = call_with(run.target.launcher, {**run.scalars, **inputs.views})
+                self.sync()
+            allocations = Allocations()
+            allocations.tensors = shared.tensors[tensors:]
+            allocations.zones = shared.zones[zones:]
+            return result, allocations
         with captured_output(self.debug, self.captured), debug_knob(self.debug), \
                 poisoned_allocations(self.checks["poison"], guard_bytes=self.guard) \
                 as allocations, forced_configs(dict(run.case.configs)):
@@ -612,6 +624,28 @@ class OnDevice:
         if worst is not None:
             self.detail["nondeterministic"] = worst
         return None
+
+
+@contextlib.contextmanager
+def launches(ones: list[OnDevice]) -> Iterator[None]:
+    """The launches of a batch of value variants (the same case's configs and checks) inside
+    one scope of poisoned allocations and forced configs, entered once instead of once per
+    variant: each variant's allocations are the ones its launch added to the shared record.
+    For variants whose inputs are placed already (:func:`place_inputs`): nothing else may
+    allocate with ``torch.empty*`` inside it."""
+    from fuzzkern.execution.hygiene import poisoned_allocations
+    from fuzzkern.introspect import forced_configs
+
+    first = ones[0]
+    with poisoned_allocations(first.checks["poison"], guard_bytes=first.guard) as record, \
+            forced_configs(dict(first.run.case.configs)):
+        for one in ones:
+            one.shared = record
+        try:
+            yield
+        finally:
+            for one in ones:
+                one.shared = None
 
 
 def _record_hygiene(run: Any, inputs: _Inputs, allocations: Allocations,

@@ -141,6 +141,13 @@ def _sum_rows_drops_last(x):
     return out
 
 
+def _leaves_last_unwritten_if_large(x):
+    out = torch.empty_like(x)
+    n = x.numel() - 1 if bool((x > 2.0).any()) else x.numel()
+    out[:n].copy_(2 * x[:n])
+    return out
+
+
 def _int_double(x):
     out = torch.empty_like(x)
     out.copy_(x * 2 + (1 if bool((x > 50).any()) else 0))
@@ -157,6 +164,7 @@ BUGGY = [
     (_scribbles_if_large, lambda x: 2 * x, Verdict.INPUT_MUTATED),
     (_raises_if_large, lambda x: 2 * x, Verdict.ERROR),
     (_sum_rows_drops_last, lambda x: x.sum().reshape(1), Verdict.KERNEL_BUG),
+    (_leaves_last_unwritten_if_large, lambda x: 2 * x, Verdict.UNWRITTEN_OUTPUT),
 ]
 
 
@@ -455,3 +463,31 @@ def test_a_block_that_cannot_be_placed_leaves_each_variant_to_copy_its_own(monke
     got = _same_as_one_by_one(_target(_past_the_end_if_large, lambda x: 2 * x), _case(),
                               most=12)
     assert got["failed"]["outcome"]["verdict"] == Verdict.OOB_WRITE
+
+
+def test_the_launches_of_a_batch_share_one_scope_and_keep_their_own_allocations():
+    # one scope of poisoned allocations for the batch (compiled.launches): each variant's
+    # allocations and red zones are those its own launch made, and nothing else
+    from fuzzkern.execution.compiled import OnDevice, launches, place_inputs
+
+    def two_outputs(x):
+        return _double(x), torch.empty(3, dtype=x.dtype).fill_(1.0)
+
+    target = _target(two_outputs, lambda x: (2 * x, torch.ones(3)))
+    case = _case()
+    ones = [OnDevice(_Run(target, case.variant(k), OPTIONS), CPU) for k in (1, 2, 3)]
+    block, inputs = place_inputs([one.run.base for one in ones], CPU, ones[0].guard)
+    with launches(ones):
+        for one, got in zip(ones, inputs, strict=True):
+            assert one.launch((block, got)) is None
+    seen = set()
+    for one in ones:
+        assert len(one.allocations.zones) == 2 and len(one.allocations.tensors) == 2
+        assert one.allocated == {0, 1}  # both outputs are its own allocations
+        assert [z.alloc.data_ptr() for z in one.allocations.zones] == [
+            o.untyped_storage().data_ptr() for o in one.outs]
+        seen |= {z.alloc.data_ptr() for z in one.allocations.zones}
+        assert one.shared is None  # the scope is closed
+    assert len(seen) == 6
+    # the factories are torch's own again
+    assert not hasattr(torch.empty, "__wrapped__")
