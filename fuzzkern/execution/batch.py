@@ -154,11 +154,14 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
     ks = ks[:max(1, BATCH_BYTES // 2 // max(1, _input_bytes(case)))]
     told = time.perf_counter()
     ones: list[tuple[int, OnDevice]] = []
+    checks = None  # the variants' checks: the same options and target, worked out once
     for k in ks:
         if time.perf_counter() - told > RETIME:
             progress.notify("variant", k)  # a slow preparation is not the variant before's
             told = time.perf_counter()
-        ones.append((k, OnDevice(make_run(case.variant(k)), device, **on_device)))
+        one = OnDevice(make_run(case.variant(k)), device, checks=checks, **on_device)
+        checks = one.checks
+        ones.append((k, one))
     block: Block | None = None
     placed: list[Any] = [None] * len(ones)
     stopped: tuple[int, ModeResult, float] | None = None

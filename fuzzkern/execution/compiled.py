@@ -424,7 +424,8 @@ class OnDevice:
     caller copies the red zones back (:func:`fetch`), for one case or for a batch of them."""
 
     def __init__(self, run: Any, device: Any, *, name: str | None = None,
-                 sync: Callable[[], None] | None = None) -> None:
+                 sync: Callable[[], None] | None = None,
+                 checks: dict[str, bool] | None = None) -> None:
         from fuzzkern.execution import progress
         from fuzzkern.execution.launching import checks_of
 
@@ -432,7 +433,8 @@ class OnDevice:
         self.device = device
         self.sync = sync or (lambda: None)
         options = run.options
-        self.checks = checks_of(options, run.target)
+        #: the checks on (``checks``: the same run options' and target's, worked out already)
+        self.checks = checks if checks is not None else checks_of(options, run.target)
         self.debug = bool(options.get("debug", False))
         self.guard = (hygiene.DEFAULT_GUARD_BYTES
                       if self.checks["redzone"] and not options.get("sanitize") else 0)
