@@ -96,7 +96,7 @@ def test_batched_variants_say_what_variants_alone_say_on_the_gpu(spec):
             assert b["outcome"]["message"] == a["outcome"]["message"]
 
 
-def test_the_batched_oracle_decides_on_the_gpu_what_it_decides_on_the_cpu():
+def test_the_batched_oracle_decides_on_the_gpu_what_it_decides_on_the_cpu(monkeypatch):
     # outputs on the GPU are checked there (torch), on the CPU in numpy: the same decisions,
     # near the formats' edges and with non-finite values on either side
     import math
@@ -105,6 +105,16 @@ def test_the_batched_oracle_decides_on_the_gpu_what_it_decides_on_the_cpu():
 
     from fuzzkern.judge import oracle
     from fuzzkern.target.declare import Tolerance
+
+    monkeypatch.setattr(oracle, "DEVICE_ELEMENTS", 0)  # every group on the GPU, however small
+    on_device = []
+    clear_on = oracle._clear_on
+
+    def spy(o, *args):
+        on_device.append(o.device.type)
+        return clear_on(o, *args)
+
+    monkeypatch.setattr(oracle, "_clear_on", spy)
 
     g = torch.Generator().manual_seed(0)
     edges = torch.tensor([0.0, 1.0, 65504.0, 65520.0, 3.4e38, 1e-8, 6e-8, math.inf, -math.inf,
@@ -132,3 +142,14 @@ def test_the_batched_oracle_decides_on_the_gpu_what_it_decides_on_the_cpu():
                 assert on_gpu == on_cpu, (dtype, shape, equal_nan)
                 decided += sum(on_cpu)
     assert 0 < decided < 4 * 2 * 24 * 2  # some cleared, some not
+    assert on_device and set(on_device) == {"cuda"}
+    # a large group goes to the GPU at the default threshold, with the same decisions
+    monkeypatch.setattr(oracle, "DEVICE_ELEMENTS", 1 << 17)
+    on_device.clear()
+    big = torch.randn(32, 8192, generator=g, dtype=torch.float64)
+    items = [((b.to(torch.float16),), (b,), None) for b in big]
+    items[5] = ((big[5].to(torch.float16) * 1.01,), (big[5],), None)
+    on_cpu = oracle.passes(items, compiled=True)
+    on_gpu = oracle.passes([((o.cuda(),), e, m) for (o,), e, m in items], compiled=True)
+    assert on_gpu == on_cpu and on_cpu.count(False) == 1 and not on_cpu[5]
+    assert on_device == ["cuda"]
