@@ -22,8 +22,9 @@ alone (no interpreter in the same case) they run in batches instead:
    those bytes; the outputs are views of them;
 4. each variant's float64 reference runs, and the variants without a finding are compared
    together: their outputs stacked, one pass per output (:func:`fuzzkern.judge.oracle.
-   passes`, the oracle's fast path), on the GPU where the outputs lie (the references go
-   over in one copy), so that its cost does not grow with the outputs' size;
+   passes`, the oracle's fast path's decision in torch operations), on the GPU where the
+   outputs lie when they are many (the references go over in one copy), so that its cost
+   does not grow with the outputs' size;
 5. a variant that path cannot clear (a NaN or inf on one side only, an element outside its
    band, a raised exception) is judged alone by the whole oracle, exactly as
    :func:`fuzzkern.execution.runner.run_case` judges it; a variant with a finding (a changed
