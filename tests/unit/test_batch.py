@@ -172,8 +172,9 @@ BUGGY = [
 def test_a_correct_launcher_passes_every_variant_of_the_batches(launcher, reference, kw):
     got = _same_as_one_by_one(_target(launcher, reference, **kw), _case(), most=40)
     assert got["ran"] == 40 and got["verdicts"] == {Verdict.PASS: 40}
-    # batches of 4, 8, 16 and the 12 left
-    assert got["batches"] == 4
+    # batches of 8 (FIRST_BATCH) and the 32 left (GROWTH: up to 4 times the one before)
+    assert (batch.FIRST_BATCH, batch.GROWTH) == (8, 4)
+    assert got["batches"] == 2
 
 
 @pytest.mark.parametrize("launcher,reference,verdict", BUGGY)
