@@ -217,11 +217,11 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             # a slow batch: its checks and reference are timed as the variant's own
             progress.notify("variant", k)
             told = time.perf_counter()
-        failure = one.settle(fetched, unchanged)
+        failure = one.settle(fetched, unchanged, outputs=False)
         if failure is not None:
             results[k] = failure
             continue
-        if one.findings() or one.outputs is None:
+        if one.findings() or one.outs is None:
             continue  # judged alone below
         with stage("reference"):
             expected = one.run.reference()
@@ -232,10 +232,11 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             first = pending[0][1].run
             target = first.target
             reduction = (first.case.dims.get(target.reduction, 1) if target.reduction else 1)
-            # the outputs where the kernel left them: a GPU's are checked there
+            # the outputs where the kernel left them (on the CPU only for a variant judged
+            # alone): a GPU's are checked there
             clear = oracle.passes(
-                [(one.outs if one.outs is not None else one.outputs or (), expected,
-                  one.run._magnitude) for _, one, expected in pending],
+                [(one.outs or (), expected, one.run._magnitude)
+                 for _, one, expected in pending],
                 tolerance=target.tolerance, reduction_length=max(1, reduction), compiled=True,
                 names=first.output_names())
         for (k, _, _), ok in zip(pending, clear, strict=True):

@@ -450,6 +450,8 @@ class OnDevice:
         self.allocations = Allocations()
         self.outs: tuple[Any, ...] | None = None
         self.outputs: tuple[Any, ...] | None = None
+        #: the red zones' bytes copied back (:func:`fetch`), once the launch is settled
+        self.fetched: Fetched | None = None
         self.allocated: set[int] = set()
         self.seconds = 0.0
         self.start = 0.0
@@ -568,23 +570,30 @@ class OnDevice:
         """Every red zone of the case: its inputs' and its launcher's allocations'."""
         return [*self.inputs.zones.values(), *self.allocations.zones]
 
-    def settle(self, fetched: Fetched | None, inputs_unchanged: bool | None = None
-               ) -> ModeResult | None:
+    def settle(self, fetched: Fetched | None, inputs_unchanged: bool | None = None,
+               outputs: bool = True) -> ModeResult | None:
         """Check the red zones and inputs (from ``fetched``, the zones' bytes on the CPU, where
-        given) and put the outputs on the CPU: None, or the result of a failure.
-        ``inputs_unchanged``: whether the block of the inputs came back as placed (by default
-        asked of the case's block; a batch asks its shared block once)."""
+        given) and put the outputs on the CPU (``outputs=False``: only when :meth:`judge`
+        needs them; a batch's comparison reads them on the device): None, or the result of a
+        failure. ``inputs_unchanged``: whether the block of the inputs came back as placed (by
+        default asked of the case's block; a batch asks its shared block once)."""
         if inputs_unchanged is None:
             inputs_unchanged = self.block is not None and self.block.unchanged()
+        self.fetched = fetched
         try:
             with stage("checks"):
                 _record_hygiene(self.run, self.inputs, self.allocations, self.outs,
                                 self.checks, self.detail, fetched, inputs_unchanged)
-            with stage("copy"):
-                self.outputs = _to_cpu(self.outs, self.zones(), fetched)
+            if outputs:
+                self._cpu_outputs()
         except Exception as e:
             return self.failed(e, "launch")
         return None
+
+    def _cpu_outputs(self) -> None:
+        if self.outputs is None and self.outs is not None:
+            with stage("copy"):
+                self.outputs = _to_cpu(self.outs, self.zones(), self.fetched)
 
     def findings(self) -> bool:
         """Whether the checks found anything (a write outside a view, a mutated input)."""
@@ -603,6 +612,10 @@ class OnDevice:
 
     def judge(self) -> ModeResult:
         """The comparison with the reference and the mode's result."""
+        try:
+            self._cpu_outputs()
+        except Exception as e:
+            return self.failed(e, "launch")
         if self.repeats > 1:
             self.counts()  # with what the repeats compiled
         return self.run._compare("compiled", self.outputs, self.detail, self.seconds, {},

@@ -385,8 +385,8 @@ def test_a_finding_seen_only_in_the_batch_is_decided_by_the_variant_alone(monkey
     case = _case()
 
     class Stray(batch.OnDevice):
-        def settle(self, fetched, inputs_unchanged=None):
-            failure = super().settle(fetched, inputs_unchanged)
+        def settle(self, fetched, inputs_unchanged=None, outputs=True):
+            failure = super().settle(fetched, inputs_unchanged, outputs)
             if self.run.case == case.variant(3):
                 self.detail.setdefault("oob_write", []).append(
                     {"argument": "x", "where": "past the end", "bytes": 1, "elements": [1],
