@@ -595,6 +595,11 @@ class OnDevice:
             with stage("copy"):
                 self.outputs = _to_cpu(self.outs, self.zones(), self.fetched)
 
+    def host_outputs(self) -> tuple[Any, ...]:
+        """The outputs on the CPU (views of the fetched bytes where they lie in a red zone)."""
+        self._cpu_outputs()
+        return self.outputs or ()
+
     def findings(self) -> bool:
         """Whether the checks found anything (a write outside a view, a mutated input)."""
         return bool(self.detail.get("oob_write") or self.detail.get("mutated"))

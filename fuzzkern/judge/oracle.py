@@ -654,6 +654,7 @@ def passes(
     reduction_length: int = 1,
     compiled: bool = False,
     names: Sequence[str | None] | None = None,
+    host: Callable[[int], Sequence[Any]] | None = None,
 ) -> list[bool]:
     """Which of several comparisons (``(outputs, expected, magnitude)`` triples, as
     :func:`compare` takes them) pass for certain, decided together: comparisons whose outputs
@@ -667,7 +668,9 @@ def passes(
     member, in torch operations, without the error figures a failure needs): on the GPU the
     outputs lie on when the group holds :data:`DEVICE_ELEMENTS` elements or more (the expected
     values copied over once), since the host's passes grow with the outputs' size and the
-    device's cost a fixed ~10 us per operation; on the CPU otherwise."""
+    device's cost a fixed ~10 us per operation; on the CPU otherwise, with ``host(j)``
+    (comparison ``j``'s outputs on the CPU, where the caller has them already) or else the
+    outputs copied over one by one."""
     tolerance = tolerance if tolerance is not None else Tolerance()
     r = int(reduction_length)
     decided = [False] * len(comparisons)
@@ -689,7 +692,7 @@ def passes(
             groups.setdefault(tuple(layout), []).append(j)
     for key, members in groups.items():
         try:
-            ok = _pass_group(comparisons, key, members, tolerance, r, compiled, names)
+            ok = _pass_group(comparisons, key, members, tolerance, r, compiled, names, host)
         except (RuntimeError, ValueError):  # e.g. a magnitude that does not broadcast
             continue
         for j, good in zip(members, ok, strict=True):
@@ -699,7 +702,8 @@ def passes(
 
 def _pass_group(comparisons: Sequence[tuple[Sequence[Any], Sequence[Any], Sequence[Any] | None]],
                 key: tuple[Any, ...], members: list[int], tolerance: Tolerance, r: int,
-                compiled: bool, names: Sequence[str | None] | None) -> np.ndarray:
+                compiled: bool, names: Sequence[str | None] | None,
+                host: Callable[[int], Sequence[Any]] | None = None) -> np.ndarray:
     """:func:`passes` for comparisons of one layout (``key``): a bool per member."""
     ok = np.ones(len(members), dtype=bool)
     for i in range(len(key)):
@@ -707,9 +711,17 @@ def _pass_group(comparisons: Sequence[tuple[Sequence[Any], Sequence[Any], Sequen
         on = (first.device if first.device.type != "cpu" and first.is_floating_point()
               and len(members) * math.prod(key[i][2]) >= DEVICE_ELEMENTS else None)
 
-        def stacked(which: int, i: int = i, on: Any = on) -> torch.Tensor:
-            parts = [_as_tuple(comparisons[j][which])[i].detach()  # type: ignore[arg-type]
-                     for j in members]
+        # outputs off the CPU, checked on it: the caller's host copies where it has them
+        hosted = on is None and host is not None and first.device.type != "cpu"
+
+        def stacked(which: int, i: int = i, on: Any = on, hosted: bool = hosted
+                    ) -> torch.Tensor:
+            if which == 0 and hosted:
+                assert host is not None
+                parts = [_as_tuple(host(j))[i].detach() for j in members]
+            else:
+                parts = [_as_tuple(comparisons[j][which])[i].detach()  # type: ignore[arg-type]
+                         for j in members]
             if on is None:
                 return torch.stack([p.cpu().broadcast_to(key[i][2]) for p in parts])
             if all(p.device == on for p in parts):

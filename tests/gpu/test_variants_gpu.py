@@ -137,12 +137,13 @@ def test_the_batched_oracle_decides_on_the_gpu_what_it_decides_on_the_cpu(monkey
             for equal_nan in (True, False):
                 tol = Tolerance(equal_nan=equal_nan)
                 on_cpu = oracle.passes(items, tolerance=tol, reduction_length=16, compiled=True)
+                on_device.clear()  # the torch check runs on the CPU too; here, the GPU's
                 on_gpu = oracle.passes([((o.cuda(),), e, m) for (o,), e, m in items],
                                        tolerance=tol, reduction_length=16, compiled=True)
                 assert on_gpu == on_cpu, (dtype, shape, equal_nan)
+                assert on_device and set(on_device) == {"cuda"}
                 decided += sum(on_cpu)
     assert 0 < decided < 4 * 2 * 24 * 2  # some cleared, some not
-    assert on_device and set(on_device) == {"cuda"}
     # a large group goes to the GPU at the default threshold, with the same decisions
     monkeypatch.setattr(oracle, "DEVICE_ELEMENTS", 1 << 17)
     on_device.clear()
@@ -150,6 +151,18 @@ def test_the_batched_oracle_decides_on_the_gpu_what_it_decides_on_the_cpu(monkey
     items = [((b.to(torch.float16),), (b,), None) for b in big]
     items[5] = ((big[5].to(torch.float16) * 1.01,), (big[5],), None)
     on_cpu = oracle.passes(items, compiled=True)
+    on_device.clear()
     on_gpu = oracle.passes([((o.cuda(),), e, m) for (o,), e, m in items], compiled=True)
     assert on_gpu == on_cpu and on_cpu.count(False) == 1 and not on_cpu[5]
     assert on_device == ["cuda"]
+    # a small group of GPU outputs is checked on the CPU, on the host copies given
+    on_device.clear()
+    small = [((o[:16].cuda(),), (e[0][:16],), None) for (o,), e, _ in items[:4]]
+    asked = []
+
+    def host(j):
+        asked.append(j)
+        return (small[j][0][0].cpu(),)
+
+    assert oracle.passes(small, compiled=True, host=host) == [True] * 4
+    assert on_device == ["cpu"] and sorted(asked) == [0, 1, 2, 3]
