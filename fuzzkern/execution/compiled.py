@@ -650,14 +650,16 @@ class OnDevice:
 def launches(ones: list[OnDevice]) -> Iterator[None]:
     """The launches of a batch of value variants (the same case's configs and checks) inside
     one scope of poisoned allocations and forced configs, entered once instead of once per
-    variant: each variant's allocations are the ones its launch added to the shared record.
+    variant: each variant's allocations are the ones its launch added to the shared record,
+    their red zones carved from one poisoned :class:`~fuzzkern.execution.hygiene.Arena`.
     For variants whose inputs are placed already (:func:`place_inputs`): nothing else may
     allocate with ``torch.empty*`` inside it."""
     from fuzzkern.execution.hygiene import poisoned_allocations
     from fuzzkern.introspect import forced_configs
 
     first = ones[0]
-    with poisoned_allocations(first.checks["poison"], guard_bytes=first.guard) as record, \
+    with poisoned_allocations(first.checks["poison"], guard_bytes=first.guard,
+                              arena=True) as record, \
             forced_configs(dict(first.run.case.configs)):
         for one in ones:
             one.shared = record

@@ -141,19 +141,69 @@ def _poison(t: Any) -> Any:
 
 
 def _guarded(t: torch.Tensor, guard_bytes: int, record: Allocations,
-             poison: bool) -> tuple[torch.Tensor, bool]:
+             poison: bool, arena: Arena | None = None) -> tuple[torch.Tensor, bool]:
     """``t``'s layout again, inside an allocation with poisoned guard bands (red zones), and
     whether its elements are poisoned already (``poison``: the whole allocation filled at once
-    where the guard pattern is the poison, every dtype but bool)."""
+    where the guard pattern is the poison, every dtype but bool; carved from ``arena`` when
+    given)."""
     if (t.is_meta or t.is_sparse or t.is_quantized or t.requires_grad or t.dtype.is_complex
             or guard_bytes % t.element_size()):
         return t, False
     whole = poison and t.dtype != torch.bool
-    view, zone = place_in_red_zone(t, t.device, guard_bytes,
-                                   name=f"allocation {len(record.zones)}",
-                                   initial="poison" if whole else None)
+    name = f"allocation {len(record.zones)}"
+    if whole and arena is not None:
+        view, zone = arena.place(t, guard_bytes, name)
+    else:
+        view, zone = place_in_red_zone(t, t.device, guard_bytes, name=name,
+                                       initial="poison" if whole else None)
     record.zones.append(zone)
     return view, whole
+
+
+class Arena:
+    """Poisoned memory that the launcher allocations of a batch of value variants are carved
+    from (:func:`poisoned_allocations` with ``arena=True``): one fill of a chunk per device and
+    dtype instead of an allocation and a fill per red zone. Each red zone takes its own
+    stretch of a chunk (guards, storage, padding to :data:`ZONE_ALIGN` bytes), never reused
+    while the arena lives, so a zone starts poisoned as one of its own would; neighbours lie
+    side by side as in a batch's input block (a stray write into a neighbour's guard is that
+    neighbour's finding, which the batch re-runs alone)."""
+
+    #: bytes of the smallest chunk
+    CHUNK = 1 << 20
+    #: a chunk holds at least this many zones of the size that asked for it (up to MOST)
+    ZONES = 16
+    #: bytes of the largest chunk made for small zones
+    MOST = 64 << 20
+
+    def __init__(self) -> None:
+        self.chunks: dict[tuple[torch.device, torch.dtype], list[Any]] = {}
+
+    def place(self, t: torch.Tensor, guard_bytes: int, name: str
+              ) -> tuple[torch.Tensor, RedZone]:
+        """:func:`place_in_red_zone` of ``t`` (``initial="poison"``), in the arena."""
+        nbytes = t.untyped_storage().nbytes()
+        size = 2 * guard_bytes + nbytes
+        need = size + (-size % ZONE_ALIGN)
+        key = (t.device, t.dtype)
+        got = self.chunks.get(key)
+        if got is None or got[1] + need > got[0].numel():
+            n = max(need, min(self.MOST, max(self.CHUNK, need * self.ZONES)))
+            n += -n % ZONE_ALIGN
+            itemsize = t.element_size()
+            chunk = torch.full((n // itemsize,), poison_bits(t.dtype),
+                               dtype=bits_dtype(t.dtype), device=t.device).view(torch.uint8)
+            got = [chunk, 0]
+            self.chunks[key] = got
+        chunk, at = got
+        got[1] = at + need
+        zone = RedZone(name, chunk[at:at + size], guard_bytes, nbytes, t.dtype, view_spec(t))
+        return zone.view(), zone
+
+
+#: zones carved from an :class:`Arena` start at multiples of this many bytes (as allocations of
+#: their own do in the CUDA caching allocator: the same alignment, the same specialization)
+ZONE_ALIGN = 512
 
 
 class Allocations:
@@ -169,8 +219,17 @@ class Allocations:
                 if isinstance(t, torch.Tensor)}
 
     def zone_of(self, t: Any) -> Any:
-        """The red zone ``t`` (an allocation or a view of one) lies in, or None."""
+        """The red zone ``t`` (an allocation or a view of one) lies in, or None: the zone whose
+        bytes hold ``t``'s first element (zones carved from an :class:`Arena` share a
+        storage), else, for an empty ``t``, the zone of its storage."""
         if not isinstance(t, torch.Tensor):
+            return None
+        if t.numel() and not t.is_meta:
+            at = t.data_ptr()
+            for z in self.zones:
+                start = z.alloc.data_ptr()
+                if start <= at < start + z.alloc.numel():
+                    return z
             return None
         ptr = t.untyped_storage().data_ptr()
         return next((z for z in self.zones if z.alloc.untyped_storage().data_ptr() == ptr),
@@ -186,12 +245,14 @@ class Allocations:
 
 
 @contextlib.contextmanager
-def poisoned_allocations(enabled: bool = True, guard_bytes: int = 0) -> Iterator[Allocations]:
+def poisoned_allocations(enabled: bool = True, guard_bytes: int = 0,
+                         arena: bool = False) -> Iterator[Allocations]:
     """While active, ``torch.empty``, ``torch.empty_like``, ``torch.empty_strided`` and
     ``Tensor.new_empty`` return poisoned tensors (unless ``enabled`` is False). With
     ``guard_bytes``, each lies inside a larger allocation with that many bytes of the poison
     pattern before and after it (see :func:`fuzzkern.execution.hygiene.place_in_red_zone`),
-    poisoned or not. Launchers that bound ``empty`` at
+    poisoned or not; with ``arena`` too, poisoned ones are carved from an :class:`Arena` (a
+    batch of value variants). Launchers that bound ``empty`` at
     import (``from torch import empty``) are not seen. Blocks are serialized by a lock.
 
     >>> with poisoned_allocations() as allocs:
@@ -203,6 +264,7 @@ def poisoned_allocations(enabled: bool = True, guard_bytes: int = 0) -> Iterator
     if not enabled and guard_bytes <= 0:
         yield record
         return
+    pool = Arena() if arena and enabled and guard_bytes > 0 else None
     originals: dict[str, Any] = {name: getattr(torch, name) for name in _FACTORIES}
     new_empty = torch.Tensor.new_empty
 
@@ -211,7 +273,7 @@ def poisoned_allocations(enabled: bool = True, guard_bytes: int = 0) -> Iterator
             t = fn(*args, **kwargs)
             done = False
             if guard_bytes > 0 and kwargs.get("out") is None and isinstance(t, torch.Tensor):
-                t, done = _guarded(t, guard_bytes, record, enabled)
+                t, done = _guarded(t, guard_bytes, record, enabled, pool)
             record.tensors.append(t)
             return _poison(t) if enabled and not done else t
 

@@ -481,14 +481,21 @@ def test_the_launches_of_a_batch_share_one_scope_and_keep_their_own_allocations(
     with launches(ones):
         for one, got in zip(ones, inputs, strict=True):
             assert one.launch((block, got)) is None
-    seen = set()
+    spans = []
     for one in ones:
         assert len(one.allocations.zones) == 2 and len(one.allocations.tensors) == 2
         assert one.allocated == {0, 1}  # both outputs are its own allocations
-        assert [z.alloc.data_ptr() for z in one.allocations.zones] == [
-            o.untyped_storage().data_ptr() for o in one.outs]
-        seen |= {z.alloc.data_ptr() for z in one.allocations.zones}
+        # each output lies in its own zone, found by address (zones share the arena's storage)
+        assert [one.allocations.zone_of(o) for o in one.outs] == one.allocations.zones
+        for z, o in zip(one.allocations.zones, one.outs, strict=True):
+            assert o.data_ptr() - z.alloc.data_ptr() == z.guard
+            spans.append((z.alloc.data_ptr(), z.alloc.data_ptr() + z.alloc.numel()))
         assert one.shared is None  # the scope is closed
-    assert len(seen) == 6
+    # six zones, side by side in one poisoned chunk, each at a multiple of 512 bytes
+    spans.sort()
+    assert len(spans) == 6 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    assert all((s - spans[0][0]) % 512 == 0 for s, _ in spans)
+    assert len({z.alloc.untyped_storage().data_ptr() for one in ones
+                for z in one.allocations.zones}) == 1
     # the factories are torch's own again
     assert not hasattr(torch.empty, "__wrapped__")
