@@ -365,6 +365,27 @@ def _stats(
                          float_format(dtype) if dtype.is_floating_point else None)
 
 
+def _same_non_finite(xp: Any, o: Any, x: Any, xr: Any, band: Any, f: FloatFormat,
+                     equal_nan: bool) -> Any:
+    """Where a non-finite output passes as the general path passes it, in ``xp``'s operations
+    (numpy or torch, on float64 arrays: output ``o``, reference ``x``, reference rounded to the
+    output's format ``xr``, tolerance ``band``): the same infinity on both sides, NaN and NaN
+    with ``equal_nan``, and an overflow of a finite reference whose band reaches the format's
+    largest value (to ±inf, or to NaN in a format without infinities)."""
+    o_inf = xp.isinf(o)
+    same = o_inf & (o == xr)
+    if equal_nan:
+        same |= xp.isnan(o) & xp.isnan(xr)
+    if f.has_inf:
+        # overflow is rounding: ±inf for a finite reference whose band reaches ±max
+        same |= (o_inf & xp.isfinite(x) & (xp.sign(o) == xp.sign(x))
+                 & (xp.abs(x) + band >= f.max))
+    elif equal_nan:
+        # no infinities: an out-of-range reference may also become NaN
+        same |= xp.isnan(o) & (xp.isinf(x) | (xp.isfinite(x) & (xp.abs(x) + band > f.max)))
+    return same
+
+
 def _check_float_fast(
     out: torch.Tensor,
     exp: torch.Tensor,
@@ -408,18 +429,7 @@ def _check_float_fast(
         band = np.broadcast_to(band, o.shape)
         same = None
         if not every:
-            o_inf = np.isinf(o)
-            same = o_inf & (o == xr)
-            if equal_nan:
-                same |= np.isnan(o) & np.isnan(xr)
-            if f.has_inf:
-                # overflow is rounding: ±inf for a finite reference whose band reaches ±max
-                same |= (o_inf & np.isfinite(x) & (np.sign(o) == np.sign(x))
-                         & (np.abs(x) + band >= f.max))
-            elif equal_nan:
-                # no infinities: an out-of-range reference may also become NaN
-                same |= np.isnan(o) & (np.isinf(x)
-                                       | (np.isfinite(x) & (np.abs(x) + band > f.max)))
+            same = _same_non_finite(np, o, x, xr, band, f, equal_nan)
             if not (both | same).all():
                 return None
         d = np.abs(o - xr)
@@ -793,16 +803,7 @@ def _clear_on(o: torch.Tensor, e: torch.Tensor, m: torch.Tensor | None, rtol: fl
         return good.reshape(len(o), -1).all(dim=1)
     d = torch.where(both, (ov - xr).abs(), 0.0)
     good = both & (d <= band) & torch.isfinite(d)
-    o_inf = torch.isinf(ov)
-    same = o_inf & (ov == xr)
-    if equal_nan:
-        same |= torch.isnan(ov) & torch.isnan(xr)
-    if f.has_inf:
-        same |= (o_inf & torch.isfinite(x) & (torch.sign(ov) == torch.sign(x))
-                 & (x.abs() + band >= f.max))
-    elif equal_nan:
-        same |= torch.isnan(ov) & (torch.isinf(x)
-                                   | (torch.isfinite(x) & (x.abs() + band > f.max)))
+    same = _same_non_finite(torch, ov, x, xr, band, f, equal_nan)
     return (good | (~both & same)).reshape(len(o), -1).all(dim=1)
 
 
