@@ -71,7 +71,8 @@ from fuzzkern.judge import oracle
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
 from fuzzkern.target.declare import Target
 
-#: variants in the first batch (a variant may be expensive: the first batch measures it)
+#: variants in the first batch (a variant may be expensive: the first batch measures it, and
+#: holds fewer when the case itself took long, see ``each``)
 FIRST_BATCH = 8
 #: variants in a batch at most
 MOST_BATCH = 64
@@ -103,9 +104,12 @@ OutcomeOf = Callable[[dict[str, ModeResult], float], Outcome]
 
 def run_variant_batches(case: Case, options: Mapping[str, Any], seconds: float, most: int,
                         make_run: MakeRun, outcome_of: OutcomeOf, device: Any = None,
-                        on_device: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                        on_device: Mapping[str, Any] | None = None, each: float = 0.0
+                        ) -> dict[str, Any]:
     """:func:`fuzzkern.execution.runner.run_variants` in batches (see the module doc), called
     by it: the same result (``ran``, ``seconds``, ``verdicts``, ``failed``), plus ``batches``.
+    ``each``: what one variant is expected to cost (the case's own time, compiling aside; 0:
+    unknown), so that the first batch stays within ``seconds``.
     ``device`` (the current GPU by default) and ``on_device``
     (:class:`~fuzzkern.execution.compiled.OnDevice`'s keywords) let the protocol run on the CPU
     with launchers written in torch."""
@@ -121,7 +125,8 @@ def run_variant_batches(case: Case, options: Mapping[str, Any], seconds: float, 
     batches = 0
     verdicts: dict[str, int] = {}
     k = 1
-    size = FIRST_BATCH
+    # a variant as slow as the case itself: no more of them than the time allows, at least one
+    size = FIRST_BATCH if each <= 0 else max(1, min(FIRST_BATCH, int(seconds / each)))
     while k <= most:
         left = seconds - (time.perf_counter() - start)
         if left <= 0:

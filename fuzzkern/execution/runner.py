@@ -320,7 +320,8 @@ def compile_cost(outcome: Outcome) -> float:
 
 
 def run_variants(target: Target, case: Case, options: Mapping[str, Any], seconds: float,
-                 most: int = MOST_VARIANTS, **on_device: Any) -> dict[str, Any]:
+                 most: int = MOST_VARIANTS, each: float = 0.0,
+                 **on_device: Any) -> dict[str, Any]:
     """Run value variants 1, 2, ... of ``case`` (:meth:`fuzzkern.case.model.Case.variant`: new
     input values, nothing a kernel specializes on changed, so nothing compiles) for about
     ``seconds``, stopping at the first that fails. Returns ``ran`` (variants that did not
@@ -328,8 +329,10 @@ def run_variants(target: Target, case: Case, options: Mapping[str, Any], seconds
     did. The parent's clock times each variant as a case of its own (a ``("variant", k)``
     event starts it), and a variant stopped there (hang, slow) or killing the worker is
     reported as variant ``k``'s outcome. In compiled mode alone they run in batches
-    (:mod:`fuzzkern.execution.batch`), with the same results; ``on_device`` (``device=``,
-    ``name=``, ``sync=``) runs those batches on another torch device than the current GPU.
+    (:mod:`fuzzkern.execution.batch`), with the same results; ``each`` (seconds the case itself
+    took, compiling aside) keeps the first batch within ``seconds``; ``on_device``
+    (``device=``, ``name=``, ``sync=``) runs those batches on another torch device than the
+    current GPU.
 
     Why: a compiled case whose kernels had to compile costs that compilation, 0.2-3 s, where
     the launch costs microseconds; spending about as long again on variants of it makes a
@@ -341,7 +344,8 @@ def run_variants(target: Target, case: Case, options: Mapping[str, Any], seconds
     if batchable(target, options):
         return run_variant_batches(
             case, options, seconds, most, lambda c: _Run(target, c, options),
-            lambda results, began: outcome_of(target, results, options, began), **on_device)
+            lambda results, began: outcome_of(target, results, options, began), each=each,
+            **on_device)
     start = time.perf_counter()
     ran = 0
     verdicts: dict[str, int] = {}
@@ -376,7 +380,8 @@ def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, 
         if until is not None:
             seconds = min(seconds, float(until) - time.monotonic())
         if seconds > 0:
-            outcome.variants = run_variants(target, case, options, seconds,
-                                            int(plan.get("most", MOST_VARIANTS)))
+            outcome.variants = run_variants(
+                target, case, options, seconds, int(plan.get("most", MOST_VARIANTS)),
+                each=max(0.0, outcome.seconds - compile_cost(outcome)))
     with stage("encode"):
         return outcome.to_json()

@@ -12,6 +12,8 @@ passes`) clears a comparison only when :func:`fuzzkern.judge.oracle.compare` pas
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -270,6 +272,36 @@ def test_batches_never_hold_more_than_the_byte_limit(monkeypatch):
     assert got["ran"] == 12 and got["batches"] == 12
 
 
+def test_the_first_batch_holds_no_more_variants_than_the_time_allows(monkeypatch):
+    # a case that took 0.04 s (compiling aside), and 0.1 s for its variants: a first batch of
+    # 2, not FIRST_BATCH
+    import time
+
+    def slow(x):
+        time.sleep(0.04)
+        return _double(x)
+
+    sizes = []
+    whole = batch._batch
+
+    def recorded(case, ks, *args):
+        sizes.append(len(ks))
+        return whole(case, ks, *args)
+
+    monkeypatch.setattr(batch, "_batch", recorded)
+    target = _target(slow, lambda x: 2 * x)
+    run_variants(target, _case(), OPTIONS, 0.1, 40, each=0.04, device=CPU)
+    assert sizes[0] == 2 and sum(sizes) <= 3  # at most one more, in the time left
+    # unknown cost: a first batch of FIRST_BATCH, whatever the time
+    sizes.clear()
+    got = run_variants(target, _case(), OPTIONS, 0.1, 40, device=CPU)
+    assert sizes == [batch.FIRST_BATCH] and got["ran"] == batch.FIRST_BATCH
+    # a case slower than the whole share: a first batch of one variant (then as measured)
+    sizes.clear()
+    run_variants(target, _case(), OPTIONS, 0.1, 40, each=5.0, device=CPU)
+    assert sizes[0] == 1 and sum(sizes) <= 3
+
+
 def _double_with_scratch(x):
     torch.empty(2048, device=x.device)
     return _double(x)
@@ -493,7 +525,7 @@ def test_the_launches_of_a_batch_share_one_scope_and_keep_their_own_allocations(
         assert one.shared is None  # the scope is closed
     # six zones, side by side in one poisoned chunk, each at a multiple of 512 bytes
     spans.sort()
-    assert len(spans) == 6 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    assert len(spans) == 6 and all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     assert all((s - spans[0][0]) % 512 == 0 for s, _ in spans)
     assert len({z.alloc.untyped_storage().data_ptr() for one in ones
                 for z in one.allocations.zones}) == 1
