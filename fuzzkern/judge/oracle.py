@@ -672,7 +672,7 @@ def passes(
     6 on the fast path). True: :func:`compare` returns ``ok``. False: not decided
     here (call :func:`compare`: it may still pass, by rules 4-8, or fail). The batches of value
     variants in compiled mode (:mod:`fuzzkern.execution.batch`) judge their cases this way, so
-    that a case that passes costs a share of a few numpy operations.
+    that a case that passes costs a share of a few array operations.
 
     A group of float outputs is decided by :func:`_clear_on` (the fast path's decision per
     member, in torch operations, without the error figures a failure needs): on the GPU the
