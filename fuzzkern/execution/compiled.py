@@ -231,10 +231,9 @@ def copy_inputs(base: dict[str, torch.Tensor], device: Any) -> _Inputs:
     return _Inputs({name: rebuild_like(t, device) for name, t in base.items()})
 
 
-#: zones in a :class:`Block` start at multiples of this many bytes, as separate allocations
-#: do (the CUDA caching allocator's granularity), so a kernel sees its pointers with the same
-#: alignment, and so the same specialization, as in a case of its own
-BLOCK_ALIGN = 512
+#: zones in a :class:`Block` start at multiples of this many bytes (see
+#: :data:`fuzzkern.execution.hygiene.ZONE_ALIGN`)
+BLOCK_ALIGN = hygiene.ZONE_ALIGN
 
 
 @dataclass
@@ -354,7 +353,7 @@ def _to_cpu(outs: tuple[Any, ...] | None, zones: list[hygiene.RedZone] | None = 
         if not o.numel():  # nothing to copy (its storage may be a whole block)
             cpu.append(torch.empty_strided(tuple(o.shape), o.stride(), dtype=o.dtype))
             continue
-        z = _zone_at(o, zones or ())
+        z = hygiene.zone_at(o, zones or ())
         got = fetched.get(id(z)) if z is not None and fetched else None
         size = o.element_size()
         if z is not None and got is not None:
@@ -366,19 +365,6 @@ def _to_cpu(outs: tuple[Any, ...] | None, zones: list[hygiene.RedZone] | None = 
                 continue
         cpu.append(rebuild_like(o, "cpu"))
     return tuple(cpu)
-
-
-def _zone_at(t: torch.Tensor, zones: Any) -> hygiene.RedZone | None:
-    """The red zone whose allocation holds ``t``'s first element (zones may be slices of one
-    :class:`Block`, so their storages are not theirs alone)."""
-    if t.device.type == "meta" or not t.numel():
-        return None
-    at = t.data_ptr()
-    for z in zones:
-        start = z.alloc.data_ptr()
-        if start <= at < start + z.alloc.numel():
-            return z
-    return None
 
 
 def run_compiled(run: Any) -> ModeResult:
@@ -585,19 +571,17 @@ class OnDevice:
                 _record_hygiene(self.run, self.inputs, self.allocations, self.outs,
                                 self.checks, self.detail, fetched, inputs_unchanged)
             if outputs:
-                self._cpu_outputs()
+                self.host_outputs()
         except Exception as e:
             return self.failed(e, "launch")
         return None
 
-    def _cpu_outputs(self) -> None:
+    def host_outputs(self) -> tuple[Any, ...]:
+        """The outputs on the CPU (views of the fetched bytes where they lie in a red zone),
+        made once, when first asked for."""
         if self.outputs is None and self.outs is not None:
             with stage("copy"):
                 self.outputs = _to_cpu(self.outs, self.zones(), self.fetched)
-
-    def host_outputs(self) -> tuple[Any, ...]:
-        """The outputs on the CPU (views of the fetched bytes where they lie in a red zone)."""
-        self._cpu_outputs()
         return self.outputs or ()
 
     def findings(self) -> bool:
@@ -618,7 +602,7 @@ class OnDevice:
     def judge(self) -> ModeResult:
         """The comparison with the reference and the mode's result."""
         try:
-            self._cpu_outputs()
+            self.host_outputs()
         except Exception as e:
             return self.failed(e, "launch")
         if self.repeats > 1:

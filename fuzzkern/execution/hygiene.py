@@ -201,9 +201,24 @@ class Arena:
         return zone.view(), zone
 
 
-#: zones carved from an :class:`Arena` start at multiples of this many bytes (as allocations of
-#: their own do in the CUDA caching allocator: the same alignment, the same specialization)
+#: red zones laid side by side (an :class:`Arena`'s, the inputs' block of
+#: :func:`fuzzkern.execution.compiled.place_inputs`) start at multiples of this many bytes, as
+#: separate allocations do (the CUDA caching allocator's granularity), so a kernel sees its
+#: pointers with the same alignment, and so the same specialization, as in a case of its own
 ZONE_ALIGN = 512
+
+
+def zone_at(t: torch.Tensor, zones: Iterable[Any]) -> Any:
+    """The red zone among ``zones`` whose allocation holds ``t``'s first element, or None (by
+    address: zones side by side share a storage, so storages do not tell them apart)."""
+    if t.device.type == "meta" or not t.numel():
+        return None
+    at = t.data_ptr()
+    for z in zones:
+        start = z.alloc.data_ptr()
+        if start <= at < start + z.alloc.numel():
+            return z
+    return None
 
 
 class Allocations:
@@ -225,12 +240,7 @@ class Allocations:
         if not isinstance(t, torch.Tensor):
             return None
         if t.numel() and not t.is_meta:
-            at = t.data_ptr()
-            for z in self.zones:
-                start = z.alloc.data_ptr()
-                if start <= at < start + z.alloc.numel():
-                    return z
-            return None
+            return zone_at(t, self.zones)
         ptr = t.untyped_storage().data_ptr()
         return next((z for z in self.zones if z.alloc.untyped_storage().data_ptr() == ptr),
                     None)

@@ -732,12 +732,11 @@ def _pass_group(comparisons: Sequence[tuple[Sequence[Any], Sequence[Any], Sequen
             else:
                 parts = [_as_tuple(comparisons[j][which])[i].detach()  # type: ignore[arg-type]
                          for j in members]
-            if on is None:
-                return torch.stack([p.cpu().broadcast_to(key[i][2]) for p in parts])
-            if all(p.device == on for p in parts):
+            where = on if on is not None else torch.device("cpu")
+            if all(p.device == where for p in parts):
                 return torch.stack([p.broadcast_to(key[i][2]) for p in parts])
-            # the expected values and magnitudes (CPU) go over in one copy
-            return torch.stack([p.cpu().broadcast_to(key[i][2]) for p in parts]).to(on)
+            # stacked on the CPU, then over in one copy (the expected values for the GPU)
+            return torch.stack([p.cpu().broadcast_to(key[i][2]) for p in parts]).to(where)
 
         o, e = stacked(0), stacked(1)
         m = None if key[i][3] is None else stacked(2)
@@ -790,21 +789,18 @@ def _clear_on(o: torch.Tensor, e: torch.Tensor, m: torch.Tensor | None, rtol: fl
     else:
         xr = _round_to_on(x, dtype)
     ov = o.to(torch.float64)
-    both = torch.isfinite(ov) & torch.isfinite(xr)
     ae = xr.abs()
     band = atol + rtol * ae
     if m is not None:
         band = band + accumulation_band(m, r, dtype)
     band = band.broadcast_to(ov.shape)
-    if bool(both.all()):  # every pair finite (the common case): no non-finite rule applies
-        d = (ov - xr).abs()
-        # a difference that overflows goes to the general path, as there
-        good = (d <= band) & torch.isfinite(d)
-        return good.reshape(len(o), -1).all(dim=1)
-    d = torch.where(both, (ov - xr).abs(), 0.0)
-    good = both & (d <= band) & torch.isfinite(d)
-    same = _same_non_finite(torch, ov, x, xr, band, f, equal_nan)
-    return (good | (~both & same)).reshape(len(o), -1).all(dim=1)
+    d = (ov - xr).abs()
+    finite = torch.isfinite(d)  # false where a side is NaN or inf, or the difference overflows
+    good = (d <= band) & finite  # an overflowing difference goes to the general path, as there
+    if not bool(finite.all()):
+        # the non-finite rules, which hold only where the output is NaN or inf
+        good = good | _same_non_finite(torch, ov, x, xr, band, f, equal_nan)
+    return good.reshape(len(o), -1).all(dim=1)
 
 
 def accept_overflow(outputs: tuple[Any, ...], expected: tuple[Any, ...],
