@@ -22,8 +22,9 @@ Example::
 from __future__ import annotations
 
 import functools
+import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -782,6 +783,8 @@ def materialize(tc: TensorCase) -> torch.Tensor:
     storage = torch.empty(tc.storage_size, dtype=dtype)
     storage.fill_(gap_fill(dtype))
     view = storage.as_strided(tc.shape, tc.strides, tc.storage_offset)
+    if not tc.numel:
+        return view  # nothing to write (an expanded dim must not make it one element)
     # Write through a view with expanded (stride-0) dims collapsed to size 1: torch refuses to
     # copy into overlapping memory, and an expanded input repeats one value along that dim.
     dense_shape = tuple(1 if st == 0 else s for s, st in zip(tc.shape, tc.strides, strict=True))
@@ -810,6 +813,34 @@ def _variant_of(tc: TensorCase, k: int, position: int) -> TensorCase:
     block, index = divmod(k - 1, count)
     seed = _variant_seed(tc.values.seed, block + 1, position)
     return _reseeded(tc, seed, (count, index) if count > 1 else None)
+
+
+def variant_values(tc: TensorCase, position: int, ks: Sequence[int],
+                   shape: tuple[int, ...]) -> torch.Tensor:
+    """The values of variants ``ks`` (each >= 1) of the tensor ``tc`` at ``position``, stacked:
+    member ``i`` is :func:`generate_values` of variant ``ks[i]``'s values at ``shape`` (what
+    :func:`materialize` writes: the tensor's shape with its expanded dims collapsed), taken
+    from the blocks the variants draw together, one slice per block instead of one call per
+    variant. Read it, never write it: it may be a slice of a cached block."""
+    import torch
+
+    dtype = torch_dtype(tc.dtype)
+    count = variant_block(tc.numel)
+    parts = []
+    for _, run in itertools.groupby(ks, key=lambda k: (k - 1) // count):
+        group = list(run)
+        values = _variant_of(tc, group[0], position).values
+        if values.block is None:  # drawn alone (count 1): one variant in the group
+            parts.append(_generate(values, shape, dtype).unsqueeze(0))
+            continue
+        key = (values.seed, values.distribution, values.specials, values.domain)
+        block = _block_of(key, count, tuple(shape), dtype)
+        members = [(k - 1) % count for k in group]
+        if members == list(range(members[0], members[-1] + 1)):
+            parts.append(block[members[0]:members[-1] + 1])
+        else:
+            parts.append(block[torch.tensor(members)])
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 def _reseeded(tc: TensorCase, seed: int, block: tuple[int, int] | None) -> TensorCase:

@@ -62,10 +62,13 @@ from fuzzkern.execution.compiled import (
     OnDevice,
     current_gpu,
     fetch,
+    guard_bytes,
     launches,
     place_inputs,
+    place_variants,
     run_on_device,
 )
+from fuzzkern.execution.launching import checks_of
 from fuzzkern.execution.stages import stage
 from fuzzkern.judge import oracle
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
@@ -95,14 +98,16 @@ def batchable(target: Target, options: Mapping[str, Any]) -> bool:
             and not options.get("sanitize"))
 
 
-#: builds the runner's per-case state for a case (``fuzzkern.execution.runner._Run``)
-MakeRun = Callable[[Case], Any]
+#: builds the runner's per-case state for a case (``fuzzkern.execution.runner._Run``), given
+#: its CPU tensors where they are made already (else None)
+MakeRun = Callable[[Case, Any], Any]
 #: the outcome of a case from its modes' results and its start
 #: (``fuzzkern.execution.runner.outcome_of``)
 OutcomeOf = Callable[[dict[str, ModeResult], float], Outcome]
 
 
-def run_variant_batches(case: Case, options: Mapping[str, Any], seconds: float, most: int,
+def run_variant_batches(target: Target, case: Case, options: Mapping[str, Any], seconds: float,
+                        most: int,
                         make_run: MakeRun, outcome_of: OutcomeOf, device: Any = None,
                         on_device: Mapping[str, Any] | None = None, each: float = 0.0
                         ) -> dict[str, Any]:
@@ -121,6 +126,7 @@ def run_variant_batches(case: Case, options: Mapping[str, Any], seconds: float, 
             return out
         device, kw = current_gpu()
         on_device = {**kw, **(on_device or {})}
+    checks = checks_of(options, target)  # the variants': the same options and target
     ran = 0
     batches = 0
     verdicts: dict[str, int] = {}
@@ -134,7 +140,7 @@ def run_variant_batches(case: Case, options: Mapping[str, Any], seconds: float, 
         began = time.perf_counter()
         ks = list(range(k, min(most, k + size - 1) + 1))
         passed, failed, done, last = _batch(case, ks, make_run, outcome_of, device,
-                                            on_device or {})
+                                            on_device or {}, options, checks)
         batches += 1
         ran += passed
         if passed:
@@ -155,7 +161,7 @@ def run_variant_batches(case: Case, options: Mapping[str, Any], seconds: float, 
 
 
 def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, device: Any,
-           on_device: Mapping[str, Any]
+           on_device: Mapping[str, Any], options: Mapping[str, Any], checks: dict[str, bool]
            ) -> tuple[int, dict[str, Any] | None, dict[str, int], int]:
     """Run variants ``ks`` (or the first of them, up to :data:`BATCH_BYTES`) as one batch: how
     many passed on the fast path, the first failure as ``{"index", "outcome"}`` or None, counts
@@ -163,21 +169,30 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
     from fuzzkern.execution import progress
 
     ks = ks[:max(1, BATCH_BYTES // 2 // max(1, _input_bytes(case)))]
+    block: Block | None = None
+    bases: list[Any] = [None] * len(ks)
+    placed: list[Any] = [None] * len(ks)
+    guard = guard_bytes(options, checks)
+    if guard and not options.get("storages"):
+        try:
+            # the variants' inputs made together, in their block (no materializing one by one)
+            with stage("materialize"):
+                made = place_variants(case, ks, device, guard)
+            if made is not None:
+                block, bases, inputs = made
+                placed = [(block, got) for got in inputs]
+        except Exception:
+            block = None  # made below, one by one
     told = time.perf_counter()
     ones: list[tuple[int, OnDevice]] = []
-    checks = None  # the variants' checks: the same options and target, worked out once
-    for k in ks:
+    for k, base in zip(ks, bases, strict=True):
         if time.perf_counter() - told > RETIME:
             progress.notify("variant", k)  # a slow preparation is not the variant before's
             told = time.perf_counter()
-        one = OnDevice(make_run(case.variant(k)), device, checks=checks, **on_device)
-        checks = one.checks
-        ones.append((k, one))
-    block: Block | None = None
-    placed: list[Any] = [None] * len(ones)
+        ones.append((k, OnDevice(make_run(case.variant(k), base), device, checks=checks,
+                                 **on_device)))
     stopped: tuple[int, ModeResult, float] | None = None
-    guard = ones[0][1].guard
-    if guard:
+    if guard and block is None:
         try:
             with stage("copy"):
                 block, inputs = place_inputs([one.run.base for _, one in ones], device, guard)
@@ -260,7 +275,7 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             # a finding in a batch may come from another variant's stray write (its zones
             # lie near the others'): the variant runs again alone, and that run decides
             began = time.perf_counter()
-            mode = run_on_device(make_run(case.variant(k)), device, **on_device)
+            mode = run_on_device(make_run(case.variant(k), None), device, **on_device)
         outcome = outcome_of({"compiled": mode or one.judge()}, began)
         if outcome.failed:
             return passed, {"index": k, "outcome": outcome.to_json()}, others, k

@@ -297,6 +297,91 @@ def place_inputs(bases: list[dict[str, torch.Tensor]], device: Any, guard_bytes:
     return block, out
 
 
+def place_variants(case: Any, ks: list[int], device: Any, guard_bytes: int
+                   ) -> tuple[Block, list[dict[str, torch.Tensor]], list[_Inputs]] | None:
+    """:func:`place_inputs` of value variants ``ks`` of ``case``
+    (:meth:`fuzzkern.case.model.Case.variant`), without materializing them one by one: the
+    variants share their layouts, so the block is one variant's bytes (guards, gap fill,
+    padding; made once per layout) repeated, each tensor's values written into every
+    variant's storage at once from the blocks they are drawn in
+    (:func:`fuzzkern.case.model.variant_values`). Also returns each variant's inputs on the
+    CPU (exact layouts, each over a storage of its own), what :func:`fuzzkern.case.model.
+    materialize` makes of them, byte for byte. None where a tensor's element size does not
+    divide ``guard_bytes`` (:func:`place_inputs` copies such a tensor alone)."""
+    from fuzzkern.case.model import torch_dtype, variant_values
+
+    tensors = list(case.tensors.items())
+    dtypes = [torch_dtype(tc.dtype) for _, tc in tensors]
+    if not tensors or any(guard_bytes % d.itemsize for d in dtypes):
+        return None
+    layout = tuple((d, tc.storage_size) for d, (_, tc) in zip(dtypes, tensors, strict=True))
+    template, starts = _variant_template(layout, guard_bytes)
+    seg = template.numel()
+    n = len(ks)
+    host = template.repeat(n)
+    positions = {name: i for i, name in enumerate(case.inputs)}
+    stacks = []
+    for (name, tc), dtype, start in zip(tensors, dtypes, starts, strict=True):
+        size = dtype.itemsize
+        dense = tuple(1 if st == 0 else d for d, st in zip(tc.shape, tc.strides, strict=True))
+        values = variant_values(tc, positions[name], ks, dense)
+        typed = host.view(dtype)
+        at = (start + guard_bytes) // size
+        if tc.numel:  # (an empty tensor with an expanded dim: nothing to write)
+            typed.as_strided((n, *dense), (seg // size, *tc.strides),
+                             at + tc.storage_offset).copy_(values)
+        stacks.append(typed.as_strided((n, tc.storage_size), (seg // size, 1), at))
+    on_device = host.to(device) if torch.device(device) != host.device else host.clone()
+    block = Block(host, on_device)
+    bases: list[dict[str, torch.Tensor]] = []
+    out: list[_Inputs] = []
+    for i in range(n):
+        base: dict[str, torch.Tensor] = {}
+        placed = _Inputs({})
+        for (name, tc), dtype, start, stack in zip(tensors, dtypes, starts, stacks,
+                                                   strict=True):
+            t = stack[i].clone().as_strided(tc.shape, tc.strides, tc.storage_offset)
+            base[name] = t
+            nbytes = tc.storage_size * dtype.itemsize
+            begin = i * seg + start
+            end = begin + 2 * guard_bytes + nbytes
+            zone = hygiene.RedZone(name, on_device[begin:end], guard_bytes, nbytes, dtype,
+                                   (tuple(tc.shape), tuple(tc.strides), tc.storage_offset,
+                                    dtype.itemsize),
+                                   host[begin + guard_bytes:begin + guard_bytes + nbytes],
+                                   host[begin:end])
+            placed.views[name] = zone.view()
+            placed.zones[name] = zone
+            block.zones.append(zone)
+        bases.append(base)
+        out.append(placed)
+    return block, bases, out
+
+
+@functools.lru_cache(maxsize=32)
+def _variant_template(layout: tuple[tuple[torch.dtype, int], ...], guard_bytes: int
+                      ) -> tuple[torch.Tensor, list[int]]:
+    """One variant's bytes in a block (:func:`place_variants`): for each tensor (dtype,
+    storage elements) its guards around a storage of the gap fill, padded to
+    :data:`BLOCK_ALIGN`; and where each tensor's zone starts. Read it, never write it."""
+    from fuzzkern.case.model import gap_fill
+
+    pieces: list[torch.Tensor] = []
+    starts = []
+    at = 0
+    for dtype, elements in layout:
+        guard = hygiene.guard_pattern(dtype, guard_bytes)
+        fill = torch.empty(elements, dtype=dtype).fill_(gap_fill(dtype))  # as materialize
+        size = 2 * guard_bytes + elements * dtype.itemsize
+        pieces += [guard, fill.view(torch.uint8), guard]
+        pad = -size % BLOCK_ALIGN
+        if pad:
+            pieces.append(_padding(pad))
+        starts.append(at)
+        at += size + pad
+    return torch.cat(pieces), starts
+
+
 @functools.lru_cache(maxsize=8)
 def _padding(n: int) -> torch.Tensor:
     return torch.zeros(n, dtype=torch.uint8)
@@ -403,6 +488,13 @@ def run_on_device(run: Any, device: Any, *, name: str | None = None,
     return case.finish(fetched)
 
 
+def guard_bytes(options: Any, checks: dict[str, bool]) -> int:
+    """Bytes of each guard band of a case's red zones with these options and checks (0: none;
+    under compute-sanitizer, memcheck sees exact allocation bounds)."""
+    return (hygiene.DEFAULT_GUARD_BYTES if checks["redzone"] and not options.get("sanitize")
+            else 0)
+
+
 class OnDevice:
     """One case's compiled-mode run on ``device``, in two halves: :meth:`launch` (inputs copied
     in red zones, the launch with forced configs and debug, a sync) and :meth:`finish` (red
@@ -422,8 +514,7 @@ class OnDevice:
         #: the checks on (``checks``: the same run options' and target's, worked out already)
         self.checks = checks if checks is not None else checks_of(options, run.target)
         self.debug = bool(options.get("debug", False))
-        self.guard = (hygiene.DEFAULT_GUARD_BYTES
-                      if self.checks["redzone"] and not options.get("sanitize") else 0)
+        self.guard = guard_bytes(options, self.checks)
         self.repeats = max(1, int(options.get("repeat_compiled", 1) or 1))
         self.detail: dict[str, Any] = {"device": name or str(device)}
         if self.guard:

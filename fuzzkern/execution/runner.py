@@ -54,12 +54,17 @@ def _target(ref: str) -> Target:
 
 
 class _Run:
-    def __init__(self, target: Target, case: Case, options: Mapping[str, Any]) -> None:
+    def __init__(self, target: Target, case: Case, options: Mapping[str, Any],
+                 base: dict[str, torch.Tensor] | None = None) -> None:
+        """``base``: the case's CPU tensors, made already (a batch of value variants makes
+        them together, see :func:`fuzzkern.execution.compiled.place_variants`)."""
         self.target = target
         self.case = case
         self.options = options
         storages = options.get("storages")
-        if storages:  # a corpus replay: the exact stored bytes, not the value recipe
+        if base is not None:
+            self.base = base
+        elif storages:  # a corpus replay: the exact stored bytes, not the value recipe
             from fuzzkern.case.storage import tensors_from_storages
 
             self.base = tensors_from_storages(storages, case)
@@ -342,8 +347,11 @@ def run_variants(target: Target, case: Case, options: Mapping[str, Any], seconds
     from fuzzkern.execution.batch import batchable, run_variant_batches
 
     if batchable(target, options):
+        def make_run(c: Case, base: dict[str, torch.Tensor] | None) -> _Run:
+            return _Run(target, c, options, base)
+
         return run_variant_batches(
-            case, options, seconds, most, lambda c: _Run(target, c, options),
+            target, case, options, seconds, most, make_run,
             lambda results, began: outcome_of(target, results, options, began), each=each,
             **on_device)
     start = time.perf_counter()

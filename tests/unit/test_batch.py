@@ -484,6 +484,66 @@ def test_inputs_of_several_cases_share_one_block_with_their_own_alignment():
                for z in block.zones)
 
 
+def _many_layouts():
+    # (not a module-level Target: the pytest plugin would fuzz it)
+    return fuzzkern.Target(
+        launcher=lambda a, b, c, d: None, reference=lambda a, b, c, d: None,
+        inputs=fks.inputs(
+            a=fks.tensors(("M", "N"), dtypes=["float16", "bfloat16", "float32", "float64",
+                                              "float8_e4m3fn", "float8_e5m2"], expand=True),
+            b=fks.tensors(("N",), dtypes=["int8", "uint8", "int16", "int32", "int64", "bool"],
+                          expand=True),
+            c=fks.tensors(("M", "N"), dtypes=["float32"], expand=True),
+            d=fks.tensors((), dtypes=["float16"])),
+        dims={"M": fks.sizes(min_value=0, max_value=9), "N": fks.sizes(max_value=300)})
+
+
+@settings(max_examples=60, deadline=None)
+@given(_many_layouts().cases(), st.sampled_from([(1,), (1, 2, 3), tuple(range(5, 45)),
+                                       tuple(range(30, 100)), (3, 70, 71)]))
+def test_variants_placed_together_are_byte_for_byte_those_made_one_by_one(case, ks):
+    # place_variants builds a batch's block from the value blocks: the same bytes (guards,
+    # gap fills, values, padding), zones at the same places and the same CPU inputs as
+    # materializing each variant and placing them with place_inputs
+    from fuzzkern.case.model import materialize
+    from fuzzkern.execution.compiled import place_inputs, place_variants
+    from fuzzkern.execution.hygiene import DEFAULT_GUARD_BYTES, storage_bytes
+
+    made = place_variants(case, list(ks), CPU, DEFAULT_GUARD_BYTES)
+    assert made is not None
+    block, bases, placed = made
+    alone = [{n: materialize(tc) for n, tc in case.variant(k).tensors.items()} for k in ks]
+    theirs, their_placed = place_inputs(alone, CPU, DEFAULT_GUARD_BYTES)
+    assert torch.equal(block.host, theirs.host)
+    assert torch.equal(block.device, theirs.device)
+    assert len(block.zones) == len(theirs.zones)
+    for ours, other in zip(block.zones, theirs.zones, strict=True):
+        assert (ours.name, ours.spec, ours.nbytes, ours.dtype) == \
+            (other.name, other.spec, other.nbytes, other.dtype)
+        assert ours.alloc.storage_offset() == other.alloc.storage_offset()
+        assert torch.equal(ours.image, other.image) and torch.equal(ours.initial, other.initial)
+    for base, one, got, other in zip(bases, alone, placed, their_placed, strict=True):
+        assert list(base) == list(one)
+        for name, t in one.items():
+            b = base[name]
+            assert (b.shape, b.stride(), b.storage_offset(), b.dtype) == \
+                (t.shape, t.stride(), t.storage_offset(), t.dtype)
+            assert torch.equal(storage_bytes(b), storage_bytes(t))  # gaps too
+            assert b.untyped_storage().nbytes() == t.untyped_storage().nbytes()
+            v, w = got.views[name], other.views[name]
+            assert (v.shape, v.stride()) == (w.shape, w.stride())
+            if v.numel():  # (an empty tensor's data_ptr is 0)
+                assert v.data_ptr() - block.device.data_ptr() == \
+                    w.data_ptr() - theirs.device.data_ptr()
+
+
+def test_variants_are_placed_one_by_one_where_an_element_size_does_not_divide_the_guard():
+    from fuzzkern.execution.compiled import place_variants
+
+    assert place_variants(_case(), [1, 2], CPU, 4) is not None
+    assert place_variants(_case(dtype="float64"), [1, 2], CPU, 4) is None
+
+
 def test_a_block_that_cannot_be_placed_leaves_each_variant_to_copy_its_own(monkeypatch):
     # out of memory for a batch's block is not a variant's failure: each variant places its
     # own inputs, as alone, and gets the verdict it gets alone

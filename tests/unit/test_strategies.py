@@ -379,6 +379,15 @@ def test_expanded_tensor_materializes_with_stride_zero():
     assert t.stride() == (1, 0) and bool((t == t[:, :1]).all())
 
 
+def test_an_empty_tensor_with_an_expanded_dim_materializes():
+    # an expanded dim counts as one element when the values are written: not when another
+    # dim is 0 (it raised: "setStorage ... out of bounds for storage of size 0")
+    from fuzzkern.case.model import TensorCase, Values, materialize
+
+    t = materialize(TensorCase((0, 5), "float32", (0, 1), 0, 0, Values(seed=1)))
+    assert t.shape == (0, 5) and t.stride() == (0, 1) and t.untyped_storage().nbytes() == 0
+
+
 # --------------------------------------------------------------------------------------------
 # inputs and cases
 
