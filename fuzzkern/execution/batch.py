@@ -232,21 +232,22 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
     results: dict[int, ModeResult | None] = {}  # None: passed on the fast path
     pending: list[tuple[int, OnDevice, tuple[Any, ...]]] = []
     told = time.perf_counter()
-    for k, one, _ in launched:
-        if time.perf_counter() - told > RETIME:
-            # a slow batch: its checks and reference are timed as the variant's own
-            progress.notify("variant", k)
-            told = time.perf_counter()
-        failure = one.settle(fetched, unchanged, outputs=False)
-        if failure is not None:
-            results[k] = failure
-            continue
-        if one.findings() or one.outs is None:
-            continue  # judged alone below
-        with stage("reference"):
-            expected = one.run.reference()
-        if expected is not None:
-            pending.append((k, one, expected))
+    with torch.no_grad():
+        for k, one, _ in launched:
+            if time.perf_counter() - told > RETIME:
+                # a slow batch: its checks and reference are timed as the variant's own
+                progress.notify("variant", k)
+                told = time.perf_counter()
+            failure = one.settle(fetched, unchanged, outputs=False)
+            if failure is not None:
+                results[k] = failure
+                continue
+            if one.findings() or one.outs is None:
+                continue  # judged alone below
+            with stage("reference"):
+                expected = one.run.reference()
+            if expected is not None:
+                pending.append((k, one, expected))
     if pending:
         with stage("compare"):
             first = pending[0][1].run

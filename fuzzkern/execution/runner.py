@@ -17,6 +17,7 @@ optionally a repeated compiled run (``options["repeat_compiled"]``) for nondeter
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Mapping
@@ -95,21 +96,21 @@ class _Run:
     def reference(self) -> tuple[Any, ...] | None:
         if not self._reference_done:
             self._reference_done = True
-            try:
-                with torch.no_grad():
+            # (a batch of value variants turns gradients off once for all its references)
+            grad = torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext()
+            with grad:
+                try:
                     self._expected = as_outputs(call_with(self.target.reference,
                                                            self._reference_inputs()))
-            except Exception as e:
-                self._reference_error = e
-                return None
-            if self.target.reduction is not None:
-                try:
-                    with torch.no_grad():
+                except Exception as e:
+                    self._reference_error = e
+                    return None
+                if self.target.reduction is not None:
+                    try:
                         self._magnitude = as_outputs(
-                            call_with(self.target.reference, self._reference_inputs(True))
-                        )
-                except Exception:
-                    self._magnitude = None
+                            call_with(self.target.reference, self._reference_inputs(True)))
+                    except Exception:
+                        self._magnitude = None
         return self._expected
 
     def native_reference(self) -> tuple[Any, ...] | None:
