@@ -205,7 +205,10 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
     launched: list[tuple[int, OnDevice, float]] = []
     held = block.device.numel() if block is not None else 0
     # placed inputs: the launches share one scope of poisoned allocations and forced configs
-    with launches([one for _, one in ones]) if block is not None else contextlib.nullcontext():
+    arena = None
+    with launches([one for _, one in ones]) if block is not None else \
+            contextlib.nullcontext() as record:
+        arena = record.arena if record is not None else None
         for (k, one), where in zip(ones, placed, strict=True):
             progress.notify("variant", k)
             began = time.perf_counter()
@@ -220,12 +223,17 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
     if stopped is not None and stopped[1].detail.get("poisoned"):
         launched = []  # the context is unusable: nothing launched before can be copied back
     unchanged = False
+    verified: set[int] = set()
     try:
         with stage("copy"):
             fetched = fetch([z for _, one, _ in launched for z in one.allocations.zones],
-                            block if launched else None)
+                            block if launched else None, arena if launched else None)
         with stage("checks"):
             unchanged = block is not None and block.unchanged()
+            # the guards of the launchers' allocations, all at once (a chunk of the arena
+            # with a changed guard leaves its zones to each variant's own checks)
+            if arena is not None and launched:
+                verified = arena.untouched(fetched)
     except Exception:
         fetched = None  # each variant copies its own zones back, and fails alone if it must
 
@@ -238,7 +246,7 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
                 # a slow batch: its checks and reference are timed as the variant's own
                 progress.notify("variant", k)
                 told = time.perf_counter()
-            failure = one.settle(fetched, unchanged, outputs=False)
+            failure = one.settle(fetched, unchanged, outputs=False, verified=verified)
             if failure is not None:
                 results[k] = failure
                 continue

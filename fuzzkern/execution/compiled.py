@@ -391,14 +391,21 @@ def _padding(n: int) -> torch.Tensor:
 Fetched = dict[int, torch.Tensor]
 
 
-def fetch(zones: list[hygiene.RedZone], block: Block | None = None) -> Fetched:
+def fetch(zones: list[hygiene.RedZone], block: Block | None = None,
+          arena: hygiene.Arena | None = None) -> Fetched:
     """Every zone's whole allocation (guards, storage), and ``block``'s, copied to the CPU in
     one transfer: concatenated on the device, copied once, split on the host. A case's red
     zones (its inputs, its launcher's allocations) and the cases of a batch
     (:func:`fuzzkern.execution.batch.run_variant_batches`) come back together, instead of one
     synchronous copy each. ``zones`` lists the zones outside ``block``: those inside are slices
-    of its bytes (``block.after``)."""
-    parts = ([block.device] if block is not None else []) + [z.alloc for z in zones]
+    of its bytes (``block.after``). With ``arena``, the used part of each of its chunks comes
+    back whole (its zones are slices of it), also under the chunk's ``id`` (for
+    :meth:`fuzzkern.execution.hygiene.Arena.untouched`)."""
+    carved = [got for got in arena.made if got[1]] if arena is not None else []
+    inside = {id(z) for got in carved for z in got[3]}
+    alone = [z for z in zones if id(z) not in inside]
+    parts = (([block.device] if block is not None else [])
+             + [got[0][:got[1]] for got in carved] + [z.alloc for z in alone])
     if not parts:
         return {}
     host = parts[0].cpu() if len(parts) == 1 else torch.cat(parts).cpu()
@@ -411,7 +418,15 @@ def fetch(zones: list[hygiene.RedZone], block: Block | None = None) -> Fetched:
             start = z.alloc.storage_offset() - block.device.storage_offset()
             out[id(z)] = block.after[start:start + z.alloc.numel()]
         at = block.device.numel()
-    for z in zones:
+    for chunk, used, _, carved_zones in carved:
+        # (at a multiple of ZONE_ALIGN: its zones' slices keep their alignment)
+        after = host[at:at + used]
+        out[id(chunk)] = after
+        for z in carved_zones:
+            start = z.alloc.storage_offset() - chunk.storage_offset()
+            out[id(z)] = after[start:start + z.alloc.numel()]
+        at += used
+    for z in alone:
         n = z.alloc.numel()
         # a copy of its own: a storage that starts at 0 can be viewed as any dtype
         out[id(z)] = host[at:at + n].clone() if len(parts) > 1 else host
@@ -652,19 +667,22 @@ class OnDevice:
         return [*self.inputs.zones.values(), *self.allocations.zones]
 
     def settle(self, fetched: Fetched | None, inputs_unchanged: bool | None = None,
-               outputs: bool = True) -> ModeResult | None:
+               outputs: bool = True, verified: set[int] | None = None) -> ModeResult | None:
         """Check the red zones and inputs (from ``fetched``, the zones' bytes on the CPU, where
         given) and put the outputs on the CPU (``outputs=False``: only when :meth:`judge`
         needs them; a batch's comparison reads them on the device): None, or the result of a
         failure. ``inputs_unchanged``: whether the block of the inputs came back as placed (by
-        default asked of the case's block; a batch asks its shared block once)."""
+        default asked of the case's block; a batch asks its shared block once). ``verified``:
+        the ``id`` of allocations' red zones whose guards are known intact (a batch's arena,
+        :meth:`fuzzkern.execution.hygiene.Arena.untouched`)."""
         if inputs_unchanged is None:
             inputs_unchanged = self.block is not None and self.block.unchanged()
         self.fetched = fetched
         try:
             with stage("checks"):
                 _record_hygiene(self.run, self.inputs, self.allocations, self.outs,
-                                self.checks, self.detail, fetched, inputs_unchanged)
+                                self.checks, self.detail, fetched, inputs_unchanged,
+                                verified or set())
             if outputs:
                 self.host_outputs()
         except Exception as e:
@@ -726,13 +744,13 @@ class OnDevice:
 
 
 @contextlib.contextmanager
-def launches(ones: list[OnDevice]) -> Iterator[None]:
+def launches(ones: list[OnDevice]) -> Iterator[Allocations]:
     """The launches of a batch of value variants (the same case's configs and checks) inside
     one scope of poisoned allocations and forced configs, entered once instead of once per
     variant: each variant's allocations are the ones its launch added to the shared record,
     their red zones carved from one poisoned :class:`~fuzzkern.execution.hygiene.Arena`.
     For variants whose inputs are placed already (:func:`place_inputs`): nothing else may
-    allocate with ``torch.empty*`` inside it."""
+    allocate with ``torch.empty*`` inside it. Yields the shared record (its ``arena``)."""
     from fuzzkern.execution.hygiene import poisoned_allocations
     from fuzzkern.introspect import forced_configs
 
@@ -743,7 +761,7 @@ def launches(ones: list[OnDevice]) -> Iterator[None]:
         for one in ones:
             one.shared = record
         try:
-            yield
+            yield record
         finally:
             for one in ones:
                 one.shared = None
@@ -752,11 +770,12 @@ def launches(ones: list[OnDevice]) -> Iterator[None]:
 def _record_hygiene(run: Any, inputs: _Inputs, allocations: Allocations,
                     outs: tuple[Any, ...] | None, checks: dict[str, bool],
                     detail: dict[str, Any], fetched: Fetched | None = None,
-                    inputs_unchanged: bool = False) -> None:
+                    inputs_unchanged: bool = False, verified: set[int] | None = None) -> None:
     """Guards of every red zone, and gaps and elements of every input (into ``detail``);
     ``fetched`` holds zones' bytes already on the CPU (the rest is copied here);
     ``inputs_unchanged``: the inputs' red zones all came back as placed (nothing to check for
-    the inputs that lie in one)."""
+    the inputs that lie in one); ``verified``: allocations' zones whose guards are known
+    intact (not checked again)."""
     findings: list[dict[str, Any]] = []
     storages = {}
     for name, t in run.base.items():
@@ -775,14 +794,18 @@ def _record_hygiene(run: Any, inputs: _Inputs, allocations: Allocations,
             else:
                 now = hygiene.storage_bytes(inputs.views[name]).cpu()
             storages[name] = (t, before, now)
-    labels = {}
-    for i, o in enumerate(outs or ()):
-        z = allocations.zone_of(o)
-        if z is not None:
-            labels[id(z)] = f"output {i}" if len(outs or ()) > 1 else "the output"
-    for k, zone in enumerate(allocations.zones):
-        zone.name = labels.get(id(zone), f"torch.empty allocation {k} of the launcher")
-        findings += hygiene.check_guards(zone, _bytes_of(zone, fetched))
+    verified = verified or set()
+    if not all(id(zone) in verified for zone in allocations.zones):
+        labels = {}
+        for i, o in enumerate(outs or ()):
+            z = allocations.zone_of(o)
+            if z is not None:
+                labels[id(z)] = f"output {i}" if len(outs or ()) > 1 else "the output"
+        for k, zone in enumerate(allocations.zones):
+            if id(zone) in verified:
+                continue
+            zone.name = labels.get(id(zone), f"torch.empty allocation {k} of the launcher")
+            findings += hygiene.check_guards(zone, _bytes_of(zone, fetched))
     if findings:
         detail.setdefault("oob_write", []).extend(findings)
     if storages:

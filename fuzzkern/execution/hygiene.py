@@ -177,7 +177,36 @@ class Arena:
     MOST = 64 << 20
 
     def __init__(self) -> None:
+        #: the chunk zones are carved from now, per device and dtype: [chunk, bytes used]
         self.chunks: dict[tuple[torch.device, torch.dtype], list[Any]] = {}
+        #: every chunk made: [chunk (uint8), bytes used, dtype, its zones]
+        self.made: list[list[Any]] = []
+
+    def zones(self) -> list[RedZone]:
+        """Every red zone carved so far."""
+        return [z for got in self.made for z in got[3]]
+
+    def untouched(self, after: dict[int, torch.Tensor]) -> set[int]:
+        """The ``id`` of every zone whose guards are certainly intact: those of the chunks
+        whose bytes copied back (``after``, by ``id`` of the chunk's used part, see
+        :func:`fuzzkern.execution.compiled.fetch`) still hold the poison pattern everywhere
+        but in the zones' storages, as filled (one comparison per chunk instead of two per
+        zone). A chunk with any other byte changed verifies none of its zones."""
+        verified: set[int] = set()
+        for chunk, used, dtype, zones in self.made:
+            got = after.get(id(chunk))
+            if got is None or not zones:
+                continue
+            itemsize = dtype.itemsize
+            changed = got.view(bits_dtype(dtype)) != poison_bits(dtype)
+            inside = torch.zeros(used // itemsize, dtype=torch.bool)
+            base = chunk.storage_offset()
+            for z in zones:
+                start = (z.alloc.storage_offset() - base + z.guard) // itemsize
+                inside[start:start + z.nbytes // itemsize] = True
+            if not bool((changed & ~inside).any()):
+                verified.update(id(z) for z in zones)
+        return verified
 
     def place(self, t: torch.Tensor, guard_bytes: int, name: str
               ) -> tuple[torch.Tensor, RedZone]:
@@ -193,11 +222,13 @@ class Arena:
             itemsize = t.element_size()
             chunk = torch.full((n // itemsize,), poison_bits(t.dtype),
                                dtype=bits_dtype(t.dtype), device=t.device).view(torch.uint8)
-            got = [chunk, 0]
+            got = [chunk, 0, t.dtype, []]
             self.chunks[key] = got
-        chunk, at = got
+            self.made.append(got)
+        chunk, at = got[0], got[1]
         got[1] = at + need
         zone = RedZone(name, chunk[at:at + size], guard_bytes, nbytes, t.dtype, view_spec(t))
+        got[3].append(zone)
         return zone.view(), zone
 
 
@@ -228,6 +259,8 @@ class Allocations:
     def __init__(self) -> None:
         self.tensors: list[torch.Tensor] = []
         self.zones: list[Any] = []
+        #: the arena the poisoned red zones were carved from (``arena=True``), else None
+        self.arena: Arena | None = None
 
     def storage_ptrs(self) -> set[int]:
         return {t.untyped_storage().data_ptr() for t in self.tensors
@@ -275,6 +308,7 @@ def poisoned_allocations(enabled: bool = True, guard_bytes: int = 0,
         yield record
         return
     pool = Arena() if arena and enabled and guard_bytes > 0 else None
+    record.arena = pool
     originals: dict[str, Any] = {name: getattr(torch, name) for name in _FACTORIES}
     new_empty = torch.Tensor.new_empty
 

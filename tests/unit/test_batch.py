@@ -417,8 +417,8 @@ def test_a_finding_seen_only_in_the_batch_is_decided_by_the_variant_alone(monkey
     case = _case()
 
     class Stray(batch.OnDevice):
-        def settle(self, fetched, inputs_unchanged=None, outputs=True):
-            failure = super().settle(fetched, inputs_unchanged, outputs)
+        def settle(self, fetched, inputs_unchanged=None, outputs=True, verified=None):
+            failure = super().settle(fetched, inputs_unchanged, outputs, verified)
             if self.run.case == case.variant(3):
                 self.detail.setdefault("oob_write", []).append(
                     {"argument": "x", "where": "past the end", "bytes": 1, "elements": [1],
@@ -591,3 +591,52 @@ def test_the_launches_of_a_batch_share_one_scope_and_keep_their_own_allocations(
                 for z in one.allocations.zones}) == 1
     # the factories are torch's own again
     assert not hasattr(torch.empty, "__wrapped__")
+
+
+@pytest.mark.parametrize("where", ["nowhere", "storage", "guard before", "guard after",
+                                   "padding", "other chunk's guard"])
+def test_the_arena_verifies_its_zones_guards_only_where_nothing_else_changed(where):
+    # one comparison per chunk of the arena stands for every zone's two guard checks: it
+    # verifies a chunk's zones only when no byte outside their storages changed
+    from fuzzkern.execution.compiled import fetch
+    from fuzzkern.execution.hygiene import (
+        DEFAULT_GUARD_BYTES,
+        check_guards,
+        poisoned_allocations,
+    )
+
+    with poisoned_allocations(True, guard_bytes=DEFAULT_GUARD_BYTES, arena=True) as record:
+        floats = [torch.empty(5) for _ in range(3)]  # 20 bytes each: 492 bytes of padding
+        ints = torch.empty(7, dtype=torch.int32)
+    arena = record.arena
+    assert arena is not None and len(arena.made) == 2
+    for t in floats:
+        t.fill_(1.0)
+    ints.fill_(3)
+    middle = arena.made[0][3][1]
+    alloc = middle.alloc
+    g, n = middle.guard, middle.nbytes
+    if where == "storage":
+        floats[1][4] = 2.0
+    elif where == "guard before":
+        alloc[g - 1] = 0
+    elif where == "guard after":
+        alloc[g + n] = 0
+    elif where == "padding":  # past the zone's allocation, before the next zone
+        arena.made[0][0][alloc.storage_offset() - arena.made[0][0].storage_offset()
+                         + alloc.numel() + 3] = 0
+    elif where == "other chunk's guard":
+        arena.made[1][3][0].alloc[0] = 0
+    fetched = fetch(list(record.zones), None, arena)
+    verified = arena.untouched(fetched)
+    chunk_floats = {id(z) for z in arena.made[0][3]}
+    chunk_ints = {id(z) for z in arena.made[1][3]}
+    expected = {"nowhere": chunk_floats | chunk_ints, "storage": chunk_floats | chunk_ints,
+                "guard before": chunk_ints, "guard after": chunk_ints,
+                "padding": chunk_ints, "other chunk's guard": chunk_floats}[where]
+    assert verified == expected
+    # what it does not verify, each zone's own checks decide: the same findings as ever
+    for z in record.zones:
+        found = check_guards(z, fetched[id(z)])
+        assert bool(found) == (where in ("guard before", "guard after") and z is middle
+                               or where == "other chunk's guard" and z is arena.made[1][3][0])
