@@ -7,10 +7,11 @@ dtypes and configs, so nothing compiles. One by one, a variant costs what a case
 the reference and the comparison around a launch of tens of microseconds. In compiled mode
 alone (no interpreter in the same case) they run in batches instead:
 
-1. the batch's variants are built first (their values drawn together, see
-   :meth:`fuzzkern.case.model.Case.variant`), and the red zones of all their inputs laid out
-   in one block copied to the device at once (:func:`fuzzkern.execution.compiled.
-   place_inputs`);
+1. the batch's inputs are made together, in one block of red zones copied to the device at
+   once (:func:`fuzzkern.execution.compiled.place_variants`: the variants share their
+   layouts, so one variant's guards and gap fills are repeated and each tensor's values
+   written into every variant's storage at once from the blocks they are drawn in, see
+   :meth:`fuzzkern.case.model.Case.variant`; the same bytes as materializing each variant);
 2. each variant is launched as a case of its own (its ``torch.empty`` allocations poisoned
    and guarded, forced configs, debug, a sync), one after the other, their device memory kept;
    the scope of poisoned allocations and forced configs is entered once for the batch
@@ -19,7 +20,10 @@ alone (no interpreter in the same case) they run in batches instead:
 3. the block and every other red zone of the batch come back to the host in one copy
    (:func:`fuzzkern.execution.compiled.fetch`); when the block came back as placed (one
    comparison) no input changed, else each variant's guards, gaps and inputs are checked on
-   those bytes; the outputs are views of them;
+   those bytes; when a chunk of the arena holds its poison everywhere but in its zones'
+   storages (one more comparison, :meth:`fuzzkern.execution.hygiene.Arena.untouched`), the
+   guards of the launchers' allocations carved from it are intact, else each is checked; the
+   outputs are views of those bytes;
 4. each variant's float64 reference runs, and the variants without a finding are compared
    together: their outputs stacked, one pass per output (:func:`fuzzkern.judge.oracle.
    passes`, the oracle's fast path's decision in torch operations), on the GPU where the
