@@ -111,15 +111,14 @@ OutcomeOf = Callable[[dict[str, ModeResult], float], Outcome]
 
 
 def run_variant_batches(target: Target, case: Case, options: Mapping[str, Any], seconds: float,
-                        most: int,
-                        make_run: MakeRun, outcome_of: OutcomeOf, device: Any = None,
-                        on_device: Mapping[str, Any] | None = None, each: float = 0.0
-                        ) -> dict[str, Any]:
+                        most: int, make_run: MakeRun, outcome_of: OutcomeOf,
+                        device: Any = None, on_device: Mapping[str, Any] | None = None,
+                        each: float = 0.0) -> dict[str, Any]:
     """:func:`fuzzkern.execution.runner.run_variants` in batches (see the module doc), called
     by it: the same result (``ran``, ``seconds``, ``verdicts``, ``failed``), plus ``batches``.
-    ``each``: what one variant is expected to cost (the case's own time, compiling aside; 0:
-    unknown), so that the first batch stays within ``seconds``.
-    ``device`` (the current GPU by default) and ``on_device``
+    ``target``: the case's (its checks are the variants'). ``each``: what one variant is
+    expected to cost (the case's own time, compiling aside; 0: unknown), so that the first
+    batch stays within ``seconds``. ``device`` (the current GPU by default) and ``on_device``
     (:class:`~fuzzkern.execution.compiled.OnDevice`'s keywords) let the protocol run on the CPU
     with launchers written in torch."""
     start = time.perf_counter()

@@ -331,7 +331,8 @@ def place_variants(case: Any, ks: list[int], device: Any, guard_bytes: int
             typed.as_strided((n, *dense), (seg // size, *tc.strides),
                              at + tc.storage_offset).copy_(values)
         stacks.append(typed.as_strided((n, tc.storage_size), (seg // size, 1), at))
-    on_device = host.to(device) if torch.device(device) != host.device else host.clone()
+    with stage("copy"):
+        on_device = host.to(device) if torch.device(device) != host.device else host.clone()
     block = Block(host, on_device)
     bases: list[dict[str, torch.Tensor]] = []
     out: list[_Inputs] = []
