@@ -249,10 +249,37 @@ class Block:
     zones: list[hygiene.RedZone] = field(default_factory=list)
     after: torch.Tensor | None = None
 
+    @staticmethod
+    def placed(host: torch.Tensor, device: Any) -> Block:
+        """``host``'s bytes copied to ``device`` in one copy (a copy of its own on the CPU)."""
+        on_device = host.to(device) if torch.device(device) != host.device else host.clone()
+        return Block(host, on_device)
+
+    def zone(self, inputs: _Inputs, name: str, start: int, guard: int, nbytes: int,
+             dtype: torch.dtype, spec: hygiene.ViewSpec) -> None:
+        """The red zone of tensor ``name`` (``nbytes`` of storage, viewed as ``spec``) at byte
+        ``start`` of the block, with its view, into ``inputs``."""
+        end = start + 2 * guard + nbytes
+        zone = hygiene.RedZone(name, self.device[start:end], guard, nbytes, dtype, spec,
+                               self.host[start + guard:start + guard + nbytes],
+                               self.host[start:end])
+        inputs.views[name] = zone.view()
+        inputs.zones[name] = zone
+        self.zones.append(zone)
+
     def unchanged(self) -> bool:
         """Whether every byte fetched back equals the byte placed: no guard, gap or element
         of any input changed."""
         return self.after is not None and hygiene.same_bytes(self.after, self.host)
+
+
+def _zone_pieces(dtype: torch.dtype, storage: torch.Tensor, guard_bytes: int
+                 ) -> list[torch.Tensor]:
+    """One red zone's bytes in a block: the guards around ``storage`` (uint8), then padding to
+    :data:`BLOCK_ALIGN`."""
+    guard = hygiene.guard_pattern(dtype, guard_bytes)
+    pad = -(2 * guard_bytes + storage.numel()) % BLOCK_ALIGN
+    return [guard, storage, guard, *([_padding(pad)] if pad else [])]
 
 
 def place_inputs(bases: list[dict[str, torch.Tensor]], device: Any, guard_bytes: int
@@ -271,29 +298,17 @@ def place_inputs(bases: list[dict[str, torch.Tensor]], device: Any, guard_bytes:
             if guard_bytes % t.element_size():
                 out[i].views[name] = rebuild_like(t, device)
                 continue
-            guard = hygiene.guard_pattern(t.dtype, guard_bytes)
-            size = 2 * guard_bytes + t.untyped_storage().nbytes()
-            pieces += [guard, hygiene.storage_bytes(t), guard]
-            pad = -size % BLOCK_ALIGN
-            if pad:
-                pieces.append(_padding(pad))
+            zone = _zone_pieces(t.dtype, hygiene.storage_bytes(t), guard_bytes)
+            pieces += zone
             placed.append((i, name, t, at))
-            at += size + pad
+            at += sum(p.numel() for p in zone)
     if not placed:
         return None, out
-    host = torch.cat(pieces)  # a copy: never shares memory with the cases' tensors
-    on_device = host.to(device) if torch.device(device) != host.device else host.clone()
-    block = Block(host, on_device)
+    # a copy: never shares memory with the cases' tensors
+    block = Block.placed(torch.cat(pieces), device)
     for i, name, t, start in placed:
-        nbytes = t.untyped_storage().nbytes()
-        end = start + 2 * guard_bytes + nbytes
-        zone = hygiene.RedZone(name, on_device[start:end], guard_bytes, nbytes, t.dtype,
-                               hygiene.view_spec(t),
-                               host[start + guard_bytes:start + guard_bytes + nbytes],
-                               host[start:end])
-        out[i].views[name] = zone.view()
-        out[i].zones[name] = zone
-        block.zones.append(zone)
+        block.zone(out[i], name, start, guard_bytes, t.untyped_storage().nbytes(), t.dtype,
+                   hygiene.view_spec(t))
     return block, out
 
 
@@ -332,8 +347,7 @@ def place_variants(case: Any, ks: list[int], device: Any, guard_bytes: int
                              at + tc.storage_offset).copy_(values)
         stacks.append(typed.as_strided((n, tc.storage_size), (seg // size, 1), at))
     with stage("copy"):
-        on_device = host.to(device) if torch.device(device) != host.device else host.clone()
-    block = Block(host, on_device)
+        block = Block.placed(host, device)
     bases: list[dict[str, torch.Tensor]] = []
     out: list[_Inputs] = []
     for i in range(n):
@@ -341,19 +355,10 @@ def place_variants(case: Any, ks: list[int], device: Any, guard_bytes: int
         placed = _Inputs({})
         for (name, tc), dtype, start, stack in zip(tensors, dtypes, starts, stacks,
                                                    strict=True):
-            t = stack[i].clone().as_strided(tc.shape, tc.strides, tc.storage_offset)
-            base[name] = t
-            nbytes = tc.storage_size * dtype.itemsize
-            begin = i * seg + start
-            end = begin + 2 * guard_bytes + nbytes
-            zone = hygiene.RedZone(name, on_device[begin:end], guard_bytes, nbytes, dtype,
-                                   (tuple(tc.shape), tuple(tc.strides), tc.storage_offset,
-                                    dtype.itemsize),
-                                   host[begin + guard_bytes:begin + guard_bytes + nbytes],
-                                   host[begin:end])
-            placed.views[name] = zone.view()
-            placed.zones[name] = zone
-            block.zones.append(zone)
+            base[name] = stack[i].clone().as_strided(tc.shape, tc.strides, tc.storage_offset)
+            block.zone(placed, name, i * seg + start, guard_bytes,
+                       tc.storage_size * dtype.itemsize, dtype,
+                       (tuple(tc.shape), tuple(tc.strides), tc.storage_offset, dtype.itemsize))
         bases.append(base)
         out.append(placed)
     return block, bases, out
@@ -371,15 +376,11 @@ def _variant_template(layout: tuple[tuple[torch.dtype, int], ...], guard_bytes: 
     starts = []
     at = 0
     for dtype, elements in layout:
-        guard = hygiene.guard_pattern(dtype, guard_bytes)
         fill = torch.empty(elements, dtype=dtype).fill_(gap_fill(dtype))  # as materialize
-        size = 2 * guard_bytes + elements * dtype.itemsize
-        pieces += [guard, fill.view(torch.uint8), guard]
-        pad = -size % BLOCK_ALIGN
-        if pad:
-            pieces.append(_padding(pad))
+        zone = _zone_pieces(dtype, fill.view(torch.uint8), guard_bytes)
+        pieces += zone
         starts.append(at)
-        at += size + pad
+        at += sum(p.numel() for p in zone)
     return torch.cat(pieces), starts
 
 
@@ -402,11 +403,11 @@ def fetch(zones: list[hygiene.RedZone], block: Block | None = None,
     of its bytes (``block.after``). With ``arena``, the used part of each of its chunks comes
     back whole (its zones are slices of it), also under the chunk's ``id`` (for
     :meth:`fuzzkern.execution.hygiene.Arena.untouched`)."""
-    carved = [got for got in arena.made if got[1]] if arena is not None else []
-    inside = {id(z) for got in carved for z in got[3]}
+    carved = [chunk for chunk in arena.made if chunk.used] if arena is not None else []
+    inside = {id(z) for chunk in carved for z in chunk.zones}
     alone = [z for z in zones if id(z) not in inside]
     parts = (([block.device] if block is not None else [])
-             + [got[0][:got[1]] for got in carved] + [z.alloc for z in alone])
+             + [chunk.bytes[:chunk.used] for chunk in carved] + [z.alloc for z in alone])
     if not parts:
         return {}
     host = parts[0].cpu() if len(parts) == 1 else torch.cat(parts).cpu()
@@ -419,14 +420,14 @@ def fetch(zones: list[hygiene.RedZone], block: Block | None = None,
             start = z.alloc.storage_offset() - block.device.storage_offset()
             out[id(z)] = block.after[start:start + z.alloc.numel()]
         at = block.device.numel()
-    for chunk, used, _, carved_zones in carved:
+    for chunk in carved:
         # (at a multiple of ZONE_ALIGN: its zones' slices keep their alignment)
-        after = host[at:at + used]
+        after = host[at:at + chunk.used]
         out[id(chunk)] = after
-        for z in carved_zones:
-            start = z.alloc.storage_offset() - chunk.storage_offset()
+        for z in chunk.zones:
+            start = z.alloc.storage_offset() - chunk.bytes.storage_offset()
             out[id(z)] = after[start:start + z.alloc.numel()]
-        at += used
+        at += chunk.used
     for z in alone:
         n = z.alloc.numel()
         # a copy of its own: a storage that starts at 0 can be viewed as any dtype
@@ -682,8 +683,7 @@ class OnDevice:
         try:
             with stage("checks"):
                 _record_hygiene(self.run, self.inputs, self.allocations, self.outs,
-                                self.checks, self.detail, fetched, inputs_unchanged,
-                                verified or set())
+                                self.checks, self.detail, fetched, inputs_unchanged, verified)
             if outputs:
                 self.host_outputs()
         except Exception as e:

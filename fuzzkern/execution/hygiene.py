@@ -53,7 +53,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -177,35 +177,31 @@ class Arena:
     MOST = 64 << 20
 
     def __init__(self) -> None:
-        #: the chunk zones are carved from now, per device and dtype: [chunk, bytes used]
-        self.chunks: dict[tuple[torch.device, torch.dtype], list[Any]] = {}
-        #: every chunk made: [chunk (uint8), bytes used, dtype, its zones]
-        self.made: list[list[Any]] = []
-
-    def zones(self) -> list[RedZone]:
-        """Every red zone carved so far."""
-        return [z for got in self.made for z in got[3]]
+        #: the chunk zones are carved from now, per device and dtype
+        self.chunks: dict[tuple[torch.device, torch.dtype], Chunk] = {}
+        #: every chunk made
+        self.made: list[Chunk] = []
 
     def untouched(self, after: dict[int, torch.Tensor]) -> set[int]:
         """The ``id`` of every zone whose guards are certainly intact: those of the chunks
-        whose bytes copied back (``after``, by ``id`` of the chunk's used part, see
+        whose bytes copied back (``after``, by ``id`` of the chunk, see
         :func:`fuzzkern.execution.compiled.fetch`) still hold the poison pattern everywhere
         but in the zones' storages, as filled (one comparison per chunk instead of two per
         zone). A chunk with any other byte changed verifies none of its zones."""
         verified: set[int] = set()
-        for chunk, used, dtype, zones in self.made:
+        for chunk in self.made:
             got = after.get(id(chunk))
-            if got is None or not zones:
+            if got is None or not chunk.zones:
                 continue
-            itemsize = dtype.itemsize
-            changed = got.view(bits_dtype(dtype)) != poison_bits(dtype)
-            inside = torch.zeros(used // itemsize, dtype=torch.bool)
-            base = chunk.storage_offset()
-            for z in zones:
+            itemsize = chunk.dtype.itemsize
+            changed = got.view(bits_dtype(chunk.dtype)) != poison_bits(chunk.dtype)
+            inside = torch.zeros(chunk.used // itemsize, dtype=torch.bool)
+            base = chunk.bytes.storage_offset()
+            for z in chunk.zones:
                 start = (z.alloc.storage_offset() - base + z.guard) // itemsize
                 inside[start:start + z.nbytes // itemsize] = True
             if not bool((changed & ~inside).any()):
-                verified.update(id(z) for z in zones)
+                verified.update(id(z) for z in chunk.zones)
         return verified
 
     def place(self, t: torch.Tensor, guard_bytes: int, name: str
@@ -215,21 +211,33 @@ class Arena:
         size = 2 * guard_bytes + nbytes
         need = size + (-size % ZONE_ALIGN)
         key = (t.device, t.dtype)
-        got = self.chunks.get(key)
-        if got is None or got[1] + need > got[0].numel():
+        chunk = self.chunks.get(key)
+        if chunk is None or chunk.used + need > chunk.bytes.numel():
             n = max(need, min(self.MOST, max(self.CHUNK, need * self.ZONES)))
             n += -n % ZONE_ALIGN
             itemsize = t.element_size()
-            chunk = torch.full((n // itemsize,), poison_bits(t.dtype),
-                               dtype=bits_dtype(t.dtype), device=t.device).view(torch.uint8)
-            got = [chunk, 0, t.dtype, []]
-            self.chunks[key] = got
-            self.made.append(got)
-        chunk, at = got[0], got[1]
-        got[1] = at + need
-        zone = RedZone(name, chunk[at:at + size], guard_bytes, nbytes, t.dtype, view_spec(t))
-        got[3].append(zone)
+            chunk = Chunk(torch.full((n // itemsize,), poison_bits(t.dtype),
+                                     dtype=bits_dtype(t.dtype), device=t.device
+                                     ).view(torch.uint8), t.dtype)
+            self.chunks[key] = chunk
+            self.made.append(chunk)
+        at = chunk.used
+        chunk.used = at + need
+        zone = RedZone(name, chunk.bytes[at:at + size], guard_bytes, nbytes, t.dtype,
+                       view_spec(t))
+        chunk.zones.append(zone)
         return zone.view(), zone
+
+
+@dataclass(eq=False)
+class Chunk:
+    """Poisoned memory of an :class:`Arena` (``bytes``, uint8, filled with ``dtype``'s poison
+    pattern), its first ``used`` bytes carved into ``zones``."""
+
+    bytes: torch.Tensor
+    dtype: torch.dtype
+    used: int = 0
+    zones: list[RedZone] = field(default_factory=list)
 
 
 #: red zones laid side by side (an :class:`Arena`'s, the inputs' block of

@@ -613,7 +613,7 @@ def test_the_arena_verifies_its_zones_guards_only_where_nothing_else_changed(whe
     for t in floats:
         t.fill_(1.0)
     ints.fill_(3)
-    middle = arena.made[0][3][1]
+    middle = arena.made[0].zones[1]
     alloc = middle.alloc
     g, n = middle.guard, middle.nbytes
     if where == "storage":
@@ -623,14 +623,14 @@ def test_the_arena_verifies_its_zones_guards_only_where_nothing_else_changed(whe
     elif where == "guard after":
         alloc[g + n] = 0
     elif where == "padding":  # past the zone's allocation, before the next zone
-        arena.made[0][0][alloc.storage_offset() - arena.made[0][0].storage_offset()
-                         + alloc.numel() + 3] = 0
+        chunk = arena.made[0].bytes
+        chunk[alloc.storage_offset() - chunk.storage_offset() + alloc.numel() + 3] = 0
     elif where == "other chunk's guard":
-        arena.made[1][3][0].alloc[0] = 0
+        arena.made[1].zones[0].alloc[0] = 0
     fetched = fetch(list(record.zones), None, arena)
     verified = arena.untouched(fetched)
-    chunk_floats = {id(z) for z in arena.made[0][3]}
-    chunk_ints = {id(z) for z in arena.made[1][3]}
+    chunk_floats = {id(z) for z in arena.made[0].zones}
+    chunk_ints = {id(z) for z in arena.made[1].zones}
     expected = {"nowhere": chunk_floats | chunk_ints, "storage": chunk_floats | chunk_ints,
                 "guard before": chunk_ints, "guard after": chunk_ints,
                 "padding": chunk_ints, "other chunk's guard": chunk_floats}[where]
@@ -639,4 +639,4 @@ def test_the_arena_verifies_its_zones_guards_only_where_nothing_else_changed(whe
     for z in record.zones:
         found = check_guards(z, fetched[id(z)])
         assert bool(found) == (where in ("guard before", "guard after") and z is middle
-                               or where == "other chunk's guard" and z is arena.made[1][3][0])
+                               or where == "other chunk's guard" and z is arena.made[1].zones[0])
