@@ -59,15 +59,7 @@ def run_interpreted(run: Any) -> ModeResult:
     )
 
     with stage("prepare"):
-        substituted: dict[str, str] = {}
-        tensors: dict[str, torch.Tensor] = {}
-        for name, t in run.base.items():
-            sub = INTERPRETER_SUBSTITUTES.get(t.dtype)
-            c = rebuild_like(t)
-            if sub is not None:
-                substituted[name] = str(t.dtype).replace("torch.", "")
-                c = _convert_keep_layout(c, sub)
-            tensors[name] = c
+        tensors, substituted = _inputs(run)
         detail: dict[str, Any] = {}
         if substituted:
             detail["substituted"] = substituted
@@ -128,6 +120,21 @@ def run_interpreted(run: Any) -> ModeResult:
     outputs = run._outputs(result, tensors)
     compared = run._compare("interpret", outputs, detail, seconds, substituted, allocations)
     return _judge_view_reads(compared, session)
+
+
+def _inputs(run: Any) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """The interpreter's own copy of the case's inputs, and which were substituted (input
+    name -> the dtype asked for)."""
+    substituted: dict[str, str] = {}
+    tensors: dict[str, torch.Tensor] = {}
+    for name, t in run.base.items():
+        sub = INTERPRETER_SUBSTITUTES.get(t.dtype)
+        c = rebuild_like(t)
+        if sub is not None:
+            substituted[name] = str(t.dtype).replace("torch.", "")
+            c = _convert_keep_layout(c, sub)
+        tensors[name] = c
+    return tensors, substituted
 
 
 def _convert_keep_layout(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -85,6 +85,7 @@ __all__ = [
     "current_program_id",
     "interpreter_mode",
     "kernel_location",
+    "live_allocations",
     "run_interpreted",
 ]
 
@@ -1165,6 +1166,12 @@ def interpreter_mode(*, check_bounds: bool = True, check_views: bool = True,
                     _STATE.owner = None
     finally:
         INTERPRETER_LOCK.release()
+
+
+def live_allocations() -> list[tuple[int, int]]:
+    """(first byte, one past the last) of each storage the launch running now was passed
+    (empty outside a launch, or without bounds checks)."""
+    return [(a.lo, a.hi) for a in _STATE.allocs or ()]
 
 
 def current_program_id() -> tuple[int, int, int]:

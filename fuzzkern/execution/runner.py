@@ -249,6 +249,11 @@ class _Run:
                     f"{strict.mismatched} of {strict.total} elements pass only with the float32 "
                     f"tolerance for compiled code (up to {strict.max_ulp_error:.0f} ulp; "
                     f"{strict.tolerance.split(' (')[0]} otherwise)")
+        status = "ok" if comparison.ok else "accuracy" if comparison.accuracy else "mismatch"
+        if not comparison.ok and comparison.structural is None and self._shadows(mode):
+            with stage("shadow"):
+                status, comparison = self._shadow_judge(mode, outputs, comparison, tolerance,
+                                                        masks)
         comparison.tolerance += note
         if not comparison.ok and allocations is not None and outputs is not None:
             if allocated is None:
@@ -258,8 +263,40 @@ class _Run:
                 detail["unwritten"] = unwritten
                 detail["unwritten_only"] = (comparison.structural is None
                                             and _only_unwritten(outputs, masks, allocated))
-        status = "ok" if comparison.ok else "accuracy" if comparison.accuracy else "mismatch"
         return ModeResult(mode, status, comparison, detail=detail, seconds=seconds)
+
+    # -- the float64 shadow ------------------------------------------------------------------
+    def _shadows(self, mode: str) -> bool:
+        """Whether a failed comparison of ``mode`` is judged by the float64 shadow: the target
+        runs in the interpreter, its reference takes float64 copies, and it did not opt out."""
+        return (self.target.shadow and self.target.upcast and "interpret" in self.target.modes
+                and mode in ("interpret", "compiled")
+                and bool(self.options.get("shadow", True)))
+
+    def exact_reference(self) -> tuple[Any, ...] | None:
+        """The reference on float64 copies with torch held at float64 throughout
+        (:class:`~fuzzkern.execution.shadow.ExactReference`); None when it raises."""
+        from fuzzkern.execution.shadow import ExactReference
+
+        if not hasattr(self, "_exact"):
+            self._exact: tuple[Any, ...] | None = None
+            try:
+                with torch.no_grad(), ExactReference():
+                    self._exact = as_outputs(call_with(self.target.reference,
+                                                       self._reference_inputs()))
+            except Exception:
+                self._exact = None
+        return self._exact
+
+    def _shadow_judge(self, mode: str, outputs: tuple[Any, ...], comparison: Comparison,
+                      tolerance: Tolerance, masks: list[torch.Tensor]) -> tuple[str, Comparison]:
+        from fuzzkern.execution.shadow import find_shadow
+
+        found, limits = find_shadow(self, mode, outputs, comparison, tolerance, masks)
+        from fuzzkern.judge.precision import judge_shadow
+
+        return judge_shadow(comparison, found, limits=limits,
+                            compiled_within=None if found is None else found.compiled_within)
 
 
 def _only_unwritten(outputs: tuple[Any, ...], masks: list[torch.Tensor],

@@ -55,14 +55,18 @@ class Verdict:
     #: the values are off by more than the bound, but within a small factor of what rounding
     #: at the inputs' precision explains (oracle rule 9); a failure only with strict accuracy
     ACCURACY = "accuracy"
+    #: the kernel's algorithm is right (its float64 shadow matches the reference), but it loses
+    #: precision beyond what rounding at the inputs' precision explains, at a line that
+    #: accumulates in a dtype narrower than float32 (docs/oracle.md, the shadow)
+    PRECISION_BUG = "precision-bug"
     #: the launcher rejected the input with a declared precondition (counted, not a failure)
     PRECONDITION = "precondition"
     #: this mode cannot run the case (e.g. inline asm under the interpreter); counted
     UNSUPPORTED = "unsupported"
 
     FAILURES = frozenset(
-        {KERNEL_BUG, COMPILED_ONLY, OOB, OOB_VIEW, OOB_WRITE, UNWRITTEN_OUTPUT, INPUT_MUTATED,
-         NONDETERMINISTIC, OVERFLOW, CRASH, HANG, ERROR, REFERENCE_ERROR}
+        {KERNEL_BUG, PRECISION_BUG, COMPILED_ONLY, OOB, OOB_VIEW, OOB_WRITE, UNWRITTEN_OUTPUT,
+         INPUT_MUTATED, NONDETERMINISTIC, OVERFLOW, CRASH, HANG, ERROR, REFERENCE_ERROR}
     )
     #: counted, but nothing was tested: a run or target whose cases all end so is not green
     UNTESTED = frozenset({PRECONDITION, UNSUPPORTED, SLOW})
@@ -142,7 +146,8 @@ class ModeResult:
     """What one execution mode did with the case."""
 
     mode: str
-    #: "ok", "mismatch", "oob", "oob-view", "overflow", "error", "reference-error",
+    #: "ok", "mismatch", "accuracy", "precision" (the shadow's precision bug), "oob",
+    #: "oob-view", "overflow", "error", "reference-error",
     #: "precondition", "unsupported", "crash", "hang"; hygiene findings of a completed launch
     #: are in ``detail`` ("oob_write", "mutated", "nondeterministic", "unwritten")
     status: str

@@ -59,7 +59,7 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
     for mode, s in statuses.items():
         if s == "crash":
             return Verdict.CRASH, f"{mode}: {results[mode].error}"
-    ran = {m: s for m, s in statuses.items() if s in ("ok", "mismatch", "accuracy")}
+    ran = {m: s for m, s in statuses.items() if s in ("ok", "mismatch", "accuracy", "precision")}
     for mode in ran:
         writes = results[mode].detail.get("oob_write")
         if writes:
@@ -92,12 +92,20 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
         return Verdict.UNSUPPORTED, f"{mode}: {results[mode].error}"
     wrong = [m for m, s in ran.items() if s == "mismatch"]
     if not wrong:
+        lossy = [m for m, s in ran.items() if s == "precision"]
+        if lossy:
+            c = results[lossy[0]].comparison
+            why = c.explanation if c is not None else "precision loss"
+            return Verdict.PRECISION_BUG, f"{' and '.join(lossy)}: {why}"
         close = [m for m, s in ran.items() if s == "accuracy"]
         if close:
             from fuzzkern.judge import oracle  # imports torch: only here (families need none)
 
             c = results[close[0]].comparison
             why = c.explanation if c is not None and c.explanation else "beyond the bound"
+            if c is not None and "shadow" in c.condition and "limits" not in c.condition[
+                    "shadow"]:
+                return Verdict.ACCURACY, f"{' and '.join(close)}: {why}"
             return (Verdict.ACCURACY,
                     f"{' and '.join(close)}: within {oracle.ACCURACY_FACTOR:g}x of what rounding "
                     f"at the inputs' precision explains; {why}")

@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from fuzzkern.judge.outcome import ModeResult, Verdict, tested_cases
+from fuzzkern.judge.outcome import ModeResult, Verdict
 from fuzzkern.search.engine import Failure, TargetResult
 
 
@@ -17,7 +17,7 @@ def _mode_lines(m: ModeResult) -> list[str]:
     lines = [f"[{m.mode}] {m.status}" + (f" ({m.seconds:.3f} s)" if m.seconds else "")]
     if m.comparison is not None and m.status != "ok":
         lines += ["  " + ln for ln in m.comparison.summary().splitlines()]
-    if m.error and m.status not in ("ok", "mismatch", "accuracy"):
+    if m.error and m.status not in ("ok", "mismatch", "accuracy", "precision"):
         lines += ["  " + ln for ln in str(m.error).splitlines()[:8]]
     unwritten = m.detail.get("unwritten")
     if unwritten:
@@ -165,7 +165,7 @@ def devices_text(devices: Mapping[str, int]) -> str:
 
 def result_row(r: TargetResult) -> dict[str, Any]:
     rate = r.cases / r.seconds if r.seconds else 0.0
-    tested = tested_cases(r.cases, r.counts)
+    tested = r.tested
     status = "FAIL" if r.failures else ("ERROR" if r.error else ("skipped" if r.skipped else
               ("no cases" if not r.cases else "untested" if tested <= 0 else "ok")))
     return {

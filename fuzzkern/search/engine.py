@@ -43,7 +43,7 @@ from fuzzkern.execution.pool import (
     StopTime,
     WorkerPool,
 )
-from fuzzkern.judge.outcome import Outcome, Verdict
+from fuzzkern.judge.outcome import Outcome, Verdict, tested_cases
 from fuzzkern.judge.verdict import failure_key
 from fuzzkern.target.declare import Target
 from fuzzkern.target.loader import LoadedTarget
@@ -290,7 +290,8 @@ def tolerance_ratio(outcome: Outcome) -> float:
     """The largest :func:`bound_ratio` over the modes that compared values, or NaN when none
     did (an access out of bounds, a crash, an error: no value error to show)."""
     ratios = [bound_ratio(m.comparison) for m in outcome.modes.values()
-              if m.comparison is not None and m.status in ("ok", "mismatch", "accuracy")]
+              if m.comparison is not None and m.status in ("ok", "mismatch", "accuracy",
+                                                            "precision")]
     return max(ratios) if ratios else math.nan
 
 
@@ -372,6 +373,17 @@ class TargetResult:
     accuracy: list[tuple[Case, Outcome]] = field(default_factory=list)
     #: the largest error over bound among passing cases: how close the kernel came to the line
     pass_ratio: float = 0.0
+    #: of ``cases``: those that tested something but had no element in any tensor input (an
+    #: empty case compares nothing: a target all of whose cases are empty is untested)
+    empty: int = 0
+    #: processes the cases started that were still running at their case's end, and were
+    #: killed (fuzzkern.execution.pool.end_descendants)
+    killed: int = 0
+
+    @property
+    def tested(self) -> int:
+        """Of ``cases``, those that tested something: not untested verdicts, not empty."""
+        return tested_cases(self.cases, self.counts) - self.empty
 
     def note_case(self, case: Case, outcome: Outcome) -> None:
         """Track the tightness of passing cases and keep the worst accuracy findings."""
@@ -481,6 +493,12 @@ def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
     return options
 
 
+def is_empty(case: Case) -> bool:
+    """Whether ``case`` has tensor inputs and none of them has an element."""
+    tensors = case.tensors.values()
+    return bool(tensors) and all(t.numel == 0 for t in tensors)
+
+
 def specialization_classes(case: Case) -> set[str]:
     """The Triton specialization classes a case's arguments fall in (docs/architecture.md,
     appendix): what makes the compiled mode build a new variant."""
@@ -560,9 +578,12 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     passes: they do not stop the search for new ones. ``replay_corpus=False`` skips replaying
     the corpus first (later slices of a campaign).
     """
+    killed = getattr(pool, "killed", 0)
     with pool.limits(stop_at=opts.stop_at, compile_timeout=opts.compile_timeout):
-        return _fuzz_target(lt, pool, opts, share, on_event, replay_corpus=replay_corpus,
-                            known=known)
+        result = _fuzz_target(lt, pool, opts, share, on_event, replay_corpus=replay_corpus,
+                              known=known)
+    result.killed = getattr(pool, "killed", 0) - killed
+    return result
 
 
 def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share: float,
@@ -618,6 +639,8 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
             result.case_seconds += float(outcome.variants.get("seconds", 0.0))
             for verdict, n in (outcome.variants.get("verdicts") or {}).items():
                 result.counts[verdict] += int(n)
+                if verdict not in Verdict.UNTESTED and is_empty(case):
+                    result.empty += int(n)  # a variant has its case's shapes
         count(case, outcome)
         return outcome
 
@@ -640,6 +663,8 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
 
     def count(case: Case, outcome: Outcome) -> None:
         result.cases += 1
+        if outcome.verdict not in Verdict.UNTESTED and is_empty(case):
+            result.empty += 1
         result.case_seconds += outcome.seconds
         result.counts[outcome.verdict] += 1
         if outcome.verdict == Verdict.UNSUPPORTED and result.unsupported_reason is None:
@@ -836,7 +861,7 @@ def _replay_corpus(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
             result.corpus_problems.append(f"skipped {entry}")
             continue
         r = corpus.replay(entry, pool, ref=lt.ref, modes=opts.modes, timeout=opts.timeout,
-                          debug=opts.debug)
+                          debug=opts.debug, checks=opts.checks)
         result.replayed += 1
         if r.status == corpus.STILL_FAILING and r.outcome is not None:
             result.corpus_failing.append(path)
@@ -921,7 +946,8 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
                 f.corpus_path = corpus.save(
                     opts.corpus, lt.id, lt.ref, f.case, f.outcome, modes=opts.modes,
                     explanations=f.explanations, target=lt.target, shrunk=f.shrunk,
-                    flaky=f.flaky, debug=opts.debug, run_options=run_options)
+                    flaky=f.flaky, debug=opts.debug, run_options=run_options,
+                    lock_until=opts.stop_at, problems=result.corpus_problems)
             except (OSError, FuzzkernError) as e:
                 result.corpus_problems.append(f"could not save a {f.outcome.verdict} case of "
                                               f"{lt.id} to {opts.corpus}: {e}")

@@ -190,6 +190,10 @@ class Target:
       and messages).
     - ``strict_accuracy``: an ``accuracy`` finding (beyond the bound, within a small factor of
       what rounding explains) fails like a kernel bug (``fuzzkern run --strict-accuracy``).
+    - ``shadow``: a case that fails the tolerance runs again as a float64 shadow in the
+      interpreter, which tells rounding from logic (docs/oracle.md). ``False`` for a kernel
+      whose logic *is* low precision (saturating casts, quantization, an intended overflow):
+      such a case is judged by the reference's conditioning alone.
     """
 
     launcher: Callable[..., Any]
@@ -208,6 +212,7 @@ class Target:
     checks: Mapping[str, bool] = field(default_factory=dict)
     output_names: Sequence[str] | None = None
     strict_accuracy: bool = False
+    shadow: bool = True
 
     def __post_init__(self) -> None:
         from fuzzkern.strategies._internal.inputs import InputsStrategy

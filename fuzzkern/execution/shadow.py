@@ -1,0 +1,924 @@
+"""Float64 shadow execution: the same kernel, in the interpreter, without rounding.
+
+A case whose outputs fail the plain tolerance runs once more in Triton's interpreter with every
+floating-point value carried in float64 (docs/oracle.md, "The shadow"): loads from fp8, fp16,
+bf16 and fp32 storage widen exactly; arithmetic, ``tl.dot``, reductions, scans and libdevice
+run in float64; float-to-float casts (``.to(tl.float16)``, accumulator dtypes, constants) keep
+float64; a store into float storage writes the correctly rounded value to memory (so host code,
+integer logic and later launches see what they would) and keeps the float64 value in a shadow
+memory keyed by storage and address, which a later load of that address reads as long as memory
+still holds its rounding (scratch buffers and multi-pass kernels keep their precision; memory
+that host code overwrote meanwhile is read as it is). Integer, bool and pointer values, masks
+and control flow are computed as always, so the shadow is the kernel's own algorithm without
+rounding; the judge compares it with a float64 reference (:class:`ExactReference`).
+
+Every float result is tagged with its *site*, the kernel source line that made it. Rounding can
+be put back at chosen sites only (``round_at``): the same algorithm exact everywhere but there.
+:func:`attribute` uses that to name the line whose rounding alone explains most of a kernel's
+error at its worst element (Herbgrind's root cause, measured rather than estimated), and marks
+*accumulations*: an add whose operand came from the same line (a loop-carried ``acc += ...``),
+or a reduction, scan or dot, in a dtype narrower than float32.
+
+What cannot be shadowed is said, never guessed (:attr:`ShadowRun.limits`): a bitcast of a
+float (the bits are the kernel's logic), a cast to an fp8 dtype (quantization is the logic),
+``tl.dot_scaled``, an fp8 format torch cannot decode. The run still completes (the value is
+rounded first), and the judge falls back to its outside rules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import linecache
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import triton.language as tl
+import triton.runtime.interpreter as _interp
+from torch.overrides import TorchFunctionMode
+
+from fuzzkern.calls import call_with
+from fuzzkern.execution import fidelity
+
+__all__ = ["ExactReference", "ShadowRun", "Site", "attribute", "find_shadow", "launch_shadow",
+           "shadow_mode"]
+
+_Handle = _interp.TensorHandle
+_Builder = _interp.InterpreterBuilder
+
+#: Triton's fp8 dtypes and the torch dtype that decodes each (None: torch has no such format)
+_FP8_TORCH: dict[Any, torch.dtype | None] = {}
+for _tl_name, _torch_name in (("float8e4nv", "float8_e4m3fn"), ("float8e5", "float8_e5m2"),
+                              ("float8e4b8", "float8_e4m3fnuz"),
+                              ("float8e5b16", "float8_e5m2fnuz"), ("float8e4b15", None)):
+    _tl_dtype = getattr(tl, _tl_name, None)
+    if _tl_dtype is not None:
+        _FP8_TORCH[_tl_dtype] = getattr(torch, _torch_name) if _torch_name else None
+
+_NP_OF = {tl.float16: np.float16, tl.float32: np.float32, tl.float64: np.float64}
+
+
+def _is_float(dtype: Any) -> bool:
+    return isinstance(dtype, tl.dtype) and not isinstance(dtype, tl.pointer_type) and \
+        dtype.is_floating()
+
+
+def _widen(data: np.ndarray, dtype: Any) -> np.ndarray:
+    """Values of ``dtype`` as the interpreter stores them (bf16 and fp8 as raw bits), exactly
+    as float64."""
+    if data.dtype.kind == "f":
+        return data.astype(np.float64, copy=False)
+    if dtype == tl.bfloat16:
+        return (data.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    t = _FP8_TORCH.get(dtype)
+    if t is None:
+        raise _Unshadowable(f"{dtype} values (no float64 decoding)")
+    flat = torch.from_numpy(np.ascontiguousarray(data).view(np.uint8).reshape(-1))
+    return flat.view(t).to(torch.float64).numpy().reshape(data.shape)
+
+
+def _bits(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """float64 ``values`` correctly rounded to ``dtype``, as the interpreter stores them."""
+    np_dtype = _NP_OF.get(dtype)
+    if np_dtype is not None:
+        return values.astype(np_dtype)
+    t = torch.bfloat16 if dtype == tl.bfloat16 else _FP8_TORCH.get(dtype)
+    if t is None:
+        raise _Unshadowable(f"{dtype} values (no rounding to it)")
+    flat = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64).reshape(-1)).to(t)
+    raw = flat.view(torch.uint16 if t.itemsize == 2 else torch.uint8).numpy()
+    return raw.reshape(np.shape(values))
+
+
+def rounded(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """float64 ``values`` rounded to ``dtype``, as float64."""
+    if dtype == tl.float64:
+        return values
+    return _widen(_bits(np.asarray(values, dtype=np.float64), dtype), dtype)
+
+
+def _in_range(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """``values`` with those that overflow ``dtype`` as the real kernel has them (±inf): the
+    shadow widens precision, not range, so an overflow bug stays one."""
+    try:
+        near = rounded(values, dtype)
+    except _Unshadowable:
+        return values
+    over = np.isinf(near) & np.isfinite(values)
+    if not over.any():
+        return values
+    return np.where(over, near, values)
+
+
+class _Unshadowable(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Sites
+
+
+@dataclasses.dataclass
+class Site:
+    """One kernel source line that makes floating-point values, and what its rounding does."""
+
+    file: str
+    line: int
+    #: the dtypes its results have in the real kernel (where it rounds)
+    dtypes: set[str] = dataclasses.field(default_factory=set)
+    #: the largest relative change rounding makes to one of its results, and that value
+    worst_relative: float = 0.0
+    worst_value: float = 0.0
+    #: whether some result it rounds lies in its dtype's subnormal range
+    subnormal: bool = False
+    #: an add fed by its own earlier result, or a reduction/scan/dot, in a dtype narrower
+    #: than float32
+    accumulates: bool = False
+    #: how many results it made (ops, not elements)
+    ops: int = 0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.file, self.line)
+
+    @property
+    def source(self) -> str:
+        return linecache.getline(self.file, self.line).strip()
+
+    def describe(self) -> str:
+        """``ok_rmsnorm.py:14 `X = X.to(X_dtype)`` and what its rounding does."""
+        where = f"{os.path.basename(self.file)}:{self.line}"
+        code = f" `{self.source}`" if self.source else ""
+        dtypes = "/".join(sorted(self.dtypes)) or "float"
+        what = (f"accumulates in {dtypes}" if self.accumulates else f"rounds to {dtypes}")
+        if self.worst_relative > 0:
+            what += f", up to {_percent(self.worst_relative)} of a value"
+            if self.subnormal:
+                what += f" (values in {dtypes}'s subnormal range, e.g. {self.worst_value:.3g})"
+        return f"{where}{code}: {what}"
+
+
+def _percent(x: float) -> str:
+    return f"{100 * x:.2g}%" if x >= 1e-4 else f"{x:.2g} relative"
+
+
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.abspath(str(m.__file__))) + os.sep for m in (tl, np, fidelity))
+_TRITON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(_interp.__file__))) + os.sep
+_USER_CODE: dict[Any, bool] = {}
+
+
+def _user(code: Any) -> bool:
+    hit = _USER_CODE.get(code)
+    if hit is None:
+        name = code.co_filename
+        path = os.path.abspath(name)
+        hit = _USER_CODE[code] = not (name.startswith("<") or path.startswith(_LIBRARY_DIRS)
+                                      or path.startswith(_TRITON_DIR)
+                                      or path == os.path.abspath(__file__))
+    return hit
+
+
+def _site_key() -> tuple[str, int] | None:
+    f: Any = sys._getframe(2)
+    while f is not None:
+        if _user(f.f_code):
+            return (f.f_code.co_filename, f.f_lineno)
+        f = f.f_back
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# State of one shadow run
+
+
+@dataclasses.dataclass
+class ShadowRun:
+    """What one shadow launch is configured with and what it saw."""
+
+    #: sites (file, line) whose results are rounded to their real dtype; None: none (exact)
+    round_at: frozenset[tuple[str, int]] | None = None
+    #: record sites and their rounding (the first, exact run does; attribution runs need not)
+    record: bool = True
+    sites: dict[tuple[str, int], Site] = dataclasses.field(default_factory=dict)
+    #: why some value could not be shadowed (the judge then falls back to its outside rules)
+    limits: list[str] = dataclasses.field(default_factory=list)
+    #: where a value overflowed its real dtype (the shadow keeps each dtype's range)
+    overflows: list[str] = dataclasses.field(default_factory=list)
+    #: (storage address, dtype name) -> (float64 values, valid mask), one slot per element
+    memory: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = dataclasses.field(
+        default_factory=dict)
+
+    def overflow(self, key: tuple[str, int] | None, dtype: Any) -> None:
+        where = "" if key is None else f" at {os.path.basename(key[0])}:{key[1]}"
+        what = f"{dtype} overflows{where}"
+        if what not in self.overflows:
+            self.overflows.append(what)
+
+    def limit(self, why: str) -> None:
+        if why not in self.limits:
+            self.limits.append(why)
+
+    # -- values ---------------------------------------------------------------------------
+    def result(self, out: Any, operands: Sequence[Any] = (), accumulation: bool = False) -> Any:
+        """A float result of an op: tagged with its site, recorded, rounded where asked."""
+        if not isinstance(out, _Handle) or not _is_float(out.dtype) or out.dtype == tl.float64:
+            return out
+        data = out.data
+        if not (isinstance(data, np.ndarray) and data.dtype == np.float64):
+            return out
+        kept = _in_range(data, out.dtype)
+        key = _site_key()
+        if kept is not data:
+            self.overflow(key, out.dtype)
+        out = _Handle(kept, out.dtype, out.attr)
+        if key is None:
+            return out
+        out.attr["fk_site"] = key
+        if self.record:
+            self._note(key, out, operands, accumulation)
+        if self.round_at is not None and key in self.round_at:
+            return _Handle(rounded(out.data, out.dtype), out.dtype, dict(out.attr))
+        return out
+
+    def _note(self, key: tuple[str, int], out: Any, operands: Sequence[Any],
+              accumulation: bool) -> None:
+        site = self.sites.get(key)
+        if site is None:
+            site = self.sites[key] = Site(key[0], key[1])
+        site.ops += 1
+        name = str(out.dtype)
+        site.dtypes.add(name)
+        narrow = out.dtype.primitive_bitwidth < 32
+        if narrow and (accumulation or any(
+                isinstance(h, _Handle) and h.attr.get("fk_site") == key for h in operands)):
+            site.accumulates = True
+        data = out.data
+        if not data.size:
+            return
+        try:
+            near = rounded(data, out.dtype)
+        except _Unshadowable:
+            return
+        with np.errstate(all="ignore"):
+            rel = np.abs(near - data) / np.abs(data)
+        rel = np.where(np.isfinite(rel), rel, 0.0)
+        i = int(np.argmax(rel))
+        if rel.flat[i] > site.worst_relative:
+            site.worst_relative = float(rel.flat[i])
+            site.worst_value = float(data.flat[i])
+        tiny = _tiny(out.dtype)
+        if tiny and bool(((np.abs(data) < tiny) & (data != 0) & (rel > 0)).any()):
+            site.subnormal = True
+
+    # -- memory ---------------------------------------------------------------------------
+    def _slots(self, addr: np.ndarray, dtype: Any, create: bool
+               ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """Per storage that ``addr`` (uint64 addresses) falls in: (lanes, indices, values,
+        valid) for the lanes inside it."""
+        from fuzzkern.execution.interpreter import live_allocations
+
+        size = max(1, dtype.primitive_bitwidth // 8)
+        out = []
+        flat = addr.reshape(-1)
+        for lo, hi in live_allocations():
+            inside = (flat >= np.uint64(lo)) & (flat + np.uint64(size) <= np.uint64(hi))
+            if not inside.any():
+                continue
+            offs = flat[inside] - np.uint64(lo)
+            aligned = (offs % np.uint64(size)) == 0
+            lanes = np.flatnonzero(inside)[aligned]
+            idx = (offs[aligned] // np.uint64(size)).astype(np.int64)
+            key = (lo, str(dtype))
+            slot = self.memory.get(key)
+            if slot is None:
+                if not create:
+                    continue
+                n = (hi - lo) // size
+                slot = self.memory[key] = (np.zeros(n, np.float64), np.zeros(n, np.bool_))
+            out.append((lanes, idx, slot[0], slot[1]))
+        return out
+
+    def load(self, addr: np.ndarray, mask: np.ndarray | None, dtype: Any, real: np.ndarray
+             ) -> np.ndarray:
+        """The float64 values at ``addr``: the shadow's where it stored them and memory still
+        holds their rounding, else memory's own (``real``, widened)."""
+        values = _widen(real, dtype).reshape(-1).copy()
+        raw = np.ascontiguousarray(real).reshape(-1)
+        active = None if mask is None else np.broadcast_to(mask, addr.shape).reshape(-1)
+        for lanes, idx, vals, valid in self._slots(addr, dtype, create=False):
+            if active is not None:
+                keep = active[lanes]
+                lanes, idx = lanes[keep], idx[keep]
+            ok = valid[idx]
+            if not ok.any():
+                continue
+            lanes, idx = lanes[ok], idx[ok]
+            shadow = vals[idx]
+            same = _bits(shadow, dtype) == raw[lanes]
+            same |= np.isnan(shadow) & np.isnan(values[lanes])
+            values[lanes[same]] = shadow[same]
+        return values.reshape(addr.shape)
+
+    def store(self, addr: np.ndarray, mask: np.ndarray | None, dtype: Any, values: np.ndarray,
+              keep: bool) -> None:
+        """Remember float64 ``values`` stored at ``addr`` (``keep=False``: the store's own
+        rounding is asked for, so memory alone holds the value)."""
+        flat = np.broadcast_to(values, addr.shape).reshape(-1)
+        active = None if mask is None else np.broadcast_to(mask, addr.shape).reshape(-1)
+        for lanes, idx, vals, valid in self._slots(addr, dtype, create=True):
+            if active is not None:
+                on = active[lanes]
+                lanes, idx = lanes[on], idx[on]
+            vals[idx] = flat[lanes]
+            valid[idx] = keep
+
+    def output(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A float output of the launcher as float64 from the shadow memory, and which of its
+        elements came from there (the others are memory as it is: never stored by a kernel,
+        or computed by host code)."""
+        values = t.detach().to(torch.float64)
+        covered = torch.zeros(t.shape, dtype=torch.bool)
+        tl_dtype = _TL_OF.get(t.dtype)
+        if tl_dtype is None or t.numel() == 0:
+            return values, covered
+        n = t.untyped_storage().nbytes() // t.element_size()
+        index = torch.arange(n, dtype=torch.int64).as_strided(
+            t.shape, t.stride(), t.storage_offset())
+        lo = t.untyped_storage().data_ptr()
+        slot = self.memory.get((lo, str(tl_dtype)))
+        if slot is None:
+            return values, covered
+        vals, valid = torch.from_numpy(slot[0]), torch.from_numpy(slot[1])
+        idx = index.reshape(-1)
+        shadow = vals[idx].reshape(t.shape)
+        ok = valid[idx].reshape(t.shape)
+        real = t.detach().cpu()
+        same = shadow.to(t.dtype) == real
+        same |= torch.isnan(shadow) & torch.isnan(real.to(torch.float64))
+        ok &= same
+        return torch.where(ok, shadow, values), ok
+
+
+def _tiny(dtype: Any) -> float:
+    t = {tl.float16: torch.float16, tl.float32: torch.float32, tl.bfloat16: torch.bfloat16}.get(
+        dtype) or _FP8_TORCH.get(dtype)
+    return float(torch.finfo(t).tiny) if t is not None else 0.0
+
+
+_TL_OF: dict[torch.dtype, Any] = {torch.float16: tl.float16, torch.float32: tl.float32,
+                                  torch.bfloat16: tl.bfloat16, torch.float64: tl.float64}
+for _tl_dtype, _t in _FP8_TORCH.items():
+    if _t is not None:
+        _TL_OF[_t] = _tl_dtype
+
+_ACTIVE: list[ShadowRun] = []
+
+
+def _run() -> ShadowRun:
+    return _ACTIVE[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Patches: numpy dtypes of float values become float64, memory ops round and remember
+
+
+_ORIG_NP_DTYPE = _interp._get_np_dtype
+_ORIG_VALIDATE = _interp._validate_np_data_size
+_REAL = [0]  # > 0 while a memory op runs with the storage's own numpy dtypes
+
+
+@contextlib.contextmanager
+def _real_dtypes() -> Iterator[None]:
+    _REAL[0] += 1
+    try:
+        yield
+    finally:
+        _REAL[0] -= 1
+
+
+def _np_dtype(tt_dtype: Any) -> Any:
+    if not _REAL[0]:
+        scalar = getattr(tt_dtype, "element_ty", tt_dtype) if isinstance(
+            tt_dtype, tl.block_type) else tt_dtype
+        if _is_float(scalar):
+            return np.dtype(np.float64)
+    return _ORIG_NP_DTYPE(tt_dtype)
+
+
+def _validate(np_array: Any, tl_dtype: Any) -> bool:
+    if not _REAL[0] and _is_float(tl_dtype) and np_array.dtype == np.float64:
+        return True
+    return bool(_ORIG_VALIDATE(np_array, tl_dtype))
+
+
+def _to_real(h: Any) -> Any:
+    """A shadow handle as the real interpreter holds it (float64 rounded to its dtype)."""
+    if isinstance(h, _Handle) and _is_float(h.dtype) and h.data.dtype == np.float64 and \
+            h.dtype != tl.float64:
+        return _Handle(_bits(h.data, h.dtype), h.dtype)
+    return h
+
+
+def _f64(h: Any) -> np.ndarray:
+    data = h.data
+    return data if data.dtype == np.float64 else _widen(data, h.get_element_ty())
+
+
+def _wrap_load(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_masked_load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+        elem = ptrs.get_element_ty()
+        if not _is_float(elem) or not _ACTIVE:
+            return orig(self, ptrs, mask, other, *rest)
+        with _real_dtypes():
+            got = orig(self, ptrs, mask, _to_real(other), *rest)
+        run = _run()
+        try:
+            values = run.load(ptrs.data, None if mask is None else mask.data, elem, got.data)
+        except _Unshadowable as e:
+            run.limit(f"a load of {e}")
+            return got
+        if other is not None and mask is not None:
+            values = np.where(mask.data, values, _f64(other))
+        return _Handle(values, elem)
+
+    return create_masked_load
+
+
+def _wrap_store(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        elem = ptrs.get_element_ty()
+        if not _is_float(elem) or not _ACTIVE or value.data.dtype != np.float64:
+            return orig(self, ptrs, value, mask, *rest)
+        run = _run()
+        key = _site_key()
+        try:
+            real = _bits(value.data, elem)
+        except _Unshadowable as e:
+            run.limit(f"a store of {e}")
+            real = value.data.astype(np.float32)
+        with _real_dtypes():
+            out = orig(self, ptrs, _Handle(real, elem), mask, *rest)
+        if elem != tl.float64:
+            kept = _in_range(value.data, elem)
+            if kept is not value.data:
+                run.overflow(key, elem)
+            value = _Handle(kept, elem)
+            if run.record and key is not None:
+                run.result(_Handle(value.data, elem), ())  # the store's rounding is a site
+            exact = run.round_at is None or key not in run.round_at
+            run.store(ptrs.data, None if mask is None else mask.data, elem, value.data, exact)
+        return out
+
+    return create_masked_store
+
+
+def _wrap_rmw(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_atomic_rmw(self: Any, rmw_op: Any, ptr: Any, val: Any, mask: Any,
+                          *rest: Any) -> Any:
+        elem = ptr.get_element_ty()
+        if not _is_float(elem) or not _ACTIVE:
+            return orig(self, rmw_op, ptr, val, mask, *rest)
+        run = _run()
+        name = str(getattr(rmw_op, "name", rmw_op)).split(".")[-1].upper()
+        if name not in ("FADD", "XCHG"):
+            run.limit(f"a float atomic {name.lower()}")
+            with _real_dtypes():
+                old = orig(self, rmw_op, ptr, _to_real(val), mask, *rest)
+            return _Handle(_f64(old), elem)
+        with _real_dtypes():
+            old = orig(self, rmw_op, ptr, _to_real(val), mask, *rest)
+        shape = ptr.data.shape
+        on = np.broadcast_to(mask.data, shape)
+        before = run.load(ptr.data, on, elem, old.data)  # the old values, as the shadow has them
+        add = np.broadcast_to(_f64(val), shape).reshape(-1)
+        flat_addr = ptr.data.reshape(-1)
+        if name == "XCHG":
+            run.store(ptr.data, on, elem, np.broadcast_to(_f64(val), shape), True)
+        else:
+            # several lanes adding to one address: the shadow sums them in lane order
+            total: dict[int, float] = {}
+            flat_before = before.reshape(-1)
+            for lane in np.flatnonzero(on.reshape(-1)):
+                a = int(flat_addr[lane])
+                total[a] = total.get(a, float(flat_before[lane])) + float(add[lane])
+            after = np.array([total.get(int(a), 0.0) for a in flat_addr], np.float64)
+            run.store(ptr.data, on, elem, after.reshape(shape), True)
+        return _Handle(np.where(on, before, 0.0), elem)
+
+    return create_atomic_rmw
+
+
+def _wrap_cas(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_atomic_cas(self: Any, ptr: Any, cmp: Any, val: Any, *rest: Any) -> Any:
+        if _ACTIVE and _is_float(ptr.get_element_ty()):
+            _run().limit("a float atomic compare-and-swap")
+        with _real_dtypes():
+            return orig(self, ptr, _to_real(cmp), _to_real(val), *rest)
+
+    return create_atomic_cas
+
+
+def _cast(self: Any, src: Any, dst_type: Any, *rest: Any) -> Any:
+    dst = dst_type.scalar
+    data = src.data
+    if _is_float(dst):
+        value = _f64(src) if _is_float(src.dtype.scalar) else data.astype(np.float64)
+        if dst in _FP8_TORCH:
+            _run().limit(f"a cast to {dst} (quantization is the kernel's logic)")
+        return _run().result(_Handle(value, dst))
+    if _is_float(src.dtype.scalar):
+        data = _f64(src)
+    return _Handle(data.astype(_ORIG_NP_DTYPE(dst)), dst)
+
+
+def _bitcast(self: Any, src: Any, dst_type: Any) -> Any:
+    dst = dst_type.scalar
+    src_ty = src.dtype.scalar
+    if _is_float(src_ty) or _is_float(dst):
+        _run().limit(f"a bitcast {src_ty} -> {dst} (the bits are the kernel's logic)")
+    data = _to_real(src).data if _is_float(src_ty) else src.data
+    out = data.view(_ORIG_NP_DTYPE(dst))
+    if _is_float(dst):
+        return _Handle(_widen(out, dst), dst)
+    return _Handle(out, dst)
+
+
+def _fabs(self: Any, arg: Any) -> Any:
+    return _Handle(np.abs(_f64(arg)), arg.dtype.scalar)
+
+
+def _const(dtype: Any) -> Callable[..., Any]:
+    def get(self: Any, value: Any) -> Any:
+        return _Handle(np.array([value], dtype=np.float64), dtype)
+
+    return get
+
+
+def _dot(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_dot(self: Any, a: Any, b: Any, d: Any, *rest: Any) -> Any:
+        if not _is_float(d.dtype.scalar):
+            return orig(self, a, b, d, *rest)
+        out = _Handle(np.matmul(_f64(a), _f64(b)) + _f64(d), d.dtype.scalar)
+        run = _run()
+        if run.round_at is not None and _site_key() in run.round_at:
+            # the real dot: products of the rounded operands, accumulated in its dtype
+            ra, rb = (rounded(_f64(h), h.dtype.scalar) for h in (a, b))
+            out = _Handle(rounded(np.matmul(ra, rb) + _f64(d), d.dtype.scalar), d.dtype.scalar)
+        return run.result(out, (d,), accumulation=True)
+
+    return create_dot
+
+
+def _dot_scaled(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_dot_scaled(self: Any, lhs: Any, lhs_scale: Any, lhs_fmt: Any, rhs: Any,
+                          *rest: Any) -> Any:
+        _run().limit("tl.dot_scaled (microscaled formats)")
+        args = [_to_real(x) for x in rest]
+        with _real_dtypes():
+            out = orig(self, _to_real(lhs), lhs_scale, lhs_fmt, _to_real(rhs), *args)
+        return _Handle(_f64(out), out.dtype)
+
+    return create_dot_scaled
+
+
+def _splat(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create(self: Any, *args: Any) -> Any:
+        out = orig(self, *args)
+        src = next((a for a in args if isinstance(a, _Handle)), None)
+        if src is not None and "fk_site" in src.attr and isinstance(out, _Handle):
+            out.attr["fk_site"] = src.attr["fk_site"]
+        return out
+
+    return create
+
+
+def _op(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """A float-producing builder op: computed on float64 data by numpy, then tagged."""
+
+    def op(self: Any, *args: Any) -> Any:
+        out = orig(self, *args)
+        if not _ACTIVE:
+            return out
+        return _run().result(out, args)
+
+    return op
+
+
+#: builder ops whose float results are rounding sites of the real kernel
+_ARITH = ("create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem",
+          "create_precise_divf", "create_fma", "create_exp", "create_exp2", "create_log",
+          "create_log2", "create_sqrt", "create_precise_sqrt", "create_rsqrt", "create_sin",
+          "create_cos", "create_erf", "create_extern_elementwise")
+#: shape ops that keep a value's site (an accumulator broadcast before its add)
+_SHAPE = ("create_splat", "create_broadcast", "create_expand_dims", "create_reshape")
+
+
+def _reduce_sum(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """``ReduceOps.sum`` / ``ScanOps.cumsum``: a site that accumulates; rounded at it, the
+    real reduction of the rounded terms in their dtype."""
+
+    def reduce(self: Any, input: Any) -> Any:
+        if not _ACTIVE or not _is_float(input.dtype.scalar):
+            return orig(self, input)
+        run = _run()
+        dtype = input.dtype.scalar
+        key = _site_key()
+        if run.round_at is not None and key in run.round_at and dtype != tl.float64:
+            terms = tl.core.tensor(_Handle(_bits(_f64(input.handle), dtype), dtype), input.type)
+            with _real_dtypes():
+                out = orig(self, terms)
+            for t in (out if isinstance(out, (list, tuple)) else [out]):
+                t.handle = _Handle(_widen(np.asarray(t.handle.data), dtype), dtype)
+            return out
+        out = orig(self, input)
+        many = input.handle.data.size > 1
+        for t in (out if isinstance(out, (list, tuple)) else [out]):
+            run.result(t.handle, (), accumulation=many)
+        return out
+
+    return reduce
+
+
+def _patches() -> list[tuple[Any, str, Any]]:
+    b = vars(_Builder)  # inside interpreter_mode: its bounds-checked memory ops
+    current = b
+    out: list[tuple[Any, str, Any]] = [
+        (_interp, "_get_np_dtype", _np_dtype),
+        (_interp, "_validate_np_data_size", _validate),
+        (_Builder, "create_masked_load", _wrap_load(current["create_masked_load"])),
+        (_Builder, "create_masked_store", _wrap_store(current["create_masked_store"])),
+        (_Builder, "cast_impl", _cast),
+        (_Builder, "create_fp_to_fp", _cast),
+        (_Builder, "create_bitcast", _bitcast),
+        (_Builder, "create_fabs", _fabs),
+        (_Builder, "get_fp16", _const(tl.float16)),
+        (_Builder, "get_fp32", _const(tl.float32)),
+        (_Builder, "get_bf16", _const(tl.bfloat16)),
+        (_Builder, "create_dot", _dot(b["create_dot"])),
+        (_interp.ReduceOps, "sum", _reduce_sum(vars(_interp.ReduceOps)["sum"])),
+        (_interp.ScanOps, "cumsum", _reduce_sum(vars(_interp.ScanOps)["cumsum"])),
+    ]
+    for name in ("create_fp_ext", "create_fp_trunc", "create_si_to_fp", "create_ui_to_fp",
+                 "create_fp_to_si", "create_fp_to_ui"):
+        if name in b:
+            out.append((_Builder, name, _cast))
+    if "create_atomic_rmw" in current:
+        out.append((_Builder, "create_atomic_rmw", _wrap_rmw(current["create_atomic_rmw"])))
+    if "create_atomic_cas" in current:
+        out.append((_Builder, "create_atomic_cas", _wrap_cas(current["create_atomic_cas"])))
+    if "create_dot_scaled" in b:
+        out.append((_Builder, "create_dot_scaled", _dot_scaled(b["create_dot_scaled"])))
+    for name in _ARITH:
+        fn = current.get(name) or b.get(name)
+        if fn is not None:
+            out.append((_Builder, name, _op(fn)))
+    for name in _SHAPE:
+        if name in b:
+            out.append((_Builder, name, _splat(b[name])))
+    return out
+
+
+def _implicit_cvt(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def cvt(arg: Any) -> Any:
+        if isinstance(arg, float) and _ACTIVE:
+            # a Python float argument is an fp32 scalar to the kernel: exact in the shadow
+            return tl.core.tensor(_Handle(np.array([arg], np.float64), tl.float32), tl.float32)
+        return orig(arg)
+
+    return cvt
+
+
+@contextlib.contextmanager
+def shadow_mode(run: ShadowRun) -> Iterator[ShadowRun]:
+    """Inside :func:`~fuzzkern.execution.interpreter.interpreter_mode` (bounds checks on: the
+    shadow memory is keyed by the launch's allocations), run every launch as a shadow."""
+    patches = _patches() + [(_interp, "_implicit_cvt", _implicit_cvt(_interp._implicit_cvt))]
+    saved = [(obj, name, vars(obj).get(name, _MISSING)) for obj, name, _ in patches]
+    for obj, name, value in patches:
+        setattr(obj, name, value)
+    _ACTIVE.append(run)
+    try:
+        with np.errstate(all="ignore"):
+            yield run
+    finally:
+        _ACTIVE.pop()
+        for obj, name, value in reversed(saved):
+            if value is _MISSING:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, value)
+
+
+_MISSING = object()
+
+
+# ---------------------------------------------------------------------------------------------
+# The exact reference
+
+
+_DOWNCASTS = {torch.Tensor.float, torch.Tensor.half, torch.Tensor.bfloat16}
+
+
+def _exact_dtype(v: Any) -> Any:
+    if isinstance(v, torch.dtype) and v.is_floating_point and v != torch.float64:
+        return torch.float64
+    return v
+
+
+class ExactReference(TorchFunctionMode):
+    """While active, torch keeps floating-point results in float64: ``.float()``, ``.half()``,
+    ``.bfloat16()``, ``.to``/``.type`` with a float dtype, and every ``dtype=`` of a float
+    dtype give float64; autocast is off. A reference that downcasts itself (``x.float()``,
+    ``softmax(..., dtype=torch.float32)``) then computes the exact answer, which the shadow is
+    judged against."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Mapping[str, Any] | None = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in _DOWNCASTS:
+            t = args[0]
+            return t.to(torch.float64) if isinstance(t, torch.Tensor) else func(*args, **kwargs)
+        if "dtype" in kwargs:
+            kwargs["dtype"] = _exact_dtype(kwargs["dtype"])
+        if func in (torch.Tensor.to, torch.Tensor.type):
+            args = tuple(_exact_dtype(a) for a in args)
+            if func is torch.Tensor.to and len(args) > 1 and isinstance(args[1], torch.Tensor) \
+                    and args[1].is_floating_point():
+                args = (args[0], args[1].to(torch.float64), *args[2:])
+        return func(*args, **kwargs)
+
+    def __enter__(self) -> ExactReference:
+        self._autocast = contextlib.ExitStack()
+        for device in ("cpu", "cuda"):
+            with contextlib.suppress(Exception):
+                self._autocast.enter_context(torch.autocast(device, enabled=False))
+        super().__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        self._autocast.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Root cause
+
+
+@dataclasses.dataclass
+class Attribution:
+    """Which line's rounding explains a kernel's error at its worst element."""
+
+    site: Site
+    #: the error at the worst element with rounding at that line alone, over the kernel's
+    share: float
+    #: how many lines were tried
+    tried: int
+
+    def describe(self) -> str:
+        return f"line {self.site.describe()}; rounding there alone gives " \
+               f"{_percent(self.share) if self.share < 10 else f'{self.share:.3g}x'} of the " \
+               "error at that element"
+
+
+def attribute(launch: Callable[[ShadowRun], Any], exact: ShadowRun,
+              error_of: Callable[[Any], float],
+              most: int = 6, enough: float = 0.9) -> Attribution | None:
+    """The site whose rounding alone comes closest to the kernel's error at its worst element:
+    ``launch(run)`` runs the shadow with ``run.round_at``, ``error_of(outputs)`` measures the
+    distance of those outputs from the exact shadow at that element (the kernel's own error
+    being 1). Sites are tried accumulations first, then by how much their rounding changes a
+    value, at most ``most`` of them, until one alone gives ``enough`` of the error."""
+    candidates = sorted((s for s in exact.sites.values() if s.worst_relative > 0),
+                        key=lambda s: (s.accumulates, s.worst_relative), reverse=True)[:most]
+    best: Attribution | None = None
+    for site in candidates:
+        run = ShadowRun(round_at=frozenset({site.key}), record=False)
+        try:
+            outputs = launch(run)
+        except Exception:
+            continue
+        share = error_of(outputs)
+        if best is None or share > best.share:
+            best = Attribution(site, share, 0)
+        if share >= enough:
+            break
+    if best is not None:
+        best.tried = len(candidates)
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# One failed comparison, judged by the shadow
+
+
+def launch_shadow(run: Any, shadow: Any = None) -> list[tuple[torch.Tensor, torch.Tensor] | None]:
+    """Launch ``run``'s case once more in the interpreter, on fresh inputs: as a float64 shadow
+    (``shadow``, a :class:`~fuzzkern.execution.shadow.ShadowRun`), or plainly (None). Per
+    output: (values as float64, which of them the shadow computed), None for a non-float
+    output. Raises what the launch raises."""
+    from fuzzkern.execution.interpret import _inputs
+    from fuzzkern.execution.interpreter import interpreter_mode
+
+    tensors, _ = _inputs(run)
+    with np.errstate(all="ignore"), interpreter_mode(
+            check_bounds=True, check_views=False, configs=dict(run.case.configs)):
+        scope = shadow_mode(shadow) if shadow is not None else contextlib.nullcontext()
+        with scope, torch.no_grad():
+            result = call_with(run.target.launcher, {**run.scalars, **tensors})
+    outputs = run._outputs(result, tensors) or ()
+    out: list[tuple[torch.Tensor, torch.Tensor] | None] = []
+    for o in outputs:
+        if not (isinstance(o, torch.Tensor) and o.is_floating_point()):
+            out.append(None)
+        elif shadow is None:
+            out.append((o.detach().to(torch.float64), torch.ones(o.shape, dtype=torch.bool)))
+        else:
+            out.append(shadow.output(o))
+    return out
+
+
+def find_shadow(run: Any, mode: str, outputs: Sequence[Any], comparison: Any, tolerance: Any,
+                masks: Sequence[torch.Tensor]) -> tuple[Any, list[str]]:
+    """Run ``run``'s case (a :class:`fuzzkern.execution.runner._Run`) as a float64 shadow and
+    measure what the judge needs (:class:`fuzzkern.judge.precision.ShadowFindings`) for the
+    failed ``comparison`` of ``mode``'s ``outputs``; or None and why the shadow cannot judge."""
+    exact = ShadowRun()
+    try:
+        shadows = launch_shadow(run, exact)
+    except Exception as e:
+        return None, [f"the shadow launch raised {type(e).__name__}: {str(e)[:200]}"]
+    limits = list(exact.limits)
+    expected = run.exact_reference()
+    if expected is None:
+        limits.append("the reference raised with torch held at float64")
+    for i, sh in enumerate(shadows):
+        if sh is not None and i < len(masks) and masks[i].numel() == sh[1].numel() and bool(
+                (masks[i].reshape(sh[1].shape) & ~sh[1]).any()):
+            limits.append(f"output {i} holds failing values no kernel stored (host code made "
+                          "them)")
+    if limits or expected is None:
+        return None, limits
+    return _findings(run, mode, outputs, shadows, expected, exact, tolerance, masks)
+
+
+def _findings(run: Any, mode: str, outputs: Sequence[Any],
+              shadows: list[tuple[torch.Tensor, torch.Tensor] | None], expected: Sequence[Any],
+              exact: ShadowRun, tolerance: Any, masks: Sequence[torch.Tensor]
+              ) -> tuple[Any, list[str]]:
+    from fuzzkern.judge import oracle
+    from fuzzkern.judge.precision import ShadowFindings, twin_within, worst_element
+
+    rounded_out = [sh[0].to(o.dtype) if sh is not None else o
+                   for o, sh in zip(outputs, shadows, strict=False)]
+    plain = dataclasses.replace(tolerance, adaptive=False)
+    found = ShadowFindings(oracle.compare(rounded_out, expected, tolerance=plain,
+                                          names=run.output_names()))
+    if not found.comparison.ok and exact.overflows:
+        # overflow is the format's range, which the shadow keeps: rounding or logic cannot
+        # be told apart by it
+        return None, [f"{exact.overflows[0]}, and the shadow keeps each dtype's range"]
+    worst = worst_element(outputs, shadows, masks)
+    if worst is None or not found.comparison.ok:
+        return found, []
+    i, idx, error = worst
+    sh = shadows[i]
+    assert sh is not None
+    o = outputs[i]
+    found.where, found.error, found.dtype = (i, idx), error, str(o.dtype).replace("torch.", "")
+    unit = float(oracle.ulp(sh[0][idx].abs().reshape(1), o.dtype)[0]) or 1.0
+    found.error_ulp = error / unit
+    found.native_error = _native_error(run, i, idx, float(sh[0][idx]))
+    if mode == "compiled":
+        plain_run = launch_shadow(run, None)[i]
+        if plain_run is not None:
+            found.twin_error = float((plain_run[0][idx] - sh[0][idx]).abs())
+            bad = masks[i].reshape(o.shape)
+            found.compiled_within = twin_within(o, plain_run[0], sh[0], bad, o.dtype)
+        return found, []
+
+    def error_of(outs: Sequence[tuple[torch.Tensor, torch.Tensor] | None]) -> float:
+        got = outs[i] if i < len(outs) else None
+        if got is None or error == 0:
+            return 0.0
+        return float((got[0][idx] - sh[0][idx]).abs()) / error
+
+    cause = attribute(lambda r: launch_shadow(run, r), exact, error_of)
+    if cause is not None and cause.share > 0:
+        found.cause, found.share = cause.describe(), cause.share
+        found.accumulates = cause.site.accumulates
+    return found, []
+
+
+def _native_error(run: Any, i: int, idx: tuple[int, ...], exact: float) -> float | None:
+    native = run.native_reference()
+    if native is None or i >= len(native) or not isinstance(native[i], torch.Tensor):
+        return None
+    try:
+        return abs(float(native[i][idx]) - exact)
+    except (IndexError, RuntimeError, TypeError):
+        return None

@@ -1,0 +1,194 @@
+"""The shadow's verdict: rounding or logic, from the kernel, its float64 shadow and the exact
+reference.
+
+In: the comparison of a mode's outputs with the reference (which failed), the comparison of the
+float64 shadow (the kernel's own algorithm without rounding, rounded once to the output dtype)
+with the float64 reference under the plain tolerance, and what the shadow found (the line whose
+rounding explains the error, whether it accumulates, what it could not shadow). Out: the mode's
+status and the comparison to report (docs/oracle.md, "The shadow"):
+
+- the shadow fails too: a logic bug (``mismatch``), in words: "computed in float64 the kernel
+  is still off by ...: not rounding";
+- the shadow passes: what failed is rounding. An ``accuracy`` finding with its figures and root
+  line, except a loss whose root line accumulates in a dtype narrower than float32 (bug class
+  8) and that is beyond what rounding at the inputs' precision explains (outside rules 8 and
+  9, or more than :data:`~fuzzkern.judge.oracle.ACCURACY_FACTOR` times torch's own error at
+  the inputs' precision there): that is a ``precision`` bug, a failure by default;
+- compiled code: its distance from the shadow against the interpreter's, the same algorithm at
+  the same precision (:func:`twin_within`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from fuzzkern.judge import oracle
+from fuzzkern.judge.outcome import Comparison
+
+__all__ = ["SHADOW_SHARE", "ShadowFindings", "judge_shadow", "twin_within", "worst_element"]
+
+#: an accumulating line is the cause of a precision bug when rounding there alone gives at
+#: least this share of the kernel's error at its worst element
+SHADOW_SHARE = 0.5
+
+
+@dataclasses.dataclass
+class ShadowFindings:
+    """What the shadow run found, for the verdict and its message."""
+
+    #: the shadow's outputs compared with the float64 reference, plain tolerance
+    comparison: Comparison
+    #: the worst element: (output, index), the kernel's error and the shadow's value there
+    where: tuple[int, tuple[int, ...]] | None = None
+    error: float = 0.0
+    error_ulp: float = 0.0
+    dtype: str = ""
+    #: the root line in words, the share of the error it alone gives, whether it accumulates
+    cause: str = ""
+    share: float = 0.0
+    accumulates: bool = False
+    #: torch at the inputs' precision at that element (None: no such reference)
+    native_error: float | None = None
+    #: compiled mode: the interpreter's error at that element (None: not measured), and
+    #: whether compiled code is within a small factor of it everywhere it failed
+    twin_error: float | None = None
+    compiled_within: bool | None = None
+
+    def figures(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"error": self.error, "error_ulp": self.error_ulp,
+                               "shadow_passes": self.comparison.ok}
+        if self.where is not None:
+            out["output"], out["index"] = self.where[0], list(self.where[1])
+        if self.cause:
+            out.update(cause=self.cause, share=self.share, accumulates=self.accumulates)
+        if self.native_error is not None:
+            out["native_error"] = self.native_error
+        if self.twin_error is not None:
+            out["interpreter_error"] = self.twin_error
+        if not self.comparison.ok:
+            out["shadow_error"] = self.comparison.max_abs_error
+            out["shadow_ulp"] = self.comparison.max_ulp_error
+        return out
+
+
+def _at(where: tuple[int, tuple[int, ...]] | None) -> str:
+    if where is None:
+        return ""
+    out, idx = where
+    return f" at {'out' if not out else f'out{out}'}[{','.join(map(str, idx))}]"
+
+
+def worst_element(outputs: Sequence[Any], shadows: Sequence[tuple[torch.Tensor, torch.Tensor]
+                                                           | None],
+                  masks: Sequence[torch.Tensor]) -> tuple[int, tuple[int, ...], float] | None:
+    """Among the elements that failed (``masks``), the one farthest from the shadow relative to
+    its dtype's plain band: (output, index, error)."""
+    best: tuple[float, int, tuple[int, ...], float] | None = None
+    for i, (o, sh) in enumerate(zip(outputs, shadows, strict=False)):
+        if sh is None or i >= len(masks) or not isinstance(o, torch.Tensor):
+            continue
+        bad = masks[i].reshape(o.shape) if masks[i].numel() == o.numel() else None
+        if bad is None or not bool(bad.any()):
+            continue
+        rtol, atol, _ = oracle.default_tolerance(o.dtype)
+        real = o.detach().cpu().to(torch.float64)
+        d = (real - sh[0]).abs()
+        ratio = torch.where(bad & torch.isfinite(d), d / (atol + rtol * sh[0].abs()),
+                            torch.zeros_like(d))
+        flat = int(torch.argmax(ratio.reshape(-1)))
+        r = float(ratio.reshape(-1)[flat])
+        if best is None or r > best[0]:
+            idx = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat), o.shape)) \
+                if o.dim() else ()
+            best = (r, i, idx, float(d.reshape(-1)[flat]))
+    return None if best is None else (best[1], best[2], best[3])
+
+
+def twin_within(compiled: torch.Tensor, interpreted: torch.Tensor, shadow: torch.Tensor,
+                bad: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether compiled code is, at every failing element, within
+    :data:`~fuzzkern.judge.oracle.ACCURACY_FACTOR` times the interpreter's own distance from
+    the shadow (plus an ulp of the output): compiled rounds differently (FMA contraction,
+    approximate exp and division), not worse in kind."""
+    f = oracle.float_format(dtype)
+    ulp = oracle.ulp(shadow.abs(), dtype) if f is not None else torch.zeros_like(shadow)
+    c = (compiled.detach().cpu().to(torch.float64) - shadow).abs()
+    i = (interpreted - shadow).abs()
+    ok = c <= oracle.ACCURACY_FACTOR * (i + ulp)
+    ok |= ~bad.reshape(c.shape)
+    ok |= torch.isnan(c) & torch.isnan(i)
+    return bool(ok.all())
+
+
+def judge_shadow(real: Comparison, found: ShadowFindings | None, *, limits: Sequence[str],
+                 compiled_within: bool | None = None) -> tuple[str, Comparison]:
+    """The status of a mode whose comparison ``real`` failed, given the shadow's findings; the
+    comparison carries the explanation. ``limits``: what the shadow could not compute (then
+    ``real`` stands as judged by the outside rules, and the explanation says so)."""
+    status = "accuracy" if real.accuracy else "mismatch"
+    condition = dict(real.condition)
+    if limits or found is None:
+        note = ("the float64 shadow cannot judge this case (" + "; ".join(limits)
+                + "): judged by the reference's conditioning alone")
+        return status, dataclasses.replace(real, explanation=_join(note, real.explanation),
+                                           condition={**condition, "shadow": {
+                                               "limits": list(limits)}})
+    condition["shadow"] = found.figures()
+    at = _at(found.where)
+    ulps = f" ({found.error_ulp:.3g} {found.dtype} ulp)" if found.dtype else ""
+    if not found.comparison.ok:
+        sc = found.comparison
+        first = sc.first[0] if sc.first else None
+        where = "" if first is None else (
+            f" at {'out' if not first.output else f'out{first.output}'}"
+            f"[{','.join(map(str, first.index))}] ({first.got!r} where the float64 reference "
+            f"gives {first.expected!r})")
+        size = (f"by up to {sc.max_abs_error:.3g} ({sc.max_ulp_error:.3g} ulp), "
+                if sc.max_abs_error > 0 else "")
+        nonfinite = (f", {sc.nonfinite_mismatches} NaN/inf positions differ"
+                     if sc.nonfinite_mismatches else "")
+        words = (f"computed in float64 (the kernel's own algorithm without rounding) the kernel "
+                 f"is still off{where}: {size}{sc.mismatched} of {sc.total} elements outside "
+                 f"{sc.tolerance}{nonfinite}: not rounding")
+        return "mismatch", dataclasses.replace(real, accuracy=False, explanation=_join(
+            words, real.explanation), condition=condition)
+    if compiled_within is False:
+        words = (f"the interpreter's float64 shadow matches the reference, but compiled code "
+                 f"is off by {found.error:.3g}{ulps}{at}, more than "
+                 f"{oracle.ACCURACY_FACTOR:g}x the interpreter's own rounding there "
+                 f"({found.twin_error:.3g}): not the kernel's rounding")
+        return "mismatch", dataclasses.replace(real, accuracy=False, explanation=_join(
+            words, real.explanation), condition=condition)
+    native = ""
+    if found.native_error is not None:
+        if found.native_error > 0:
+            native = (f"; torch at the inputs' precision is off by {found.native_error:.3g} "
+                      f"there: the kernel is {found.error / found.native_error:.3g}x as far")
+        else:
+            native = "; torch at the inputs' precision is exact there"
+    cause = f"; most from {found.cause}" if found.cause else ""
+    worse = (found.native_error is not None and found.error > oracle.ACCURACY_FACTOR
+             * max(found.native_error, 0.0) and found.error > 0)
+    precision = (found.accumulates and found.share >= SHADOW_SHARE and compiled_within is None
+                 and (not real.accuracy or worse))
+    if precision:
+        words = (f"precision loss, not logic: the kernel's algorithm in float64 matches the "
+                 f"reference, but it is off by {found.error:.3g}{ulps}{at}, beyond what rounding "
+                 f"at the inputs' precision explains{native}{cause}: accumulate in float32")
+        return "precision", dataclasses.replace(real, accuracy=False, explanation=words,
+                                                condition=condition)
+    twin = (f"; the interpreter's own rounding there is {found.twin_error:.3g}"
+            if found.twin_error is not None else "")
+    words = (f"rounding, not logic: the kernel's algorithm computed in float64 matches the "
+             f"reference within {found.comparison.tolerance}; the kernel is off by "
+             f"{found.error:.3g}{ulps}{at}{native}{twin}{cause}")
+    return "accuracy", dataclasses.replace(real, accuracy=True, explanation=words,
+                                           condition=condition)
+
+
+def _join(first: str, then: str) -> str:
+    return f"{first}; {then}" if then else first
