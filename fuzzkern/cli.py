@@ -233,6 +233,8 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
             _fail_usage("--sanitize checks the compiled mode; add it with --modes "
                         "interpret,compiled")
     jobs = _jobs(jobs_text)
+    if not no_corpus:
+        _corpus_limits()
     try:
         loaded = loader.expand(list(targets))
     except FuzzkernError as e:
@@ -387,6 +389,9 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
                           f"variants, run after the cases that compiled ({r.compiles} kernel "
                           f"compilations, {r.compile_seconds:.1f} s; --amortize 0 turns "
                           "variants off)", markup=False)
+        if r.killed:
+            console.print(f"note: {r.target_id}: {r.killed} process(es) its cases started were "
+                          "still running when their case ended, and were killed", markup=False)
         if r.slow_compiles and not quiet:
             console.print(f"note: {r.target_id}: {r.slow_compiles} case(s) stopped at the "
                           f"compile limit of {opts.compile_timeout:g} s; "
@@ -394,20 +399,28 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
     for r in untested:
         if not quiet:
             console.print(f"warning: {r.target_id}: none of its {r.cases} cases was tested "
-                          "(all unsupported, slow or rejected by a precondition)")
+                          "(all unsupported, slow, rejected by a precondition or empty: no "
+                          "element in any tensor input)")
     sys.exit(EXIT_FAILURES if failures else EXIT_OK)
 
 
 def _tested(r: Any) -> int:
-    return tested_cases(r.cases, r.counts)
+    """Of a target's cases, those that tested something (not untested verdicts, not empty)."""
+    return int(getattr(r, "tested", tested_cases(r.cases, r.counts)))
 
 
 def _untested_counts(results: list[Any]) -> dict[str, int]:
     out = {v: 0 for v in sorted(Verdict.UNTESTED)}
+    out[EMPTY] = 0
     for r in results:
         for v in out:
             out[v] += r.counts.get(v, 0)
+        out[EMPTY] += getattr(r, "empty", 0)
     return out
+
+
+#: how an empty case (no element in any tensor input) is counted among the untested
+EMPTY = "empty (no element in any tensor input)"
 
 
 def _first_unsupported_reason(results: list[Any]) -> str | None:
@@ -678,8 +691,9 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
     """Replay corpus entries: PATHS are entry .json files or folders (default: ./corpus).
 
     Says per entry whether it still fails, now passes, or cannot be replayed (and why). Exits 1
-    when an entry still fails, 2 on a usage error or when no entry could be replayed at all,
-    0 otherwise. An entry whose target lies outside its project root is refused unless
+    when an entry still fails, else 2 on a usage error or when an entry could not be replayed
+    (damaged, refused, a link, stale; not one that failed only in a mode this machine cannot
+    run), 0 otherwise. An entry whose target lies outside its project root is refused unless
     --allow-outside-root is given.
     """
     from fuzzkern.corpus import store as corpus
@@ -690,11 +704,55 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
         console = Console(highlight=False, width=160)
     modes = _modes(modes_text) if modes_text else None
     _check_timeout(timeout)
+    _corpus_limits()
+    items = _replay_items(paths)
+    if not items:
+        click.echo(f"fuzzkern replay: no corpus entries in {', '.join(paths or ('corpus',))}")
+        sys.exit(EXIT_OK)
+    table = Table(title=f"fuzzkern replay ({len(items)} entries)")
+    for col in ("entry", "target", "verdict", "status", "reason"):
+        table.add_column(col, overflow="fold")
+    counts = {corpus.STILL_FAILING: 0, corpus.NOW_PASSING: 0, corpus.CANNOT_REPLAY: 0}
+    pool = WorkerPool()
+    try:
+        for path, entry in items:
+            r = _replay_one(path, entry, pool, ref=ref, modes=modes, timeout=timeout,
+                            allow_outside_root=allow_outside_root)
+            if not r.here:
+                counts[r.status] += 1
+            style = {"still-failing": "red", "now-passing": "green"}.get(r.status, "yellow")
+            status = r.status.replace("-", " ") + (" here" if r.here else "")
+            table.add_row(Text(_shown(path)), Text(entry.target_id if r.entry else "?"),
+                          Text(entry.verdict if r.entry else "?"), Text(status, style=style),
+                          Text(r.reason.splitlines()[0] if r.reason else ""))
+    finally:
+        pool.close()
+    console.print(table)
+    if pool.killed:
+        console.print(f"note: {pool.killed} process(es) the cases started were still running "
+                      "when their case ended, and were killed", markup=False)
+    sys.exit(_replay_exit(counts, len(items)))
+
+
+def _corpus_limits() -> None:
+    """``$FUZZKERN_CORPUS_LIMITS`` checked up front: a bad value is a usage error."""
+    from fuzzkern.corpus import limits
+
+    try:
+        limits.current()
+    except FuzzkernError as e:
+        _fail_usage(str(e))
+
+
+def _replay_items(paths: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """``(path, Entry or CorpusError)`` of every entry PATHS name (default: ./corpus)."""
+    from fuzzkern.corpus import store as corpus
+
     items: list[tuple[str, Any]] = []
     for path in paths or ("corpus",):
         if os.path.isdir(path):
             items += corpus.scan(path)
-        elif os.path.isfile(path):
+        elif os.path.lexists(path) and not os.path.isdir(path):
             if not path.endswith(".json"):
                 _fail_usage(f"{path}: expected an entry's .json file or a corpus folder")
             try:
@@ -703,41 +761,42 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
                 items.append((path, e))
         elif paths:
             _fail_usage(f"no such file or folder: {path}")
-    if not items:
-        click.echo(f"fuzzkern replay: no corpus entries in {', '.join(paths or ('corpus',))}")
-        sys.exit(EXIT_OK)
-    table = Table(title=f"fuzzkern replay ({len(items)} entries)")
-    for col in ("entry", "target", "verdict", "status", "reason"):
-        table.add_column(col, overflow="fold")
-    still = replayed = 0
-    pool = WorkerPool()
+    return items
+
+
+def _replay_one(path: str, entry: Any, pool: Any, **kwargs: Any) -> Any:
+    """One entry's :class:`~fuzzkern.corpus.store.ReplayResult`; an unreadable entry (or an
+    error replaying it) is a ``cannot-replay`` result with the reason, never a traceback."""
+    from fuzzkern.corpus import store as corpus
+
+    if isinstance(entry, Exception):
+        reason = str(entry)
+        if reason.startswith(path + ": "):
+            reason = reason[len(path) + 2:]
+        return corpus.ReplayResult(corpus.CANNOT_REPLAY, reason)
     try:
-        for path, entry in items:
-            if isinstance(entry, Exception):
-                reason = str(entry)
-                if reason.startswith(path + ": "):
-                    reason = reason[len(path) + 2:]
-                table.add_row(Text(_shown(path)), "?", "?", Text("cannot replay", style="yellow"),
-                              Text(reason))
-                continue
-            r = corpus.replay(entry, pool, ref=ref, modes=modes, timeout=timeout,
-                              allow_outside_root=allow_outside_root)
-            replayed += r.status != corpus.CANNOT_REPLAY
-            style = {"still-failing": "red", "now-passing": "green"}.get(r.status, "yellow")
-            still += r.status == corpus.STILL_FAILING
-            table.add_row(Text(_shown(path)), Text(entry.target_id), Text(entry.verdict),
-                          Text(r.status.replace('-', ' '), style=style),
-                          Text(r.reason.splitlines()[0] if r.reason else ""))
-    finally:
-        pool.close()
-    console.print(table)
-    if still:
-        sys.exit(EXIT_FAILURES)
-    if not replayed:
-        click.echo(f"fuzzkern: error: none of the {len(items)} corpus entries could be replayed "
+        return corpus.replay(entry, pool, **kwargs)
+    except Exception as e:  # a bug of fuzzkern's: the rest of the corpus still replays
+        return corpus.ReplayResult(corpus.CANNOT_REPLAY, f"fuzzkern error: {type(e).__name__}: "
+                                   f"{e}", entry=entry)
+
+
+def _replay_exit(counts: dict[str, int], total: int) -> int:
+    """1 when an entry still fails; else 2 when one could not be replayed (damaged, refused,
+    stale: not this machine's limits) or none could; else 0."""
+    from fuzzkern.corpus import store as corpus
+
+    if counts[corpus.STILL_FAILING]:
+        return EXIT_FAILURES
+    if not counts[corpus.NOW_PASSING]:
+        click.echo(f"fuzzkern: error: none of the {total} corpus entries could be replayed "
                    "(see the reasons above)", err=True)
-        sys.exit(EXIT_USAGE)
-    sys.exit(EXIT_OK)
+        return EXIT_USAGE
+    if counts[corpus.CANNOT_REPLAY]:
+        click.echo(f"fuzzkern: error: {counts[corpus.CANNOT_REPLAY]} of the {total} corpus "
+                   "entries could not be replayed (see the reasons above)", err=True)
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 @main.command()
@@ -756,6 +815,7 @@ def repro(entry_path: str, output: str | None, allow_outside_root: bool = False)
     from fuzzkern.corpus import repro as repro_module
     from fuzzkern.corpus import store as corpus
 
+    _corpus_limits()
     try:
         entry = corpus.load(entry_path)
     except FuzzkernError as e:

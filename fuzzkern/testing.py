@@ -223,7 +223,6 @@ def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
     Only failures this run found count: corpus entries the engine replays first are each an
     item of their own (:func:`run_replay`), so a known regression fails once, by name.
     """
-    from fuzzkern.judge.outcome import tested_cases
     from fuzzkern.report import text as reporting
     from fuzzkern.search import engine
 
@@ -249,13 +248,14 @@ def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
                     f"after {result.cases} cases: {kinds} — {found[0].outcome.message}")
         return ItemResult("failed", headline.splitlines()[0],
                           "\n\n".join(texts) + f"\n\n{stats}", saved, stats=stats)
-    tested = tested_cases(result.cases, result.counts)
-    if result.cases and tested <= 0:
+    if result.cases and result.tested <= 0:
         # A run that tested nothing must not look like a pass.
+        empty = (f" ({result.empty} of them empty: no element in any tensor input)"
+                 if result.empty else "")
         return ItemResult(
             "failed",
             f"{lt.id}: none of {result.cases} cases got past the launcher's preconditions or "
-            f"the modes {','.join(opts.modes)}: nothing was tested",
+            f"the modes {','.join(opts.modes)}{empty}: nothing was tested",
             stats, stats=stats)
     return ItemResult("passed", "", stats, stats=stats)
 
@@ -288,6 +288,8 @@ def run_replay(path: str, entry: Any, ref: str, pool: Any,
     if why:
         return ItemResult("skipped", f"cannot replay {shown} here: {why}")
     r = corpus.replay(entry, pool, ref=ref, modes=modes)
+    if r.here:
+        return ItemResult("skipped", f"cannot replay {shown} here: {r.reason}")
     if r.status == corpus.NOW_PASSING:
         return ItemResult("passed", "", f"{shown}: recorded {entry.verdict}, now {r.reason}")
     if r.status == corpus.STILL_FAILING and r.outcome is not None:

@@ -32,8 +32,10 @@ import json
 import os
 import platform
 import re
+import stat
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from fuzzkern.case.codec import decode_document, encode_document
 from fuzzkern.case.model import Case
 from fuzzkern.case.storage import storages_of
+from fuzzkern.corpus import limits
 from fuzzkern.errors import CaseError, CorpusError, FuzzkernError
 from fuzzkern.judge.outcome import Outcome
 
@@ -232,6 +235,8 @@ def _from_json(d: Any, where: str) -> Entry:
     if not isinstance(eid, str) or not _ID.fullmatch(eid):
         raise CorpusError(f"{where}: bad entry id {eid!r} (expected 1-64 letters, digits, _ "
                           "or -; an id names files, so no path separators or dots)")
+    limits.check_case(d.get("case"), limits.current(), where)
+    _check_fields(d, where)
     try:
         d = decode_document(d)
         target = dict(d["target"])
@@ -258,12 +263,48 @@ def _from_json(d: Any, where: str) -> Entry:
         )
     except CaseError as e:
         raise CorpusError(f"{where}: malformed case: {e}") from e
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+    except Exception as e:  # whatever else a hand-edited entry holds: one line, no traceback
         raise CorpusError(f"{where}: malformed entry: {type(e).__name__}: {e}") from e
     missing = sorted(set(case.tensors) - set(entry.inputs))
     if missing:
         raise CorpusError(f"{where}: malformed entry: no checksum for input(s) {missing}")
     return entry
+
+
+#: the most times an entry may ask for the compiled kernel to run per case
+MAX_REPEATS = 100
+
+
+def _check_fields(d: dict[str, Any], where: str) -> None:
+    """Raise :class:`CorpusError` unless the modes, options and input checksums of raw entry
+    ``d`` have the types and ranges a replay uses (the case: :func:`limits.check_case`)."""
+    from fuzzkern.target.declare import MODES
+
+    problems = []
+    modes = d.get("modes", [])
+    if not isinstance(modes, list) or not all(m in MODES for m in modes):
+        problems.append(f"modes must be a list of {', '.join(MODES)}")
+    options = d.get("options", {})
+    if not isinstance(options, dict):
+        problems.append("options must be a JSON object")
+    else:
+        if not isinstance(options.get("debug", False), bool):
+            problems.append("options.debug must be true or false")
+        repeats = options.get("repeat_compiled", 1)
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or \
+                not 1 <= repeats <= MAX_REPEATS:
+            problems.append(f"options.repeat_compiled must be a whole number in [1, "
+                            f"{MAX_REPEATS}]")
+        checks = options.get("checks", {})
+        if not isinstance(checks, dict) or not all(isinstance(v, bool) for v in checks.values()):
+            problems.append("options.checks must map check names to true or false")
+    inputs = d.get("inputs", {})
+    if not isinstance(inputs, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("sha256"), str)
+            and type(v.get("elements")) is int for v in inputs.values()):
+        problems.append("inputs must map each tensor input to its elements and sha256")
+    if problems:
+        raise CorpusError(f"{where}: refused: {'; '.join(problems)}")
 
 
 def _unclosed(text: str) -> bool:
@@ -286,23 +327,32 @@ def _unclosed(text: str) -> bool:
     return in_string or depth > 0
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"the non-JSON constant {name}")
+
+
 def load(path: str | os.PathLike[str]) -> Entry:
     """Load the entry at ``path`` (its JSON file). Raises :class:`CorpusError` naming the file
-    and why: unreadable, truncated or malformed JSON, a foreign file, a schema too new."""
+    and why: unreadable, not a regular file, past the size limit, truncated or malformed JSON,
+    a foreign file, a schema too new, numbers fuzzkern cannot use (:mod:`.limits`)."""
     path = os.fspath(path)
+    caps = limits.current()
+    limits.check_folder(path)
+    raw = limits.read_regular(path, caps.entry_bytes, "the entry", "entry_bytes")
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as e:
-        raise CorpusError(f"{path}: cannot read: {e.strerror or e}") from e
-    try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError as e:
         raise CorpusError(f"{path}: not a fuzzkern corpus entry (not UTF-8 text)") from e
     except json.JSONDecodeError as e:
         what = "truncated" if _unclosed(raw.decode("utf-8")) else "malformed"
         raise CorpusError(f"{path}: {what} JSON ({e.msg} at line {e.lineno} column {e.colno})"
                           ) from e
+    except RecursionError as e:
+        raise CorpusError(f"{path}: refused: JSON nested deeper than the limit of "
+                          f"{caps.depth} ({limits.LIMITS_VARIABLE} depth=...)") from e
+    except ValueError as e:  # an integer of thousands of digits, NaN or Infinity tokens
+        raise CorpusError(f"{path}: refused: {e}") from e
+    limits.check_document(data, caps, path)
     entry = _from_json(data, path)
     entry.path = os.path.abspath(path)
     return entry
@@ -319,64 +369,87 @@ def _sha256(t: torch.Tensor) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def _safetensors_tensors(path: str) -> dict[str, tuple[str, list[int], bytes]]:
-    """``name -> (dtype code, shape, raw bytes)`` of a .safetensors file, read without torch.
-
-    The format: an 8-byte little-endian header length, a JSON header, then the data."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError as e:
-        raise CorpusError(f"{path}: the stored inputs are missing") from e
-    except OSError as e:
-        raise CorpusError(f"{path}: cannot read the stored inputs: {e.strerror or e}") from e
-    if len(data) < 8:
+def _safetensors_header(fh: Any, size: int, path: str) -> tuple[dict[str, Any], int]:
+    """The JSON header of an open .safetensors file of ``size`` bytes, and where its data
+    starts. The format: an 8-byte little-endian header length, a JSON header, then the data."""
+    head = fh.read(8)
+    if len(head) < 8:
         raise CorpusError(f"{path}: truncated safetensors file")
-    n = int.from_bytes(data[:8], "little")
-    if n > len(data) - 8:
+    n = int.from_bytes(head, "little")
+    if n > size - 8:
         raise CorpusError(f"{path}: truncated safetensors file (header)")
+    if n > limits.HEADER_BYTES:
+        raise CorpusError(f"{path}: refused: a safetensors header of {n} bytes (at most "
+                          f"{limits.HEADER_BYTES})")
     try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CorpusError(f"{path}: not a safetensors file ({e})") from e
+        header = json.loads(fh.read(n).decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise CorpusError(f"{path}: not a safetensors file ({type(e).__name__}: "
+                          f"{str(e)[:200]})") from e
     if not isinstance(header, dict):
         raise CorpusError(f"{path}: not a safetensors file")
-    base = 8 + n
-    out: dict[str, tuple[str, list[int], bytes]] = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            start, end = (int(x) for x in info["data_offsets"])
-            code, shape = str(info["dtype"]), [int(s) for s in info["shape"]]
-        except (KeyError, TypeError, ValueError) as e:
-            raise CorpusError(f"{path}: malformed safetensors header for {name!r}") from e
-        if base + end > len(data) or start > end:
-            raise CorpusError(f"{path}: truncated safetensors file (tensor {name!r})")
-        out[name] = (code, shape, data[base + start:base + end])
-    return out
+    limits.check_document(header, limits.current(), path)
+    return header, 8 + n
+
+
+def _span(header: dict[str, Any], name: str, data_bytes: int, path: str) -> tuple[int, int]:
+    """``(start, end)`` of tensor ``name``'s bytes after the header, checked to lie in the
+    file's ``data_bytes`` bytes of data."""
+    info = header.get(name)
+    if info is None:
+        raise CorpusError(f"{path}: no stored storage for input {name!r}")
+    try:
+        start, end = (x for x in info["data_offsets"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CorpusError(f"{path}: malformed safetensors header for {name!r}") from e
+    if not all(type(x) is int for x in (start, end)) or not 0 <= start <= end:
+        raise CorpusError(f"{path}: malformed safetensors header for {name!r}")
+    if end > data_bytes:
+        raise CorpusError(f"{path}: truncated safetensors file (tensor {name!r})")
+    return start, end
+
+
+def _sha256_of_span(fh: Any, start: int, end: int) -> str:
+    digest = hashlib.sha256()
+    fh.seek(start)
+    left = end - start
+    while left > 0:
+        chunk = fh.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        digest.update(chunk)
+        left -= len(chunk)
+    return digest.hexdigest()
 
 
 def check_storages(entry: Entry) -> None:
-    """Raise :class:`CorpusError` unless the entry's .safetensors file holds, for every tensor
-    input, a storage of the recorded size whose sha256 matches the JSON."""
+    """Raise :class:`CorpusError` unless the entry's .safetensors file is a regular file no
+    bigger than the entry declares and holds, for every tensor input, a storage of the
+    recorded size whose sha256 matches the JSON (read in pieces: never the whole file)."""
+    from fuzzkern.case.model import torch_dtype
+
     path = entry.storages_path
     if path is None:
         raise CorpusError(f"entry {entry.id} has no file")
-    stored = _safetensors_tensors(path)
-    for name, tc in entry.case.tensors.items():
-        if name not in stored:
-            raise CorpusError(f"{path}: no stored storage for input {name!r}")
-        _code, shape, raw = stored[name]
-        info = entry.inputs.get(name, {})
-        if shape != [tc.storage_size] or int(info.get("elements", -1)) != tc.storage_size:
-            raise CorpusError(
-                f"{path}: input {name!r} has a stored storage of shape {shape}, but the case "
-                f"needs {tc.storage_size} elements"
-            )
-        if hashlib.sha256(raw).hexdigest() != info.get("sha256"):
-            raise CorpusError(f"{path}: checksum mismatch for input {name!r}: the stored bytes "
-                              "are not the bytes the entry was saved with")
+    declared = {name: tc.storage_size * torch_dtype(tc.dtype).itemsize
+                for name, tc in entry.case.tensors.items()}
+    cap = 8 + limits.HEADER_BYTES + sum(declared.values())
+    with limits.open_regular(path, cap, "the stored inputs",
+                             "the size its entry declares") as (fh, size):
+        header, base = _safetensors_header(fh, size, path)
+        for name, tc in entry.case.tensors.items():
+            start, end = _span(header, name, size - base, path)
+            info = entry.inputs.get(name, {})
+            shape = header[name].get("shape") if isinstance(header[name], dict) else None
+            if shape != [tc.storage_size] or info.get("elements") != tc.storage_size \
+                    or end - start != declared[name]:
+                raise CorpusError(
+                    f"{path}: input {name!r} has a stored storage of shape {shape} "
+                    f"({end - start} bytes), but the case needs {tc.storage_size} elements"
+                )
+            if _sha256_of_span(fh, base + start, base + end) != info.get("sha256"):
+                raise CorpusError(f"{path}: checksum mismatch for input {name!r}: the stored "
+                                  "bytes are not the bytes the entry was saved with")
 
 
 # --------------------------------------------------------------------------------------------
@@ -549,6 +622,10 @@ def _ref_relative(ref: str, root: str) -> str | None:
 _REPLAY_OPTIONS = ("repeat_compiled", "checks")
 
 
+#: seconds a save waits at most for another process's lock on a target folder
+LOCK_WAIT = 30.0
+
+
 def save(
     corpus_dir: str | os.PathLike[str],
     target_id: str,
@@ -564,6 +641,8 @@ def save(
     flaky: bool = False,
     debug: bool = False,
     run_options: Mapping[str, Any] | None = None,
+    lock_until: float | None = None,
+    problems: list[str] | None = None,
 ) -> str:
     """Save a failure as an entry of ``corpus_dir``; returns the path of its JSON file.
 
@@ -574,11 +653,14 @@ def save(
     case). An entry with the same id that loads and checks out is kept as it is (the same
     failure found twice is one entry; its first finding is the record). Safe to call from
     several processes at once: each file appears complete or not at all.
-    """
-    import safetensors.torch
 
+    The target folder's lock is waited for until ``lock_until`` (a ``time.monotonic()``
+    instant, e.g. the end of ``--budget``) and at most :data:`LOCK_WAIT` seconds; when another
+    process holds it longer (one stopped while saving), the entry is written without it, not
+    checked against the folder's other entries, and a warning is appended to ``problems``
+    (or issued as a :class:`RuntimeWarning`): never a hang, never a lost finding.
+    """
     corpus_dir = os.path.abspath(os.fspath(corpus_dir))
-    root = os.path.dirname(corpus_dir)
     eid = entry_id(target_id, outcome.verdict, case)
     folder = os.path.join(corpus_dir, target_dirname(target_id))
     json_path = os.path.join(folder, f"{eid}.json")
@@ -589,6 +671,35 @@ def save(
             return json_path
         except CorpusError:
             pass  # a damaged entry of the same failure: write it again
+    entry, blob = _new_entry(eid, os.path.dirname(corpus_dir), target_id, ref, case, outcome,
+                             storages, target, modes=modes, explanations=explanations,
+                             shrunk=shrunk, flaky=flaky, debug=debug, run_options=run_options)
+    os.makedirs(folder, exist_ok=True)
+    until = time.monotonic() + LOCK_WAIT
+    if lock_until is not None:
+        until = min(until, lock_until)
+    waited = time.monotonic()
+    with _locked(folder, until) as locked:
+        if not locked:
+            warning = (f"the corpus folder {folder} stayed locked by another process for "
+                       f"{time.monotonic() - waited:.0f} s; saved {json_path} without checking "
+                       "it against the folder's other entries")
+            if problems is None:
+                warnings.warn(warning, RuntimeWarning, stacklevel=2)
+            else:
+                problems.append(warning)
+        path = _write_entry(folder, entry, blob, checked=locked)
+    _remove_stale_temporaries(folder)
+    return path
+
+
+def _new_entry(eid: str, root: str, target_id: str, ref: str, case: Case, outcome: Outcome,
+               storages: Mapping[str, torch.Tensor] | None, target: Target | None, *,
+               modes: Iterable[str], explanations: Iterable[str], shrunk: bool, flaky: bool,
+               debug: bool, run_options: Mapping[str, Any] | None) -> tuple[Entry, bytes]:
+    """The entry :func:`save` writes, and its .safetensors file's bytes."""
+    import safetensors.torch
+
     if storages is None:
         storages = storages_of(case)
     flat = {}
@@ -615,43 +726,63 @@ def save(
             **{k: v for k, v in (run_options or {}).items() if k in _REPLAY_OPTIONS},
         },
     )
-    os.makedirs(folder, exist_ok=True)
-    with _locked(folder):
-        # Several processes finding one failure write one entry: an unshrunk case yields to an
-        # entry of the same failure (target and verdict family) that is shrunk or no larger,
-        # and a shrunk one replaces the unshrunk entries of its failure.
-        same = _same_failure(folder, target_id, outcome.verdict, exclude=json_path)
-        size = _case_bytes(case)
-        if not shrunk:
-            for other in same:
-                if other.shrunk or _case_bytes(other.case) <= size:
-                    assert other.path is not None
-                    return other.path
-        blob = safetensors.torch.save(
-            flat, metadata={"format": FORMAT, "schema_version": str(SCHEMA_VERSION),
-                            "entry": eid}
-        )
-        _write_atomic(os.path.join(folder, f"{eid}.safetensors"), blob)
-        text = dumps(entry.to_json()) + "\n"
-        _write_atomic(json_path, text.encode())
+    blob = safetensors.torch.save(
+        flat, metadata={"format": FORMAT, "schema_version": str(SCHEMA_VERSION), "entry": eid}
+    )
+    return entry, blob
+
+
+def _write_entry(folder: str, entry: Entry, blob: bytes, *, checked: bool) -> str:
+    """Write ``entry`` into ``folder`` (inputs first, JSON last); with ``checked`` (the
+    folder's lock is held), against the folder's other entries of the same failure: several
+    processes finding one failure write one entry, an unshrunk case yields to an entry of the
+    same failure (target and verdict family) that is shrunk or no larger, and a shrunk one
+    replaces the unshrunk entries of its failure."""
+    json_path = os.path.join(folder, f"{entry.id}.json")
+    same = _same_failure(folder, entry.target_id, entry.verdict, exclude=json_path) \
+        if checked else []
+    size = _case_bytes(entry.case)
+    if not entry.shrunk:
         for other in same:
-            if not other.shrunk and (shrunk or _case_bytes(other.case) > size):
-                _remove_entry(other)
-        _fsync_dir(folder)
-    _remove_stale_temporaries(folder)
+            if other.shrunk or _case_bytes(other.case) <= size:
+                assert other.path is not None
+                return other.path
+    _write_atomic(os.path.join(folder, f"{entry.id}.safetensors"), blob)
+    _write_atomic(json_path, (dumps(entry.to_json()) + "\n").encode())
+    for other in same:
+        if not other.shrunk and (entry.shrunk or _case_bytes(other.case) > size):
+            _remove_entry(other)
+    _fsync_dir(folder)
     return json_path
 
 
 @contextlib.contextmanager
-def _locked(folder: str) -> Iterator[None]:
+def _locked(folder: str, until: float) -> Iterator[bool]:
     """An exclusive lock on a target folder (``flock`` on the folder itself: no lock file
-    to commit), held while an entry is checked against its neighbours and written."""
+    to commit), held while an entry is checked against its neighbours and written; yields
+    whether it was had by ``until`` (a ``time.monotonic()`` instant). A target folder that
+    is a symbolic link is refused: nothing is written through a link."""
     import fcntl
 
-    fd = os.open(folder, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as e:
+        raise CorpusError(f"{folder}: cannot write the corpus entry: "
+                          + ("the folder is a symbolic link" if os.path.islink(folder)
+                             else str(e.strerror or e))) from e
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
+                break
+            except BlockingIOError:
+                now = time.monotonic()
+                if now >= until:
+                    locked = False
+                    break
+                time.sleep(min(0.05, until - now))
+        yield locked
     finally:
         os.close(fd)  # releases the lock
 
@@ -697,14 +828,16 @@ def _remove_entry(entry: Entry) -> None:
 STALE_SECONDS = 600.0
 
 
-def _writer_gone(name: str) -> bool:
-    """Whether the process that wrote temporary file ``name`` (``.<file>.<pid>.<random>.tmp``)
-    no longer runs on this machine."""
-    parts = name.split(".")
-    if len(parts) < 4 or not parts[-3].isdigit():
-        return False
+#: The name of a temporary file :func:`_write_atomic` makes for an entry's file:
+#: ``.<id>.json.<pid>.<8 random characters>.tmp`` (or ``.safetensors``; see tempfile.mkstemp).
+_TEMPORARY = re.compile(r"\.(?P<id>[A-Za-z0-9_-]{1,64})\.(?:json|safetensors)\.(?P<pid>\d{1,10})"
+                        r"\.[a-z0-9_]{8}\.tmp")
+
+
+def _writer_gone(pid: int) -> bool:
+    """Whether process ``pid`` (the writer of a temporary file) no longer runs here."""
     try:
-        os.kill(int(parts[-3]), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except (OSError, OverflowError, ValueError):
@@ -712,22 +845,42 @@ def _writer_gone(name: str) -> bool:
     return False
 
 
+def _is_target_folder(folder: str, names: Iterable[str]) -> bool:
+    """Whether ``folder`` (holding ``names``) is a target folder of a corpus: it holds an
+    entry's pair of files (``<id>.json`` beside ``<id>.safetensors``) and lies below no
+    ``.git`` folder."""
+    if ".git" in os.path.abspath(folder).split(os.sep):
+        return False
+    names = set(names)
+    return any(n.endswith(".json") and _ID.fullmatch(n[:-5]) and f"{n[:-5]}.safetensors" in names
+               for n in names)
+
+
 def _remove_stale_temporaries(folder: str) -> None:
-    """Remove temporary files that killed writers left: those whose writer process is gone,
-    and any older than :data:`STALE_SECONDS` (a writer on another machine, a reused pid)."""
+    """In a target folder (:func:`_is_target_folder`), remove the temporary files killed
+    writers left: only regular files named as :func:`_write_atomic` names them, whose writer
+    process is gone or that are older than :data:`STALE_SECONDS` (a writer on another machine,
+    a reused pid). Nothing else, nowhere else: a folder of someone's own ``.tmp`` files is
+    not a corpus."""
     now = time.time()
     try:
         names = os.listdir(folder)
     except OSError:
         return
+    if not _is_target_folder(folder, names):
+        return
     for name in names:
-        if name.startswith(".") and name.endswith(".tmp"):
-            path = os.path.join(folder, name)
-            try:
-                if _writer_gone(name) or now - os.stat(path).st_mtime > STALE_SECONDS:
-                    os.unlink(path)
-            except OSError:
-                pass  # another writer removed it first
+        m = _TEMPORARY.fullmatch(name)
+        if m is None:
+            continue
+        path = os.path.join(folder, name)
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and (_writer_gone(int(m["pid"]))
+                                             or now - st.st_mtime > STALE_SECONDS):
+                os.unlink(path)
+        except OSError:
+            pass  # another writer removed it first
 
 
 # --------------------------------------------------------------------------------------------
@@ -738,36 +891,43 @@ def _remove_stale_temporaries(folder: str) -> None:
 _QUIET = {"README", "README.md", "README.txt", ".gitkeep", ".gitattributes", ".gitignore"}
 
 
-def scan(corpus_dir: str | os.PathLike[str], target_id: str | None = None
-         ) -> list[tuple[str, Entry | CorpusError]]:
-    """Every entry under ``corpus_dir`` (or of ``target_id`` only), sorted by path, each as
-    ``(path, Entry)`` or, for a file that is malformed, truncated, foreign or too new,
-    ``(path, CorpusError)``. Hidden files (temporary files of writers) are skipped; a
-    ``.safetensors`` file is part of its entry. ``corpus_dir`` may also be a target folder."""
-    corpus_dir = os.fspath(corpus_dir)
-    if not os.path.isdir(corpus_dir):
-        return []
+def _folders(corpus_dir: str, target_id: str | None) -> list[str]:
+    """The folders :func:`scan` reads: the target's, or every folder under ``corpus_dir``
+    but hidden ones (``.git``, ``.hypothesis``) and links (never followed)."""
     if target_id is not None:
-        folders = [os.path.join(corpus_dir, target_dirname(target_id))]
-    else:
-        folders = [d for d, _, _ in os.walk(corpus_dir)]
+        return [os.path.join(corpus_dir, target_dirname(target_id))]
+    out = []
+    for folder, dirs, _files in os.walk(corpus_dir):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        out.append(folder)
+    return sorted(out)
+
+
+def _scan_folder(folder: str, top: bool, target_id: str | None
+                 ) -> list[tuple[str, Entry | CorpusError]]:
     out: list[tuple[str, Entry | CorpusError]] = []
-    for folder in sorted(folders):
-        if not os.path.isdir(folder):
+    with os.scandir(folder) as it:
+        items = sorted(it, key=lambda d: d.name)
+    for item in items:
+        path, name = os.path.join(folder, item.name), item.name
+        if name.startswith(".") or name in _QUIET:
             continue
-        _remove_stale_temporaries(folder)
-        top = os.path.abspath(folder) == os.path.abspath(corpus_dir) and target_id is None
-        for name in sorted(os.listdir(folder)):
-            path = os.path.join(folder, name)
-            if name.startswith(".") or name in _QUIET or not os.path.isfile(path):
-                continue
-            if name.endswith(".safetensors"):
-                continue
-            if not name.endswith(".json"):
-                if not top:
-                    out.append((path, CorpusError(f"{path}: not a corpus file (entries are "
-                                                  "<id>.json with <id>.safetensors)")))
-                continue
+        if item.is_symlink():
+            if name.endswith((".json", ".safetensors")) or not top or item.is_dir():
+                dangling = "" if os.path.exists(path) else " (dangling)"
+                out.append((path, CorpusError(f"{path}: refused: a symbolic link{dangling} "
+                                              "(corpus files and folders must not be links)")))
+            continue
+        if item.is_dir() or name.endswith(".safetensors"):
+            continue
+        if not item.is_file():
+            out.append((path, CorpusError(f"{path}: refused: not a regular file (a device, "
+                                          "FIFO or socket)")))
+        elif not name.endswith(".json"):
+            if not top:
+                out.append((path, CorpusError(f"{path}: not a corpus file (entries are "
+                                              "<id>.json with <id>.safetensors)")))
+        else:
             try:
                 entry = load(path)
             except CorpusError as e:
@@ -776,6 +936,31 @@ def scan(corpus_dir: str | os.PathLike[str], target_id: str | None = None
             if target_id is not None and entry.target_id != target_id:
                 continue  # another target whose id maps to the same folder name
             out.append((path, entry))
+    return out
+
+
+def scan(corpus_dir: str | os.PathLike[str], target_id: str | None = None
+         ) -> list[tuple[str, Entry | CorpusError]]:
+    """Every entry under ``corpus_dir`` (or of ``target_id`` only), sorted by path, each as
+    ``(path, Entry)`` or, for a file that is malformed, truncated, foreign, too new, a link
+    (dangling or not) or not a regular file, ``(path, CorpusError)``. Hidden files (temporary
+    files of writers) and hidden folders are skipped; a ``.safetensors`` file is part of its
+    entry. ``corpus_dir`` may also be a target folder. Target folders are swept of the
+    temporary files killed writers left (:func:`_remove_stale_temporaries`)."""
+    corpus_dir = os.fspath(corpus_dir)
+    if not os.path.isdir(corpus_dir):
+        return []
+    out: list[tuple[str, Entry | CorpusError]] = []
+    for folder in _folders(corpus_dir, target_id):
+        if os.path.islink(folder) and target_id is not None:
+            out.append((folder, CorpusError(f"{folder}: refused: the target's corpus folder is "
+                                            "a symbolic link (corpus folders must not be links)")))
+            continue
+        if not os.path.isdir(folder):
+            continue
+        _remove_stale_temporaries(folder)
+        top = os.path.abspath(folder) == os.path.abspath(corpus_dir) and target_id is None
+        out += _scan_folder(folder, top, target_id)
     return out
 
 
@@ -794,6 +979,9 @@ class ReplayResult:
     outcome: Outcome | None = None
     entry: Entry | None = None
     ref: str | None = None
+    #: a ``cannot-replay`` because of this machine (its failing mode cannot run here), not of
+    #: the entry: not a problem of the corpus
+    here: bool = False
 
     @property
     def still_failing(self) -> bool:
@@ -907,9 +1095,49 @@ def _cuda_available() -> bool:
         return False
 
 
+def recorded_differences(entry: Entry, target: Target,
+                         checks: Mapping[str, bool] | None = None) -> list[str]:
+    """How the options ``entry`` was recorded with differ from those it replays with: the
+    target's checks with the run's ``checks`` on top, and the target's tolerance. An entry
+    never sets them (it may come from someone else's pull request: editing its checks to
+    false must not make a bug pass); the difference is shown."""
+    out = []
+    recorded = entry.options.get("checks") or {}
+    now = {**target.checks, **(checks or {})}
+    off_then = sorted(k for k, v in recorded.items() if v is False and now.get(k, True))
+    if off_then:
+        out.append(f"recorded with check(s) {', '.join(off_then)} off; replayed with the "
+                   "target's checks")
+    off_now = sorted(k for k, v in (checks or {}).items() if v is False
+                     and recorded.get(k, True))
+    if off_now:
+        out.append(f"check(s) {', '.join(off_now)} turned off for this run")
+    tolerance = entry.target.get("tolerance")
+    current = {"rtol": target.tolerance.rtol, "atol": target.tolerance.atol,
+               "equal_nan": target.tolerance.equal_nan}
+    if isinstance(tolerance, dict) and encode_document(tolerance) != encode_document(current):
+        out.append(f"recorded with tolerance {_canonical(encode_document(tolerance))}; the "
+                   f"target's is now {_canonical(encode_document(current))}")
+    return out
+
+
+def _run_modes(entry: Entry, target: Target, modes: Iterable[str] | None
+               ) -> tuple[list[str], list[str]]:
+    """The modes to replay ``entry`` in (the wanted ones the target has and this machine
+    can run: an entry only narrows them), and those skipped here, in words."""
+    wanted = tuple(modes) if modes is not None else (entry.modes or ("interpret",))
+    run_modes = [m for m in wanted if m in target.modes]
+    skipped = []
+    if "compiled" in run_modes and not _cuda_available():
+        run_modes.remove("compiled")
+        skipped.append("compiled (no CUDA GPU here)")
+    return run_modes, skipped
+
+
 def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
            modes: Iterable[str] | None = None, timeout: float | None = None,
-           debug: bool = False, allow_outside_root: bool = True) -> ReplayResult:
+           debug: bool = False, allow_outside_root: bool = True,
+           checks: Mapping[str, bool] | None = None) -> ReplayResult:
     """Run ``entry``'s case again, from its stored input bytes, in a worker of ``pool``.
 
     ``ref`` points the entry at another target (e.g. the fixed twin of the one that failed);
@@ -917,14 +1145,17 @@ def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
     entry's modes, less those this machine cannot run. Never raises for a kernel's behaviour
     or a damaged entry: those are ``cannot-replay`` results with a reason.
     ``allow_outside_root=False`` (``fuzzkern replay``) refuses an entry whose own target lies
-    outside its project root (:func:`outside_root`) without importing it.
+    outside its project root (:func:`outside_root`) without importing it. The hygiene checks
+    and tolerance are the target's, with ``checks`` (the run's ``--no-check``) on top, never
+    the entry's (:func:`recorded_differences`, shown in the reason); the entry may ask for
+    more: ``debug`` launches, repeated compiled runs.
     """
     from fuzzkern.target import loader
 
     use_ref = ref or entry.resolved_ref()
 
-    def cannot(reason: str) -> ReplayResult:
-        return ReplayResult(CANNOT_REPLAY, reason, None, entry, use_ref)
+    def cannot(reason: str, here: bool = False) -> ReplayResult:
+        return ReplayResult(CANNOT_REPLAY, reason, None, entry, use_ref, here)
 
     if not allow_outside_root and ref is None:
         outside = outside_root(entry, ref, locators=False)
@@ -946,33 +1177,38 @@ def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
         check_storages(entry)
     except CorpusError as e:
         return cannot(str(e))
-    wanted = tuple(modes) if modes is not None else (entry.modes or ("interpret",))
-    run_modes = [m for m in wanted if m in lt.target.modes]
-    skipped = []
-    if "compiled" in run_modes and not _cuda_available():
-        run_modes.remove("compiled")
-        skipped.append("compiled (no CUDA GPU here)")
+    run_modes, skipped = _run_modes(entry, lt.target, modes)
     if not run_modes:
-        return cannot("none of the modes " + ", ".join(wanted) + " can run here"
-                      + (f": {', '.join(skipped)}" if skipped else ""))
+        return cannot("none of the modes " + ", ".join(modes or entry.modes or ("interpret",))
+                      + " can run here" + (f": {', '.join(skipped)}" if skipped else ""),
+                      here=bool(skipped))
     if entry.failing_modes and not set(entry.failing_modes) & set(run_modes):
         why = f" ({', '.join(skipped)})" if skipped else ""
         return cannot(f"it failed only in {', '.join(entry.failing_modes)} mode, which is not "
-                      f"run here{why}")
-    options = {"modes": run_modes, "storages": entry.storages_path,
-               "debug": bool(debug or entry.options.get("debug", False)),
-               **{k: v for k, v in entry.options.items() if k in _REPLAY_OPTIONS}}
+                      f"run here{why}", here=True)
+    options: dict[str, Any] = {"modes": run_modes, "storages": entry.storages_path,
+                               "debug": bool(debug or entry.options.get("debug", False))}
+    if checks:
+        options["checks"] = dict(checks)
+    if int(entry.options.get("repeat_compiled", 1)) > 1:
+        options["repeat_compiled"] = int(entry.options["repeat_compiled"])
     outcome = pool.run(lt.ref, entry.case.to_json(), options,
                        timeout if timeout is not None else lt.target.timeout)
     if "harness" in outcome.modes:
         return ReplayResult(CANNOT_REPLAY, outcome.message, outcome, entry, lt.ref)
-    note = f" (skipped {', '.join(skipped)})" if skipped else ""
+    notes = [f"skipped {', '.join(skipped)}"] if skipped else []
+    notes += recorded_differences(entry, lt.target, checks)
+    note = f" ({'; '.join(notes)})" if notes else ""
     if outcome.failed:
         if outcome.verdict == entry.verdict:
             reason = f"{outcome.verdict}: {outcome.message}"
         else:
             reason = (f"verdict changed from {entry.verdict} to {outcome.verdict}: "
                       f"{outcome.message}")
-        return ReplayResult(STILL_FAILING, reason + note, outcome, entry, lt.ref)
+        return ReplayResult(STILL_FAILING, _first_line(reason) + note, outcome, entry, lt.ref)
     reason = "passes" if outcome.verdict == "pass" else f"{outcome.verdict}: {outcome.message}"
-    return ReplayResult(NOW_PASSING, reason + note, outcome, entry, lt.ref)
+    return ReplayResult(NOW_PASSING, _first_line(reason) + note, outcome, entry, lt.ref)
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else text

@@ -36,7 +36,13 @@ def main() -> None:
 
     torch.set_num_threads(1)
     from fuzzkern.execution import progress
-    from fuzzkern.execution.pool import run_case_or_harness_error
+    from fuzzkern.execution.pool import (
+        become_subreaper,
+        end_case_processes,
+        run_case_or_harness_error,
+    )
+
+    become_subreaper()  # what a case starts ends with the case (fuzzkern.execution.pool)
 
     def send(event: object) -> None:  # what the case tells the parent while it runs
         protocol.write(json.dumps(event, default=str) + "\n")
@@ -51,6 +57,9 @@ def main() -> None:
             break
         ref, case_json, options = msg
         result = run_case_or_harness_error(ref, case_json, options)
+        killed = end_case_processes()
+        if killed:
+            result["killed"] = killed
         protocol.write(json.dumps(result, default=str) + "\n")
         protocol.flush()
 

@@ -222,6 +222,109 @@ def die_with_parent(parent: int | None = None) -> None:
         os._exit(1)
 
 
+def become_subreaper() -> None:
+    """Make this process the reaper of its orphaned descendants (``PR_SET_CHILD_SUBREAPER``,
+    Linux): a process a case starts that double-forks or calls ``setsid`` is reparented here,
+    not to init, so :func:`end_descendants` still finds it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+    except Exception:  # pragma: no cover - not Linux
+        pass
+
+
+def _children(pid: int) -> list[int]:
+    """The live children of ``pid`` (from ``/proc/<pid>/task/*/children``; zombies left out)."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                out += [int(c) for c in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return [c for c in out if _alive(c)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid``, parents before their children."""
+    out, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+#: seconds :func:`end_descendants` keeps killing a process tree that keeps forking
+END_WAIT = 5.0
+
+
+def end_descendants(pid: int | None = None, *, reap: bool = False) -> int:
+    """SIGKILL every process below ``pid`` (default: this one), again until none is left
+    (a killed process's orphans come back to a subreaper, :func:`become_subreaper`), for at
+    most :data:`END_WAIT` seconds; with ``reap`` (``pid`` is this process), reap them too.
+    Returns how many were killed."""
+    me = os.getpid() if pid is None else pid
+    killed: set[int] = set()
+    deadline = time.monotonic() + END_WAIT
+    while time.monotonic() < deadline:
+        found = descendants(me)
+        if reap:
+            _reap()
+        if not found:
+            break
+        for p in found:
+            try:
+                os.kill(p, signal.SIGKILL)
+                killed.add(p)
+            except OSError:
+                pass
+        time.sleep(0.01)
+    if reap:
+        _reap()
+    return len(killed)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not done:
+            return
+
+
+def _has_children() -> bool:
+    """Whether this process has a child, live or not yet reaped (one system call)."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def end_case_processes() -> int:
+    """At a case's end, in a worker: end every process the case started and left running
+    (reaping those that ended by themselves); how many had to be killed."""
+    if not _has_children():
+        return 0
+    return end_descendants(reap=True)
+
+
 def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     """Loop of one worker: receive (ref, case, options), run it, send back the outcome."""
     os.environ.update(env)
@@ -239,6 +342,8 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     # Die with the parent (the fork server, which dies with fuzzkern) rather than linger as an
     # orphan spinning on a case or holding a GPU context.
     die_with_parent()
+    # What a case starts stays below this worker, setsid or not, and ends with the case.
+    become_subreaper()
     # Ctrl-C reaches the whole process group: the parent decides what an interrupt means (it
     # kills this worker when it stops); a KeyboardInterrupt here would read as a kernel error.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -261,6 +366,9 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         ref, case_json, options = msg
         timer = stages.begin()
         result = run_case_or_harness_error(ref, case_json, options)
+        killed = end_case_processes()
+        if killed:
+            result["killed"] = killed
         with stages.stage("capture"):
             text, total = capture.case_end()
         if total:
@@ -398,11 +506,16 @@ class Worker:
     def alive(self) -> bool:
         return self.process.is_alive()
 
-    def kill(self) -> None:
-        if self.process.is_alive():
+    def kill(self) -> int:
+        """Kill the worker and every process below it (first, while the worker, their
+        subreaper, still holds them); returns how many of those there were."""
+        killed = 0
+        if self.process.is_alive() and self.process.pid is not None:
+            killed = end_descendants(self.process.pid)
             self.process.kill()
         self.process.join(5)
         self.conn.close()
+        return killed
 
     def close(self) -> None:
         try:
@@ -445,6 +558,9 @@ class WorkerPool:
         self._worker: Any = None
         self.restarts = 0
         self.started = 0
+        #: processes the cases started that were still running when their case ended (or
+        #: their worker was killed), and were killed (:func:`end_descendants`)
+        self.killed = 0
         #: a hard stop (``time.monotonic()``): a case still running then is cut short and
         #: :class:`StopTime` raised; None: none
         self.stop_at: float | None = None
@@ -454,7 +570,7 @@ class WorkerPool:
     def _get(self) -> Any:
         if self._worker is None or not self._worker.alive():
             if self._worker is not None:
-                self._worker.kill()
+                self.killed += self._worker.kill() or 0
                 self.restarts += 1
             self._worker = self.worker_factory(self.env)
             self.started += 1
@@ -462,7 +578,7 @@ class WorkerPool:
 
     def replace(self) -> None:
         if self._worker is not None:
-            self._worker.kill()
+            self.killed += self._worker.kill() or 0
             self._worker = None
             self.restarts += 1
 
@@ -522,6 +638,7 @@ class WorkerPool:
                                {"worker": ModeResult("worker", verdict, detail=detail)},
                                seconds=now - start)
         worker.cases += 1
+        self.killed += int(result.pop("killed", 0) or 0)
         outcome = Outcome.from_json(result)
         if outcome.timings:  # what the worker did not measure: pickling, the pipe, waking up
             outcome.timings["ipc"] = round(max(

@@ -134,6 +134,8 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.compile_seconds += piece.compile_seconds
     into.slow_compiles += piece.slow_compiles
     into.variants += piece.variants
+    into.empty += piece.empty
+    into.killed += piece.killed
     into.keys |= piece.keys
     into.stopped = into.stopped or piece.stopped
     into.unsupported_reason = into.unsupported_reason or piece.unsupported_reason
