@@ -96,12 +96,31 @@ class _Observer:
         self.first_accuracy: float | None = None
         self.first_failure: dict[str, Any] = {}
         self.worst_accuracy_ratio = 0.0
+        #: failed comparisons the float64 shadow judged / could not judge, and its seconds
+        self.shadowed = 0
+        self.unshadowed: dict[str, int] = {}
+        self.shadow_seconds: list[float] = []
+
+    def _shadow(self, outcome: Any, comps: list[Any]) -> None:
+        for c in comps:
+            facts = c.condition.get("shadow") if c.condition else None
+            if facts is None:
+                continue
+            if "limits" in facts:
+                why = facts["limits"][0].split(" at ")[0][:60]
+                self.unshadowed[why] = self.unshadowed.get(why, 0) + 1
+            else:
+                self.shadowed += 1
+        spent = (outcome.timings or {}).get("shadow") if hasattr(outcome, "timings") else None
+        if spent:
+            self.shadow_seconds.append(float(spent))
 
     def __call__(self, kind: str, result: Any, outcome: Any) -> None:
         if kind != "case" or outcome is None:
             return
         record = result.records[-1] if len(result.records) == result.cases else None
         comps = [m.comparison for m in outcome.modes.values() if m.comparison is not None]
+        self._shadow(outcome, comps)
         ratio = max((c.bound_ratio or 0.0 for c in comps), default=0.0)
         if outcome.verdict == "pass":
             self.pass_ratios.append(ratio)
@@ -138,6 +157,9 @@ class _Observer:
             }
         out["accuracy_findings"] = self.accuracy
         out["worst_accuracy_ratio"] = round(self.worst_accuracy_ratio, 3)
+        out["shadow"] = {"judged": self.shadowed, "not_judged": self.unshadowed,
+                         "median_seconds": round(statistics.median(self.shadow_seconds), 4)
+                         if self.shadow_seconds else None}
         if self.first_accuracy is not None:
             out["first_accuracy_s"] = round(self.first_accuracy, 3)
         return out
@@ -150,8 +172,11 @@ def _record(record: Any) -> str:
     return f"{dtype} {layout} {size}"
 
 
-def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) -> dict[str, Any]:
-    """One campaign on one kernel through the real engine; never raises."""
+def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float,
+                oracle: str = "shadow") -> dict[str, Any]:
+    """One campaign on one kernel through the real engine; never raises. ``oracle``:
+    ``shadow`` (failed comparisons judged by the float64 shadow) or ``outside`` (the rules
+    that judge from the reference alone, as before the shadow)."""
     from fuzzkern.search import engine
 
     name = run.short_name(path)
@@ -160,10 +185,13 @@ def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) ->
         pool = run._pool()
         opts = engine.CampaignOptions(
             budget=budget, modes=run.MODE_SETS[mode], seed=seed, database=None, explain=False,
-            grace_min=grace, grace_fraction=0.0, debug=bool(spec.get("debug", False)))
+            grace_min=grace, grace_fraction=0.0, debug=bool(spec.get("debug", False)),
+            shadow=oracle == "shadow")
         obs = _Observer()
         r = engine.fuzz_target(lt, pool, opts, budget, obs)
         row = run.summarize_fuzz(name, mode, spec, r, obs.first_failure, budget)
+        row["oracle"] = oracle
+        row["tool"] = f"fuzzkern[{mode}/{oracle}]"
         row.update(obs.summary())
         for f, raw in zip(row["failures"], r.failures, strict=True):
             f["case_json"] = raw.case.to_json()
@@ -181,14 +209,16 @@ def fuzz_kernel(path: str, mode: str, budget: float, seed: int, grace: float) ->
             row["shrunk_dims"] = None  # accuracy findings are not failures: not shrunk
         return row
     except BaseException as e:  # a harness problem: report it, keep going
-        return {"kernel": name, "tool": f"fuzzkern[{mode}]", "mode": mode, "found": False,
+        return {"kernel": name, "tool": f"fuzzkern[{mode}/{oracle}]", "mode": mode,
+                "oracle": oracle, "found": False,
                 "harness_error": f"{type(e).__name__}: {e}",
                 "traceback": traceback.format_exc(limit=5)}
 
 
 def run_all(paths: list[str], mode: str, args: argparse.Namespace, say: Any
             ) -> list[dict[str, Any]]:
-    tasks = [(p, mode, args.budget_per_kernel, args.seed, args.shrink_grace) for p in paths]
+    tasks = [(p, mode, args.budget_per_kernel, args.seed, args.shrink_grace, oracle)
+             for oracle in args.oracles for p in paths]
     rows: list[dict[str, Any]] = []
     if args.jobs <= 1:
         for t in tasks:
@@ -232,14 +262,15 @@ def _dims(d: dict[str, int] | None) -> str:
 
 
 def table_rows(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["kernel", "mode", "cases", "pass", "accuracy", "failing", "result",
+    header = ["kernel", "mode/oracle", "cases", "pass", "accuracy", "failing", "result",
               "tightness (max / p99 / median error/bound of passing cases)", "conditioned",
-              "ttff", "shrunk dims"]
+              "ttff", "shrunk dims", "shadow judged / not (median s)"]
     rows = []
     for r in results["rows"]:
+        mode = f"{r['mode']}/{r.get('oracle', 'outside')}"
         if r.get("harness_error"):
-            rows.append([r["kernel"], r["mode"], "-", "-", "-", "-", "HARNESS ERROR", "-", "-",
-                         "-", "-"])
+            rows.append([r["kernel"], mode, "-", "-", "-", "-", "HARNESS ERROR", "-", "-",
+                         "-", "-", "-"])
             continue
         counts = r.get("counts", {})
         failing = {k: v for k, v in counts.items() if k not in ("pass", "accuracy",
@@ -261,17 +292,24 @@ def table_rows(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                 result = "MISSED" + (f" (got {','.join(other)})" if other else "")
                 dims = "-"
             ttff = "-" if r.get("ttff") is None else f"{r['ttff']:.2f}s"
-        rows.append([r["kernel"], r["mode"], str(r.get("cases", 0)), str(counts.get("pass", 0)),
+        sh = r.get("shadow") or {}
+        shadow = "-" if not sh or r.get("oracle") == "outside" else (
+            f"{sh.get('judged', 0)} / {sum((sh.get('not_judged') or {}).values())}"
+            + (f" ({sh['median_seconds']:.3g})" if sh.get("median_seconds") else ""))
+        rows.append([r["kernel"], mode, str(r.get("cases", 0)), str(counts.get("pass", 0)),
                      str(counts.get("accuracy", 0)),
                      ", ".join(f"{k} {v}" for k, v in sorted(failing.items())) or "0",
-                     result, tight, str(r.get("conditioned_passes", 0)), ttff, dims])
+                     result, tight, str(r.get("conditioned_passes", 0)), ttff, dims, shadow])
     return header, rows
 
 
 def summary_lines(results: dict[str, Any]) -> list[str]:
     lines = []
-    for mode in results["modes_run"]:
-        rows = [r for r in results["rows"] if r.get("mode") == mode]
+    pairs = sorted({(r.get("mode"), r.get("oracle", "outside")) for r in results["rows"]},
+                   key=str)
+    for mode, oracle in pairs:
+        rows = [r for r in results["rows"] if r.get("mode") == mode
+                and r.get("oracle", "outside") == oracle]
         ok = [r for r in rows if r.get("kind") == "correct"]
         bugs = [r for r in rows if r.get("kind") == "buggy"]
         alarms = [r["kernel"] for r in ok if r.get("false_alarm")]
@@ -282,7 +320,7 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         ratios = [r["tightness"]["max_bound_ratio"] for r in ok if r.get("tightness")]
         errors = [r["kernel"] for r in rows if r.get("harness_error")]
         cases = sum(r.get("cases", 0) for r in ok)
-        line = (f"{mode}: false alarms {len(alarms)}/{len(ok)}"
+        line = (f"{mode}/{oracle}: false alarms {len(alarms)}/{len(ok)}"
                 + (f" ({', '.join(alarms)})" if alarms else "")
                 + f", correct kernels with accuracy findings {len(acc)}"
                 + (f" ({', '.join(acc)})" if acc else "")
@@ -368,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="kernels fuzzed in parallel (0: 1 without CUDA, min(8, cores // 2) "
                          "with CUDA)")
     ap.add_argument("--kernels", nargs="*", default=None, help="module names to run")
+    ap.add_argument("--oracles", default="shadow,outside",
+                    help="comma-separated: shadow (the float64 shadow judges failed "
+                         "comparisons), outside (the reference's conditioning alone)")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/accuracy-...)")
     ap.add_argument("--results-md", default=os.path.join(HERE, "ACCURACY.md"),
                     help="markdown section path ('' to skip)")
@@ -397,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     cuda = torch.cuda.is_available()
     if args.jobs <= 0:
         args.jobs = max(1, min(8, (os.cpu_count() or 2) // 2)) if cuda else 1
+    args.oracles = [o.strip() for o in args.oracles.split(",") if o.strip()]
+    if not args.oracles or set(args.oracles) - {"shadow", "outside"}:
+        ap.error(f"--oracles: expected shadow and/or outside, got {args.oracles}")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in run.MODE_SETS]
     if bad:

@@ -21,7 +21,7 @@ from fuzzkern import strategies as fks
 SPEC = {
     "kind": "buggy",
     "bug_class": "fp16 accumulation in a K <= 4096 reduction",
-    "expected_verdicts": ["kernel-bug", "accuracy"],
+    "expected_verdicts": ["precision-bug", "kernel-bug"],
     "minimal_dims": {"M": 1},
     "minimal_case": "M=1, K large enough that fp16 partial sums lose bits",
     "interpreter_visible": True,

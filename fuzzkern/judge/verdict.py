@@ -124,6 +124,7 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
                     for m in wrong)
     note = (f" ({unwritten} of the mismatching elements were never written)"
             if unwritten else "")
+    note += _shadow_says(results, wrong)
     if len(wrong) == len(ran):
         who = " and ".join(wrong) + (" disagree" if len(wrong) > 1 else " disagrees")
         return Verdict.KERNEL_BUG, f"{who} with the reference{note}"
@@ -139,6 +140,17 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
                 f"interpret disagrees with the reference{note}; compiled is off too ({approx})")
     return (Verdict.INTERPRETER_DIVERGENCE,
             "only the interpreter disagrees with the reference (a Triton interpreter defect)")
+
+
+def _shadow_says(results: Mapping[str, ModeResult], wrong: list[str]) -> str:
+    """The float64 shadow's word on a mismatch, when it judged one (docs/oracle.md)."""
+    for mode in wrong:
+        c = results[mode].comparison
+        facts = c.condition.get("shadow") if c is not None and c.condition else None
+        if facts and "limits" not in facts and c is not None:
+            return "; " + c.explanation.split(": not rounding")[0] + ": not rounding" \
+                if ": not rounding" in c.explanation else "; " + c.explanation.split("; ")[0]
+    return ""
 
 
 #: Verdicts that one bug shows as depending on the case: one failure to shrink, not several.

@@ -274,6 +274,9 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
         parts.append("</div>")
         for text in failures_text.get(r.target_id, []):
             parts.append(f"<pre class='failure'>{_e(text)}</pre>")
+        for case, outcome in r.accuracy[:3]:  # rounding, with the line that loses it
+            parts.append(f"<pre class='accuracy'>accuracy: {_e(outcome.message)}\n"
+                         f"case: {_e(case.describe())}</pre>")
         if r.error:
             parts.append(f"<pre class='failure'>error: {_e(r.error)}</pre>")
         parts.append("</section>")

@@ -446,6 +446,9 @@ class CampaignOptions:
     explain: bool = True
     #: accuracy findings (oracle rule 9) fail like kernel bugs
     strict_accuracy: bool = False
+    #: a failed comparison is judged by the float64 shadow (docs/oracle.md); False: by the
+    #: reference's conditioning alone (the rules from outside)
+    shadow: bool = True
     #: most worker runs fuzzkern.search.minimize may make per shrunk failure (0: keep Hypothesis's
     #: shrunk case as it is)
     minimize_runs: int = 60
@@ -490,6 +493,8 @@ def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
         options["sanitize"] = True
     if opts.strict_accuracy:
         options["strict_accuracy"] = True
+    if not opts.shadow:
+        options["shadow"] = False
     return options
 
 

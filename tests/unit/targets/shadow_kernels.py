@@ -1,0 +1,157 @@
+"""Kernels for tests/unit/test_shadow.py: correct ones that round on purpose or by
+arithmetic, and small logic and precision bugs (each launcher's docstring says which)."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rms_llama(Y, X, W, n_cols, n_cols_f, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(X + row * n_cols + offs, mask=mask, other=0)
+    dt = x.dtype
+    w = tl.load(W + offs, mask=mask, other=0)
+    x = x.to(tl.float32)
+    ms = tl.sum(x * x, axis=0) / n_cols_f
+    x = x * tl.rsqrt(ms + eps)
+    x = x.to(dt)  # Llama: the normalized row rounded to the input dtype on purpose
+    tl.store(Y + row * n_cols + offs, x * w, mask=mask)
+
+
+def rms_llama(x, w):
+    """Correct (HuggingFace's LlamaRMSNorm order of roundings), fp16."""
+    m, n = x.shape
+    y = torch.empty_like(x)
+    _rms_llama[(m,)](y, x, w, n, float(n), 1e-6, BLOCK=triton.next_power_of_2(n))
+    return y
+
+
+def rms_reference(x, w):
+    return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+@triton.jit
+def _ln(X, Y, W, B, N, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(X + row * N + cols, mask=mask, other=0.0)
+    mean = tl.sum(x, axis=0) / N
+    xc = tl.where(mask, x - mean, 0.0)
+    var = tl.sum(xc * xc, axis=0) / N
+    rstd = 1.0 / tl.sqrt(var + eps)
+    w = tl.load(W + cols, mask=mask, other=0.0)
+    b = tl.load(B + cols, mask=mask, other=0.0)
+    tl.store(Y + row * N + cols, xc * rstd * w + b, mask=mask)
+
+
+def layer_norm(x, w, b):
+    """Correct: a one-pass fp32 LayerNorm."""
+    m, n = x.shape
+    y = torch.empty_like(x)
+    _ln[(m,)](x, y, w, b, n, 1e-5, BLOCK=triton.next_power_of_2(n))
+    return y
+
+
+def layer_norm_eps_bug(x, w, b):
+    """Logic bug: eps 1e-6 where the reference has 1e-5."""
+    m, n = x.shape
+    y = torch.empty_like(x)
+    _ln[(m,)](x, y, w, b, n, 1e-6, BLOCK=triton.next_power_of_2(n))
+    return y
+
+
+def layer_norm_reference(x, w, b):
+    # what users write: the reference downcasts itself
+    return torch.nn.functional.layer_norm(x.float(), (x.shape[-1],), w.float(), b.float(), 1e-5)
+
+
+@triton.jit
+def _gemv(A, X, Y, K, ACC_DTYPE: tl.constexpr, BLOCK_K: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK_K], dtype=ACC_DTYPE)
+    for k0 in range(0, K, BLOCK_K):
+        offs = k0 + tl.arange(0, BLOCK_K)
+        mask = offs < K
+        a = tl.load(A + row * K + offs, mask=mask, other=0.0)
+        x = tl.load(X + offs, mask=mask, other=0.0)
+        acc += a.to(ACC_DTYPE) * x.to(ACC_DTYPE)
+    tl.store(Y + row, tl.sum(acc, axis=0).to(Y.dtype.element_ty))
+
+
+def gemv_fp16_acc(a, x):
+    """Precision bug: accumulates in fp16."""
+    y = torch.empty((a.shape[0],), dtype=a.dtype)
+    _gemv[(a.shape[0],)](a, x, y, a.shape[1], ACC_DTYPE=tl.float16, BLOCK_K=128)
+    return y
+
+
+def gemv_fp32_acc(a, x):
+    """Correct: accumulates in fp32."""
+    y = torch.empty((a.shape[0],), dtype=a.dtype)
+    _gemv[(a.shape[0],)](a, x, y, a.shape[1], ACC_DTYPE=tl.float32, BLOCK_K=128)
+    return y
+
+
+@triton.jit
+def _scale(X, Y, N, c, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    tl.store(Y + offs, tl.load(X + offs, mask=mask) * c, mask=mask)
+
+
+def two_pass(x):
+    """Correct: ``x * 0.1`` stored to an fp16 scratch buffer, then that times 3 (two launches,
+    the second reads what the first stored)."""
+    n = x.numel()
+    s = torch.empty_like(x)
+    y = torch.empty_like(x)
+    _scale[(triton.cdiv(n, 64),)](x, s, n, 0.1, BLOCK=64)
+    _scale[(triton.cdiv(n, 64),)](s, y, n, 3.0, BLOCK=64)
+    return y
+
+
+def two_pass_host_change(x):
+    """As :func:`two_pass`, but host code adds 1 to the scratch buffer between the launches:
+    the shadow must read the buffer as memory holds it."""
+    n = x.numel()
+    s = torch.empty_like(x)
+    y = torch.empty_like(x)
+    _scale[(triton.cdiv(n, 64),)](x, s, n, 0.1, BLOCK=64)
+    s += 1
+    _scale[(triton.cdiv(n, 64),)](s, y, n, 3.0, BLOCK=64)
+    return y
+
+
+@triton.jit
+def _bits(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask)
+    i = x.to(tl.int32, bitcast=True) & 0x7FFFFFFF
+    tl.store(Y + offs, i.to(tl.float32, bitcast=True), mask=mask)
+
+
+def abs_by_bits(x):
+    """Correct: |x| by clearing the sign bit."""
+    y = torch.empty_like(x)
+    _bits[(1,)](x, y, x.numel(), BLOCK=triton.next_power_of_2(x.numel()))
+    return y
+
+
+@triton.jit
+def _square(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask)
+    tl.store(Y + offs, x * x, mask=mask)
+
+
+def square(x):
+    """``x * x`` in the input dtype (overflows fp16 beyond 256)."""
+    y = torch.empty_like(x)
+    _square[(1,)](x, y, x.numel(), BLOCK=triton.next_power_of_2(x.numel()))
+    return y
