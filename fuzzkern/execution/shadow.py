@@ -847,6 +847,7 @@ def find_shadow(run: Any, mode: str, outputs: Sequence[Any], comparison: Any, to
     """Run ``run``'s case (a :class:`fuzzkern.execution.runner._Run`) as a float64 shadow and
     measure what the judge needs (:class:`fuzzkern.judge.precision.ShadowFindings`) for the
     failed ``comparison`` of ``mode``'s ``outputs``; or None and why the shadow cannot judge."""
+    masks = [m.detach().cpu() for m in masks]  # compiled mode's are on the device
     exact = ShadowRun()
     try:
         shadows = launch_shadow(run, exact)
