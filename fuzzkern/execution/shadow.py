@@ -209,6 +209,16 @@ class ShadowRun:
     limits: list[str] = dataclasses.field(default_factory=list)
     #: where a value overflowed its real dtype (the shadow keeps each dtype's range)
     overflows: list[str] = dataclasses.field(default_factory=list)
+    #: storages (first byte) of the case's inputs; a float value read from any other storage
+    #: that no kernel stored was made by host code, rounded outside the shadow (None: unknown)
+    inputs: set[int] | None = None
+    #: how many such values the launch read
+    host_reads: int = 0
+    #: perturbation probe (:func:`probe_level`): "host" perturbs every host-made value by a
+    #: rounding of its dtype, "gpu" every float32 result by what compiled code may differ by
+    #: (an FMA's rounding; approximate exp, log, sqrt and division); None: no probe
+    perturb: str | None = None
+    seed: int = 0
     #: (storage address, dtype name) -> (float64 values, valid mask), one slot per element
     memory: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = dataclasses.field(
         default_factory=dict)
@@ -224,7 +234,16 @@ class ShadowRun:
             self.limits.append(why)
 
     # -- values ---------------------------------------------------------------------------
-    def result(self, out: Any, operands: Sequence[Any] = (), accumulation: bool = False) -> Any:
+    def __post_init__(self) -> None:
+        self._rng = np.random.default_rng(self.seed)
+
+    def noise(self, values: np.ndarray, unit: float) -> np.ndarray:
+        """``values`` each moved by about ``unit`` of itself (Gaussian, clipped at 3)."""
+        g = np.clip(self._rng.standard_normal(np.shape(values)), -3, 3)
+        return values * (1 + unit * g)
+
+    def result(self, out: Any, operands: Sequence[Any] = (), accumulation: bool = False,
+               approx: bool = False) -> Any:
         """A float result of an op: tagged with its site, recorded, rounded where asked."""
         if not isinstance(out, _Handle) or not _is_float(out.dtype) or out.dtype == tl.float64:
             return out
@@ -243,6 +262,9 @@ class ShadowRun:
             self._note(key, out, operands, accumulation)
         if self.round_at is not None and key in self.round_at:
             return _Handle(rounded(out.data, out.dtype), out.dtype, dict(out.attr))
+        if self.perturb == "gpu" and out.dtype == tl.float32 and out.data.size:
+            unit = GPU_APPROX_UNIT if approx else GPU_ROUNDING_UNIT
+            return _Handle(self.noise(out.data, unit), out.dtype, dict(out.attr))
         return out
 
     def _note(self, key: tuple[str, int], out: Any, operands: Sequence[Any],
@@ -277,9 +299,10 @@ class ShadowRun:
 
     # -- memory ---------------------------------------------------------------------------
     def _slots(self, addr: np.ndarray, dtype: Any, create: bool
-               ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """Per storage that ``addr`` (uint64 addresses) falls in: (lanes, indices, values,
-        valid) for the lanes inside it."""
+               ) -> list[tuple[int, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]]:
+        """Per storage that ``addr`` (uint64 addresses) falls in: (its first byte, the lanes
+        inside it, their element indices, its shadow slot: float64 values and valid mask, or
+        None when it has none and ``create`` is off)."""
         from fuzzkern.execution.interpreter import live_allocations
 
         size = max(1, dtype.primitive_bitwidth // 8)
@@ -295,12 +318,10 @@ class ShadowRun:
             idx = (offs[aligned] // np.uint64(size)).astype(np.int64)
             key = (lo, str(dtype))
             slot = self.memory.get(key)
-            if slot is None:
-                if not create:
-                    continue
+            if slot is None and create:
                 n = (hi - lo) // size
                 slot = self.memory[key] = (np.zeros(n, np.float64), np.zeros(n, np.bool_))
-            out.append((lanes, idx, slot[0], slot[1]))
+            out.append((lo, lanes, idx, slot))
         return out
 
     def load(self, addr: np.ndarray, mask: np.ndarray | None, dtype: Any, real: np.ndarray
@@ -310,18 +331,25 @@ class ShadowRun:
         values = _widen(real, dtype).reshape(-1).copy()
         raw = np.ascontiguousarray(real).reshape(-1)
         active = None if mask is None else np.broadcast_to(mask, addr.shape).reshape(-1)
-        for lanes, idx, vals, valid in self._slots(addr, dtype, create=False):
+        for lo, lanes, idx, slot in self._slots(addr, dtype, create=False):
             if active is not None:
                 keep = active[lanes]
                 lanes, idx = lanes[keep], idx[keep]
-            ok = valid[idx]
-            if not ok.any():
-                continue
-            lanes, idx = lanes[ok], idx[ok]
-            shadow = vals[idx]
-            same = _bits(shadow, dtype) == raw[lanes]
-            same |= np.isnan(shadow) & np.isnan(values[lanes])
-            values[lanes[same]] = shadow[same]
+            shadowed = np.zeros(lanes.shape, np.bool_)
+            if slot is not None:
+                vals, valid = slot
+                ok = valid[idx]
+                shadow = vals[idx[ok]]
+                same = _bits(shadow, dtype) == raw[lanes[ok]]
+                same |= np.isnan(shadow) & np.isnan(values[lanes[ok]])
+                values[lanes[ok][same]] = shadow[same]
+                shadowed[np.flatnonzero(ok)[same]] = True
+            if self.inputs is not None and lo not in self.inputs:
+                host = lanes[~shadowed]
+                made = host[np.isfinite(values[host]) & (values[host] != 0)]
+                self.host_reads += int(made.size)
+                if self.perturb == "host" and made.size:
+                    values[made] = self.noise(values[made], _unit(dtype))
         return values.reshape(addr.shape)
 
     def store(self, addr: np.ndarray, mask: np.ndarray | None, dtype: Any, values: np.ndarray,
@@ -330,12 +358,13 @@ class ShadowRun:
         rounding is asked for, so memory alone holds the value)."""
         flat = np.broadcast_to(values, addr.shape).reshape(-1)
         active = None if mask is None else np.broadcast_to(mask, addr.shape).reshape(-1)
-        for lanes, idx, vals, valid in self._slots(addr, dtype, create=True):
+        for _lo, lanes, idx, slot in self._slots(addr, dtype, create=True):
+            assert slot is not None
             if active is not None:
                 on = active[lanes]
                 lanes, idx = lanes[on], idx[on]
-            vals[idx] = flat[lanes]
-            valid[idx] = keep
+            slot[0][idx] = flat[lanes]
+            slot[1][idx] = keep
 
     def output(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A float output of the launcher as float64 from the shadow memory, and which of its
@@ -362,6 +391,19 @@ class ShadowRun:
         same |= torch.isnan(shadow) & torch.isnan(real.to(torch.float64))
         ok &= same
         return torch.where(ok, shadow, values), ok
+
+
+#: how far compiled float32 code may be from a correctly rounded result, per op, relative:
+#: an approximate exp, exp2, log, sqrt, rsqrt or division (``ex2.approx``, ``div.full``: a
+#: few ulps), and any other op (one rounding, which FMA contraction removes or moves)
+GPU_APPROX_UNIT = 2.0 ** -21
+GPU_ROUNDING_UNIT = 2.0 ** -24
+
+
+def _unit(dtype: Any) -> float:
+    """A rounding of ``dtype``, relative (half its epsilon)."""
+    bits = {tl.float16: 10, tl.float32: 23, tl.bfloat16: 7, tl.float64: 52}.get(dtype, 3)
+    return 2.0 ** -(bits + 1)
 
 
 def _tiny(dtype: Any) -> float:
@@ -597,14 +639,14 @@ def _splat(orig: Callable[..., Any]) -> Callable[..., Any]:
     return create
 
 
-def _op(orig: Callable[..., Any]) -> Callable[..., Any]:
+def _op(orig: Callable[..., Any], approx: bool) -> Callable[..., Any]:
     """A float-producing builder op: computed on float64 data by numpy, then tagged."""
 
     def op(self: Any, *args: Any) -> Any:
         out = orig(self, *args)
         if not _ACTIVE:
             return out
-        return _run().result(out, args)
+        return _run().result(out, args, approx=approx)
 
     return op
 
@@ -614,6 +656,10 @@ _ARITH = ("create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_fr
           "create_precise_divf", "create_fma", "create_exp", "create_exp2", "create_log",
           "create_log2", "create_sqrt", "create_precise_sqrt", "create_rsqrt", "create_sin",
           "create_cos", "create_erf", "create_extern_elementwise")
+#: of those, what compiled code computes approximately (see GPU_APPROX_UNIT)
+_APPROX = frozenset({"create_fdiv", "create_exp", "create_exp2", "create_log", "create_log2",
+                     "create_sqrt", "create_rsqrt", "create_sin", "create_cos", "create_erf",
+                     "create_extern_elementwise"})
 #: shape ops that keep a value's site (an accumulator broadcast before its add)
 _SHAPE = ("create_splat", "create_broadcast", "create_expand_dims", "create_reshape")
 
@@ -676,7 +722,7 @@ def _patches() -> list[tuple[Any, str, Any]]:
     for name in _ARITH:
         fn = current.get(name) or b.get(name)
         if fn is not None:
-            out.append((_Builder, name, _op(fn)))
+            out.append((_Builder, name, _op(fn, name in _APPROX)))
     for name in _SHAPE:
         if name in b:
             out.append((_Builder, name, _splat(b[name])))
@@ -825,6 +871,8 @@ def launch_shadow(run: Any, shadow: Any = None) -> list[tuple[torch.Tensor, torc
     from fuzzkern.execution.interpreter import interpreter_mode
 
     tensors, _ = _inputs(run)
+    if shadow is not None:
+        shadow.inputs = {t.untyped_storage().data_ptr() for t in tensors.values()}
     with np.errstate(all="ignore"), interpreter_mode(
             check_bounds=True, check_views=False, configs=dict(run.case.configs)):
         scope = shadow_mode(shadow) if shadow is not None else contextlib.nullcontext()
@@ -872,18 +920,28 @@ def _findings(run: Any, mode: str, outputs: Sequence[Any],
               exact: ShadowRun, tolerance: Any, masks: Sequence[torch.Tensor]
               ) -> tuple[Any, list[str]]:
     from fuzzkern.judge import oracle
-    from fuzzkern.judge.precision import ShadowFindings, twin_within, worst_element
+    from fuzzkern.judge.precision import ShadowFindings, explained_by, worst_element
 
     rounded_out = [sh[0].to(o.dtype) if sh is not None else o
                    for o, sh in zip(outputs, shadows, strict=False)]
     plain = dataclasses.replace(tolerance, adaptive=False)
+    shadow_masks: list[torch.Tensor] = []
     found = ShadowFindings(oracle.compare(rounded_out, expected, tolerance=plain,
-                                          names=run.output_names()))
+                                          names=run.output_names(), masks=shadow_masks))
     if not found.comparison.ok and exact.overflows:
         # overflow is the format's range, which the shadow keeps: rounding or logic cannot
         # be told apart by it
         return None, [f"{exact.overflows[0]}, and the shadow keeps each dtype's range"]
-    worst = worst_element(outputs, shadows, masks)
+    if not found.comparison.ok and exact.host_reads:
+        # the kernel read values host code made and rounded: what their rounding explains
+        level = probe_level(run, "host", shadows)
+        if explained_by(shadows, expected, level, shadow_masks, plain):
+            found.host_reads = exact.host_reads
+            found.comparison = dataclasses.replace(found.comparison, ok=True)
+    refs = [(e.detach().cpu().to(torch.float64), torch.ones(e.shape, dtype=torch.bool))
+            if isinstance(e, torch.Tensor) and sh is not None else None
+            for e, sh in zip(expected, shadows, strict=False)]
+    worst = worst_element(outputs, refs, masks)
     if worst is None or not found.comparison.ok:
         return found, []
     i, idx, error = worst
@@ -895,12 +953,44 @@ def _findings(run: Any, mode: str, outputs: Sequence[Any],
     found.error_ulp = error / unit
     found.native_error = _native_error(run, i, idx, float(sh[0][idx]))
     if mode == "compiled":
-        plain_run = launch_shadow(run, None)[i]
-        if plain_run is not None:
-            found.twin_error = float((plain_run[0][idx] - sh[0][idx]).abs())
-            bad = masks[i].reshape(o.shape)
-            found.compiled_within = twin_within(o, plain_run[0], sh[0], bad, o.dtype)
-        return found, []
+        _twin(run, found, outputs, shadows, masks)
+        if found.compiled_within:
+            return found, []
+    own = float((o.detach().cpu().to(torch.float64)[idx] - sh[0][idx]).abs())
+    _cause(run, found, exact, shadows, own)
+    return found, []
+
+
+def _twin(run: Any, found: Any, outputs: Sequence[Any],
+          shadows: list[tuple[torch.Tensor, torch.Tensor] | None],
+          masks: Sequence[torch.Tensor]) -> None:
+    """Compiled mode: the interpreter's own distance from the shadow, and how far compiled
+    float32 code may move at this input (:data:`GPU_APPROX_UNIT`), against compiled code's."""
+    from fuzzkern.judge.precision import twin_within
+
+    assert found.where is not None
+    i, idx = found.where
+    sh = shadows[i]
+    plain_run = launch_shadow(run, None)[i]
+    if sh is None or plain_run is None:
+        return
+    level = probe_level(run, "gpu", shadows)[i]
+    assert level is not None
+    found.twin_error = float((plain_run[0][idx] - sh[0][idx]).abs())
+    found.gpu_level = float(level[idx])
+    o = outputs[i]
+    found.compiled_within = twin_within(o, plain_run[0], sh[0], masks[i].reshape(o.shape),
+                                        o.dtype, level)
+
+
+def _cause(run: Any, found: Any, exact: ShadowRun,
+           shadows: list[tuple[torch.Tensor, torch.Tensor] | None], error: float) -> None:
+    """The line whose rounding alone comes closest to ``error``, the kernel's distance from
+    its shadow at the worst element."""
+    assert found.where is not None
+    i, idx = found.where
+    sh = shadows[i]
+    assert sh is not None
 
     def error_of(outs: Sequence[tuple[torch.Tensor, torch.Tensor] | None]) -> float:
         got = outs[i] if i < len(outs) else None
@@ -912,7 +1002,31 @@ def _findings(run: Any, mode: str, outputs: Sequence[Any],
     if cause is not None and cause.share > 0:
         found.cause, found.share = cause.describe(), cause.share
         found.accumulates = cause.site.accumulates
-    return found, []
+
+
+#: perturbation probes per level (:func:`probe_level`), as the outside rules' PROBES
+PROBES = 3
+
+
+def probe_level(run: Any, perturb: str, exact: Sequence[tuple[torch.Tensor, torch.Tensor]
+                                                         | None]) -> list[torch.Tensor | None]:
+    """Per output, how far the shadow moves (the largest of :data:`PROBES` runs) when it is
+    perturbed by ``perturb`` (:attr:`ShadowRun.perturb`): the rounding the shadow cannot remove,
+    measured where it happens rather than estimated from the inputs."""
+    level: list[torch.Tensor | None] = [None if e is None else torch.zeros_like(e[0])
+                                        for e in exact]
+    for seed in range(PROBES):
+        try:
+            outs = launch_shadow(run, ShadowRun(record=False, perturb=perturb, seed=seed))
+        except Exception:
+            continue
+        for i, (e, o) in enumerate(zip(exact, outs, strict=False)):
+            current = level[i]
+            if e is None or o is None or current is None:
+                continue
+            d = (o[0] - e[0]).abs()
+            level[i] = torch.maximum(current, torch.where(torch.isfinite(d), d, 0.0))
+    return level
 
 
 def _native_error(run: Any, i: int, idx: tuple[int, ...], exact: float) -> float | None:

@@ -169,3 +169,19 @@ def test_a_passing_case_never_runs_the_shadow(launcher, monkeypatch):
     t = _target(launcher, lambda x: x * 0.1 * 3, {"x": (("N",), "float32")})
     o = _judged(t, {"N": 50}, {"x": torch.linspace(-1, 1, 50)})
     assert o.verdict == Verdict.PASS
+
+
+def test_values_host_code_rounded_are_allowed_their_rounding():
+    """The launcher computes softmax on the host and stores it in fp16 for the kernel: the
+    shadow cannot keep those values exact, so it is off where dx cancels; perturbing them by an
+    fp16 rounding explains it, and the verdict says so."""
+    spec = {"dy": (("M", "N"), "float16"), "x": (("M", "N"), "float16")}
+    case = Case({"M": 2, "N": 384}, {
+        "dy": TensorCase.build((2, 384), "float16", values=Values(3, "negative")),
+        "x": TensorCase.build((2, 384), "float16", values=Values(1003, "large"))})
+    t = _target(k.softmax_backward, k.softmax_backward_reference, spec)
+    o = run_case(t, case, {"modes": ["interpret"]})
+    assert o.verdict == Verdict.ACCURACY, o.message
+    facts = o.modes["interpret"].comparison.condition["shadow"]
+    assert facts["host_reads"] > 0 and facts["shadow_passes"]
+    assert "values host code made and rounded before the kernel read them" in o.message
