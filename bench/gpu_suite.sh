@@ -30,7 +30,9 @@
 #                                     # s each, fresh Triton cache each; ~7 min
 #   bash bench/gpu_suite.sh accuracy  # bench/accuracy.py --modes compiled: the oracle's
 #                                     # correct kernels and small bugs, ${ACC_BUDGET:-120} s each,
-#                                     # 8 at a time; ~7 min
+#                                     # 8 at a time, judged by ${ACC_ORACLES:-shadow,outside}
+#                                     # (the float64 shadow and the outside rules side by
+#                                     # side); ACC_BUDGET=30: ~5 min
 #   bash bench/gpu_suite.sh accuracy-both  # the same in mode both (interpreter and compiled
 #                                     # in the same cases), ${ACC_BUDGET:-60} s each; ~5 min
 #   bash bench/gpu_suite.sh timeouts  # compile time is not case time (tests/gpu/
@@ -131,12 +133,14 @@ if [[ $what == speed ]]; then
 fi
 if [[ $what == accuracy ]]; then
   python3 bench/accuracy.py --modes compiled --budget-per-kernel "${ACC_BUDGET:-120}" \
+    --oracles "${ACC_ORACLES:-shadow,outside}" \
     --jobs "${ACC_JOBS:-8}" --out "$out/accuracy-compiled.json" \
     --results-md "$out/ACCURACY-compiled.md" 2>&1 | tee "$out/accuracy-compiled.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == accuracy-both ]]; then
   python3 bench/accuracy.py --modes both --budget-per-kernel "${ACC_BUDGET:-60}" \
+    --oracles "${ACC_ORACLES:-shadow,outside}" \
     --jobs "${ACC_JOBS:-8}" --out "$out/accuracy-both.json" \
     --results-md "$out/ACCURACY-both.md" 2>&1 | tee "$out/accuracy-both.log"
   rc=$((rc | ${PIPESTATUS[0]}))
