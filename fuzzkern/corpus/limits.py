@@ -124,18 +124,18 @@ def open_regular(path: str, cap: int, what: str, cap_name: str) -> Iterator[tupl
                           ) from e
     except OSError as e:
         if os.path.islink(path):
-            raise CorpusError(f"{path}: refused: {what} is a symbolic link (corpus files must "
-                              "be regular files)") from e
+            raise CorpusError(f"{path}: refused: a symbolic link (corpus files must be "
+                              "regular files)") from e
         raise CorpusError(f"{path}: cannot read {what}: {e.strerror or e}") from e
     fh = os.fdopen(fd, "rb")
     with fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise CorpusError(f"{path}: refused: {what} is not a regular file (a device, FIFO "
-                              "or socket)")
+            raise CorpusError(f"{path}: refused: not a regular file (a device, FIFO or "
+                              "socket)")
         if st.st_size > cap:
-            raise CorpusError(f"{path}: refused: {what} is {st.st_size} bytes, past {cap_name} "
-                              f"of {cap}")
+            raise CorpusError(f"{path}: refused: {st.st_size} bytes, past {cap_name} ({cap} "
+                              "bytes)")
         yield fh, st.st_size
 
 
@@ -144,7 +144,7 @@ def read_regular(path: str, cap: int, what: str, cap_name: str) -> bytes:
     with open_regular(path, cap, what, cap_name) as (fh, size):
         data = fh.read(size + 1)
     if len(data) > size:  # it grew while being read
-        raise CorpusError(f"{path}: refused: {what} grew while it was read")
+        raise CorpusError(f"{path}: refused: it grew while it was read")
     return data
 
 

@@ -351,7 +351,9 @@ def load(path: str | os.PathLike[str]) -> Entry:
         raise CorpusError(f"{path}: refused: JSON nested deeper than the limit of "
                           f"{caps.depth} ({limits.LIMITS_VARIABLE} depth=...)") from e
     except ValueError as e:  # an integer of thousands of digits, NaN or Infinity tokens
-        raise CorpusError(f"{path}: refused: {e}") from e
+        why = ("an integer of more than 4300 digits" if str(e).startswith("Exceeds the limit")
+               else str(e))
+        raise CorpusError(f"{path}: refused: {why}") from e
     limits.check_document(data, caps, path)
     entry = _from_json(data, path)
     entry.path = os.path.abspath(path)
@@ -912,8 +914,9 @@ def _scan_folder(folder: str, top: bool, target_id: str | None
         path, name = os.path.join(folder, item.name), item.name
         if name.startswith(".") or name in _QUIET:
             continue
-        if item.is_symlink():
-            if name.endswith((".json", ".safetensors")) or not top or item.is_dir():
+        if item.is_symlink():  # (an entry's .safetensors link: its replay says so)
+            if name.endswith(".json") or item.is_dir() or not (
+                    top or name.endswith(".safetensors")):
                 dangling = "" if os.path.exists(path) else " (dangling)"
                 out.append((path, CorpusError(f"{path}: refused: a symbolic link{dangling} "
                                               "(corpus files and folders must not be links)")))
@@ -1102,9 +1105,11 @@ def recorded_differences(entry: Entry, target: Target,
     never sets them (it may come from someone else's pull request: editing its checks to
     false must not make a bug pass); the difference is shown."""
     out = []
+    from fuzzkern.target.declare import DEFAULT_CHECKS
+
     recorded = entry.options.get("checks") or {}
-    now = {**target.checks, **(checks or {})}
-    off_then = sorted(k for k, v in recorded.items() if v is False and now.get(k, True))
+    now = {**DEFAULT_CHECKS, **target.checks, **(checks or {})}
+    off_then = sorted(k for k, v in recorded.items() if v is False and now.get(k, False))
     if off_then:
         out.append(f"recorded with check(s) {', '.join(off_then)} off; replayed with the "
                    "target's checks")

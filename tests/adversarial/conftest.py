@@ -131,3 +131,60 @@ def one_error_line(stderr: str) -> str:
     assert len(lines) == 1 and lines[0].startswith("fuzzkern: error: "), stderr
     assert "Traceback" not in stderr
     return lines[0]
+
+
+#: the address space a limited fuzzkern process may take (torch and triton need about 1.5 GiB
+#: of it): an attack that makes fuzzkern allocate past it fails the test rather than the machine
+MEMORY_LIMIT = 3 * 2**30
+
+
+def run_limited(args: list[str], cwd: Path, timeout: float = 120, memory: int = MEMORY_LIMIT,
+                extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """:func:`run` with the address space of fuzzkern (and of its workers, which inherit it)
+    limited to ``memory`` bytes and its wall time to ``timeout`` seconds (then the test
+    fails: a hang)."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    e = env()
+    e.update(extra_env or {})
+    try:
+        return subprocess.run(fuzzkern_cmd() + args, cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout, env=e, preexec_fn=limit)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"fuzzkern {' '.join(args)} ran past {timeout} s (a hang): "
+                    f"{(exc.stdout or b'')[-2000:]!r}")
+
+
+def tagged(tag: str) -> list[int]:
+    """The running processes whose command line holds ``tag``."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as fh:
+                if tag.encode() in fh.read() and running(int(d)):
+                    found.append(int(d))
+        except OSError:
+            continue
+    return found
+
+
+def rows(stdout: str) -> dict[str, list[str]]:
+    """``fuzzkern replay``'s table: entry file name -> its target, verdict, status and reason
+    (cells folded over several lines joined)."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if len(cells) != 5:
+            continue
+        if cells[0] and cells[3]:  # a row's first line (a status), not a folded one
+            current = out.setdefault(Path(cells[0]).name, ["", "", "", ""])
+        if current is not None:
+            for k, text in enumerate(cells[1:]):
+                current[k] = f"{current[k]} {text}".strip() if text else current[k]
+    return out

@@ -1,10 +1,16 @@
-"""Small targets for the adversarial suite: plain torch launchers (no Triton compile), so each
-case takes milliseconds and a run's timing is controlled by the launchers themselves."""
+"""Small targets for the adversarial suite: plain torch launchers (one Triton kernel, run by
+the interpreter), so each case takes milliseconds and a run's timing is controlled by the
+launchers themselves."""
 
 import os
+import signal
+import subprocess
 import sys
 import time
 
+import torch
+import triton
+import triton.language as tl
 from hypothesis import strategies as st
 
 import fuzzkern
@@ -65,3 +71,125 @@ spins = fuzzkern.Target(
 )
 
 chatty = fuzzkern.Target(launcher=_chatty, reference=lambda x: x, inputs=_X, dims=_DIMS)
+
+
+# -- corpus attacks (test_corpus_attacks.py) ---------------------------------------------------
+
+
+@triton.jit
+def _copy_one_past_the_end(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, v, mask=offs <= n)  # the bug: <= writes y[n]
+
+
+def _oob_above_3(x):
+    y = torch.empty_like(x)
+    n = x.shape[0]
+    if n > 3:
+        _copy_one_past_the_end[(1,)](x, y, n, BLOCK=triton.next_power_of_2(n + 1))
+    else:
+        y.copy_(x)
+    return y
+
+
+# a Triton kernel that writes one element past its output (only the interpreter's bounds check
+# sees it: the values are right)
+oob = fuzzkern.Target(launcher=_oob_above_3, reference=lambda x: x, inputs=_X,
+                      dims={"N": fks.sizes(max_value=16)})
+
+# the fixed twin of `wrong` (for replay --ref)
+fixed = fuzzkern.Target(launcher=lambda x: x * 1, reference=lambda x: x, inputs=_X, dims=_DIMS)
+
+_SLEEPER = "import time; time.sleep(300)  # "
+
+
+def _daemons(x):
+    # host code that leaves processes behind: a new session, and a double fork with setsid
+    tag = os.environ["FUZZKERN_TEST_TAG"]
+    subprocess.Popen([sys.executable, "-c", _SLEEPER + tag], start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, [sys.executable, "-c", _SLEEPER + tag])
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return x * 1
+
+
+daemons = fuzzkern.Target(launcher=_daemons, reference=lambda x: x, inputs=_X, dims=_DIMS)
+
+# every case is empty: nothing is ever compared
+empty = fuzzkern.Target(launcher=lambda x: x * 1, reference=lambda x: x, inputs=_X,
+                        dims={"N": fks.sizes(min_value=0, max_value=0)})
+
+
+def _exits(x):
+    if x.shape[0] > 3:
+        sys.exit(0)  # a launcher that ends its process "successfully"
+    return x * 1
+
+
+def _kills_parent(x):
+    if x.shape[0] > 3:
+        os.kill(os.getppid(), signal.SIGKILL)  # the worker's parent: the fork server
+        time.sleep(5)
+    return x * 1
+
+
+def _chdirs(x):
+    os.chdir("/")  # every case moves the worker elsewhere
+    y = x * 1
+    if x.shape[0] > 3:
+        y[0] = 7.0
+    return y
+
+
+def _monkeypatches(x):
+    # a launcher that tries to make every comparison pass
+    import numpy
+
+    torch.allclose = lambda *a, **k: True
+    torch.equal = lambda *a, **k: True
+    torch.isclose = lambda a, b, *r, **k: torch.ones_like(a, dtype=torch.bool)
+    numpy.allclose = lambda *a, **k: True
+    y = x * 1
+    if x.shape[0] > 3:
+        y[0] = 7.0
+    return y
+
+
+def _floods(x):
+    y = x * 1
+    if x.shape[0] > 3:
+        mark = os.environ["FUZZKERN_TEST_MARK"]
+        if not os.path.exists(mark):  # once: 550 MB on stdout
+            open(mark, "w").close()
+            chunk = "x" * (1 << 20)
+            for _ in range(550):
+                sys.stdout.write(chunk)
+        y[0] = 7.0
+    return y
+
+
+def _ignores_signals(x):
+    if x.shape[0] > 3:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        while True:
+            pass
+    return x * 1
+
+
+exits = fuzzkern.Target(launcher=_exits, reference=lambda x: x, inputs=_X, dims=_DIMS)
+kills_parent = fuzzkern.Target(launcher=_kills_parent, reference=lambda x: x, inputs=_X,
+                               dims=_DIMS)
+chdirs = fuzzkern.Target(launcher=_chdirs, reference=lambda x: x, inputs=_X, dims=_DIMS)
+monkeypatches = fuzzkern.Target(launcher=_monkeypatches, reference=lambda x: x, inputs=_X,
+                                dims=_DIMS)
+floods = fuzzkern.Target(launcher=_floods, reference=lambda x: x, inputs=_X, dims=_DIMS)
+ignores_signals = fuzzkern.Target(launcher=_ignores_signals, reference=lambda x: x, inputs=_X,
+                                  dims={"N": fks.sizes(max_value=8)}, timeout=2.0)
