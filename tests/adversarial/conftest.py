@@ -139,14 +139,17 @@ MEMORY_LIMIT = 3 * 2**30
 
 
 def run_limited(args: list[str], cwd: Path, timeout: float = 120, memory: int = MEMORY_LIMIT,
-                extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+                extra_env: dict[str, str] | None = None,
+                limits: tuple[tuple[int, int], ...] = ()) -> subprocess.CompletedProcess:
     """:func:`run` with the address space of fuzzkern (and of its workers, which inherit it)
     limited to ``memory`` bytes and its wall time to ``timeout`` seconds (then the test
-    fails: a hang)."""
+    fails: a hang); ``limits``: more ``(resource.RLIMIT_..., value)`` pairs."""
     import resource
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        for which, value in limits:
+            resource.setrlimit(which, (value, value))
 
     e = env()
     e.update(extra_env or {})

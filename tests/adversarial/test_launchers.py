@@ -1,0 +1,200 @@
+"""Attacks through a target's host code and the run's surroundings (issue 35): launchers that
+leave daemons behind, exit, kill their parent, move the worker elsewhere, patch the
+comparison, print hundreds of megabytes or ignore signals; a full or read-only disk; markup
+in an HTML report; a hostile or frozen Redis. Each ends in a clear verdict, within memory and
+time limits, with nothing left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.adversarial.conftest import (
+    KERNELS,
+    corpus_entries,
+    descendants,
+    one_error_line,
+    run_limited,
+    start,
+    survivors,
+    tagged,
+)
+
+RUN = ["--budget", "10s", "--seed", "1", "--no-db", "-j", "1", "-q", "--max-examples", "20"]
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    shutil.copy(KERNELS, tmp_path / "kernels.py")
+    return tmp_path
+
+
+def test_processes_a_case_starts_end_with_the_case(project):
+    """Attack 6: a launcher that starts a process in a new session and one by a double fork
+    with setsid, on every case: none outlives its case, the run is green and says how many it
+    killed."""
+    tag = f"fuzzkern-daemon-{uuid.uuid4().hex}"
+    try:
+        res = run_limited(["run", "kernels.py::daemons", *RUN, "--max-examples", "10"], project,
+                          timeout=90, extra_env={"FUZZKERN_TEST_TAG": tag})
+        time.sleep(1)
+        left = tagged(tag)
+    finally:
+        for pid in tagged(tag):
+            os.kill(pid, 9)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert left == []
+    out = " ".join(res.stdout.split())
+    assert "process(es) its cases started were still running when their case ended, and " \
+           "were killed" in out
+    killed = int(out.split("kernels::daemons: ")[-1].split(" process(es)")[0])
+    assert killed >= 2 * 10  # two per case, at least
+
+
+def test_a_killed_worker_takes_what_its_case_started_along(project):
+    """Attack 6: when a case hangs and its worker is killed, the processes the case started
+    (in a new session) go with it."""
+    (project / "hangs.py").write_text(
+        "import os, subprocess, sys\nimport fuzzkern\nfrom fuzzkern import strategies as fks\n"
+        "def launch(x):\n"
+        "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)  # '"
+        " + os.environ['FUZZKERN_TEST_TAG']], start_new_session=True)\n"
+        "    while True:\n        pass\n"
+        "t = fuzzkern.Target(launcher=launch, reference=lambda x: x, timeout=1.0,\n"
+        "                    inputs=fks.inputs(x=fks.tensors(('N',), dtypes=['float32'])),\n"
+        "                    dims={'N': fks.sizes(max_value=4)})\n")
+    tag = f"fuzzkern-daemon-{uuid.uuid4().hex}"
+    try:
+        res = run_limited(["run", "hangs.py", *RUN, "--max-examples", "3"], project, timeout=90,
+                          extra_env={"FUZZKERN_TEST_TAG": tag})
+        time.sleep(1)
+        left = tagged(tag)
+    finally:
+        for pid in tagged(tag):
+            os.kill(pid, 9)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "hang" in res.stdout and left == []
+
+
+@pytest.mark.parametrize("target,verdict", [
+    ("exits", "error"), ("kills_parent", "crash"), ("chdirs", "kernel-bug"),
+    ("monkeypatches", "kernel-bug"), ("floods", "kernel-bug"), ("ignores_signals", "hang")])
+def test_misbehaving_launchers_end_in_a_verdict(project, target, verdict):
+    """What held: launchers that exit, kill their parent (the fork server), chdir, patch
+    torch's and numpy's comparisons, print 550 MB or ignore signals: a failure with its
+    verdict, saved where the run was started, short output, nothing left running."""
+    mark = project / "mark"
+    proc = start(["run", f"kernels.py::{target}", *RUN, "--budget", "30s"], project,
+                 {"FUZZKERN_TEST_MARK": str(mark)})
+    pids: set[int] = set()
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        pids |= descendants(proc.pid)
+        time.sleep(0.2)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, out + err
+    assert f"kernels::{target}: {verdict}" in out, out
+    assert len(out) + len(err) < 100_000
+    (entry,) = corpus_entries(project / "corpus")
+    assert json.loads(entry.read_text())["verdict"] == verdict
+    assert survivors(pids - {proc.pid}) == []
+
+
+def test_a_full_disk_is_reported_and_the_failure_kept(project):
+    """What held: the corpus cannot be written (no file may grow past 2 KiB: a full disk): the
+    failure is reported with the reason it was not saved, exit 1."""
+    import resource
+
+    res = run_limited(["run", "kernels.py::wrong", *RUN], project, timeout=90,
+                      limits=((resource.RLIMIT_FSIZE, 2048),))
+    out = " ".join(res.stdout.split())
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "kernels::wrong: kernel-bug" in out and "could not save a kernel-bug case" in out
+    assert "File too large" in out and corpus_entries(project / "corpus") == []
+
+
+def test_a_read_only_corpus_is_reported_and_the_failure_kept(project):
+    """What held: a corpus folder that cannot be created (a read-only file system)."""
+    res = run_limited(["run", "kernels.py::wrong", *RUN, "--corpus", "/sys/fuzzkern-corpus"],
+                      project, timeout=90)
+    out = " ".join(res.stdout.split())
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "kernels::wrong: kernel-bug" in out and "could not save a kernel-bug case" in out
+
+
+def test_markup_in_an_html_report_is_escaped(project):
+    """What held: a launcher's error message with HTML in it is text in the HTML report."""
+    (project / "markup.py").write_text(
+        "import fuzzkern\nfrom fuzzkern import strategies as fks\n"
+        "def launch(x):\n"
+        "    raise RuntimeError('<script>alert(1)</script><img src=x onerror=alert(2)>')\n"
+        "t = fuzzkern.Target(launcher=launch, reference=lambda x: x,\n"
+        "                    inputs=fks.inputs(x=fks.tensors(('N',), dtypes=['float32'])),\n"
+        "                    dims={'N': fks.sizes(max_value=4)})\n")
+    res = run_limited(["run", "markup.py", *RUN, "--html", "r.html"], project, timeout=90)
+    assert res.returncode == 1, res.stdout + res.stderr
+    page = (project / "r.html").read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert" not in page and "<img src=x" not in page
+
+
+class _FakeRedis:
+    """A TCP server on 127.0.0.1 that accepts connections and then says nothing (frozen) or
+    answers every request with ``reply`` (hostile)."""
+
+    def __init__(self, reply: bytes | None) -> None:
+        self.reply = reply
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            if self.reply is not None:
+                threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        try:
+            while conn.recv(4096):
+                conn.sendall(self.reply or b"")
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+@pytest.mark.parametrize("reply", [None, b"\xff\xfe garbage\r\n", b"-ERR no\r\n",
+                                   b"$99999999999\r\n"])
+def test_a_frozen_or_hostile_redis_is_one_usage_error(project, reply):
+    """What held: --db at a server that never answers, or answers garbage: one error line,
+    exit 2, within seconds."""
+    server = _FakeRedis(reply)
+    try:
+        began = time.monotonic()
+        res = run_limited(["run", "kernels.py::wrong", *RUN[:2], "-j", "1",
+                           "--db", f"redis://127.0.0.1:{server.port}/0"], project, timeout=60)
+        took = time.monotonic() - began
+    finally:
+        server.close()
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "--db" in one_error_line(res.stderr) and took < 40
+    assert corpus_entries(project / "corpus") == []
