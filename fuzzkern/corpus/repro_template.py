@@ -552,8 +552,15 @@ def main(argv=None):
     _say(f"mode: {mode}{' with debug checks' if DEBUG else ''} (torch {torch.__version__}, "
          f"triton {triton.__version__})")
     path = _inputs_file(args.inputs)
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         _say(f"the stored inputs are missing: {path} (pass --inputs FILE)")
+        return 2
+    # (an untrusted file: a regular one, no link, and no bigger than the entry declares)
+    declared = 8 + 2**20 + sum(size * getattr(torch, dtype).itemsize
+                               for dtype, _shape, _strides, _offset, size, _sha in TENSORS.values())
+    if os.path.islink(path) or not os.path.isfile(path) or os.path.getsize(path) > declared:
+        _say(f"refused: {path} is not a regular file of at most the {declared} bytes the entry "
+             "declares")
         return 2
     stored = load_file(path)
     originals = {}

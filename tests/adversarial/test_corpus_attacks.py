@@ -21,6 +21,7 @@ import pytest
 
 from tests.adversarial.conftest import (
     KERNELS,
+    MEMORY_LIMIT,
     corpus_entries,
     one_error_line,
     rows,
@@ -79,6 +80,12 @@ def _twin(entry: Path, name: str = "poisoned") -> Path:
     return twin
 
 
+def _limit_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
 def _sparse(path: Path, size: int = 20 * GiB) -> Path:
     with open(path, "wb") as fh:
         fh.truncate(size)
@@ -128,6 +135,12 @@ def test_links_devices_fifos_and_huge_files_are_refused(wrong_project, tmp_path,
         res = run_limited(["repro", str(entry), "-o", "r.py"], root, timeout=60)
         assert res.returncode == 2 and not (root / "r.py").exists()
         assert expect in one_error_line(res.stderr)
+    else:  # the reproducer itself refuses the inputs file
+        assert run(["repro", str(entry), "-o", "r.py"], root).returncode == 0
+        proc = subprocess.run([sys.executable, "r.py"], cwd=root, capture_output=True,
+                              text=True, timeout=120, preexec_fn=_limit_memory)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "refused: " in proc.stdout + proc.stderr
     if kind in ("link to /dev/zero", "sparse file"):
         res = run_limited(RUN, root, timeout=90)
         assert res.returncode == 1, res.stdout + res.stderr  # the bug, found again
