@@ -219,6 +219,10 @@ class ShadowRun:
     #: (an FMA's rounding; approximate exp, log, sqrt and division); None: no probe
     perturb: str | None = None
     seed: int = 0
+    #: the rounding host-made values are perturbed by, relative (None: their storage dtype's);
+    #: set where the interpreter runs a dtype as a float32 stand-in (bf16, fp8), whose host
+    #: code then rounds to float32 where compiled host code rounds to the dtype itself
+    host_unit: float | None = None
     #: (storage address, dtype name) -> (float64 values, valid mask), one slot per element
     memory: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = dataclasses.field(
         default_factory=dict)
@@ -349,7 +353,7 @@ class ShadowRun:
                 made = host[np.isfinite(values[host]) & (values[host] != 0)]
                 self.host_reads += int(made.size)
                 if self.perturb == "host" and made.size:
-                    values[made] = self.noise(values[made], _unit(dtype))
+                    values[made] = self.noise(values[made], self.host_unit or _unit(dtype))
         return values.reshape(addr.shape)
 
     def store(self, addr: np.ndarray, mask: np.ndarray | None, dtype: Any, values: np.ndarray,
@@ -870,9 +874,12 @@ def launch_shadow(run: Any, shadow: Any = None) -> list[tuple[torch.Tensor, torc
     from fuzzkern.execution.interpret import _inputs
     from fuzzkern.execution.interpreter import interpreter_mode
 
-    tensors, _ = _inputs(run)
+    tensors, substituted = _inputs(run)
     if shadow is not None:
         shadow.inputs = {t.untyped_storage().data_ptr() for t in tensors.values()}
+        if substituted:
+            shadow.host_unit = max(float(torch.finfo(getattr(torch, n)).eps) / 2
+                                   for n in substituted.values())
     with np.errstate(all="ignore"), interpreter_mode(
             check_bounds=True, check_views=False, configs=dict(run.case.configs)):
         scope = shadow_mode(shadow) if shadow is not None else contextlib.nullcontext()
@@ -953,7 +960,7 @@ def _findings(run: Any, mode: str, outputs: Sequence[Any],
     found.error_ulp = error / unit
     found.native_error = _native_error(run, i, idx, float(sh[0][idx]))
     if mode == "compiled":
-        _twin(run, found, outputs, shadows, masks)
+        _twin(run, found, outputs, shadows, masks, exact)
         if found.compiled_within:
             return found, []
     own = float((o.detach().cpu().to(torch.float64)[idx] - sh[0][idx]).abs())
@@ -963,7 +970,7 @@ def _findings(run: Any, mode: str, outputs: Sequence[Any],
 
 def _twin(run: Any, found: Any, outputs: Sequence[Any],
           shadows: list[tuple[torch.Tensor, torch.Tensor] | None],
-          masks: Sequence[torch.Tensor]) -> None:
+          masks: Sequence[torch.Tensor], exact: ShadowRun) -> None:
     """Compiled mode: the interpreter's own distance from the shadow, and how far compiled
     float32 code may move at this input (:data:`GPU_APPROX_UNIT`), against compiled code's."""
     from fuzzkern.judge.precision import twin_within
@@ -976,6 +983,10 @@ def _twin(run: Any, found: Any, outputs: Sequence[Any],
         return
     level = probe_level(run, "gpu", shadows)[i]
     assert level is not None
+    if exact.host_reads:  # compiled host code rounds what it makes at the dtype itself
+        host = probe_level(run, "host", shadows)[i]
+        if host is not None:
+            level = level + host
     found.twin_error = float((plain_run[0][idx] - sh[0][idx]).abs())
     found.gpu_level = float(level[idx])
     o = outputs[i]
