@@ -972,16 +972,18 @@ def _judge_conditioning(outputs: Sequence[Any] | torch.Tensor, expected: tuple[A
         c.accuracy = _compare(outs, expected, extra=_accuracy_extras(outs, expected, extras),
                               **kw).ok
     if not c.ok:
-        c.explanation, c.condition = _explain(outs, checked, parts, evidence)
+        c.explanation, c.condition = _explain(outs, checked, parts, evidence, extras)
     own.clear()
     own.extend(masks)
     return c
 
 
 def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str, Any],
-             evidence: Evidence) -> tuple[str, dict[str, Any]]:
+             evidence: Evidence, extras: Sequence[torch.Tensor | None] = ()
+             ) -> tuple[str, dict[str, Any]]:
     """A sentence about the worst element (largest error over bound), in a kernel author's
-    words, and its figures."""
+    words, and its figures: the bound, and the limit up to which it is an accuracy finding
+    (rule 9), so the figure printed and the verdict agree."""
     best: tuple[float, int, tuple[int, ...]] | None = None
     for i, ch in enumerate(checked):
         if ch.ratio is None or not bool(ch.mismatch.any()):
@@ -1011,6 +1013,15 @@ def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str,
                            "error_ulp": err / one, "bound": bound, "ratio": ratio}
     text = (f"{where}: off by {err:.3g} ({err / one:.3g} {dtype} ulp), "
             f"{ratio:.3g}x the bound {bound:.3g}")
+    ex = extras[i] if i < len(extras) else None
+    if ex is not None and ex.numel() in (1, ch.got.numel()):
+        widening = float(ex.reshape(ch.got.shape)[idx]) if ex.numel() > 1 else float(ex)
+        limit = bound - widening + ACCURACY_FACTOR * widening
+        if isinstance(o, torch.Tensor) and o.element_size() <= 2:
+            limit += ACCURACY_ULPS * one
+        fig["accuracy_limit"] = limit
+        text += (f" (an accuracy finding up to {limit:.3g}, {ACCURACY_FACTOR:g}x its rounding "
+                 f"part: {err / limit:.3g}x that)" if limit > 0 else "")
     sens = parts["sens"][i] or []
     if sens:
         s, dlt = max(sens, key=lambda p: float(p[1][idx]))
