@@ -913,10 +913,17 @@ def find_shadow(run: Any, mode: str, outputs: Sequence[Any], comparison: Any, to
     if expected is None:
         limits.append("the reference raised with torch held at float64")
     for i, sh in enumerate(shadows):
-        if sh is not None and i < len(masks) and masks[i].numel() == sh[1].numel() and bool(
-                (masks[i].reshape(sh[1].shape) & ~sh[1]).any()):
+        if sh is None or i >= len(masks) or masks[i].numel() != sh[1].numel():
+            continue
+        bad = masks[i].reshape(sh[1].shape)
+        if bool((bad & ~sh[1]).any()):
             limits.append(f"output {i} holds failing values no kernel stored (host code made "
                           "them)")
+        real = outputs[i].detach().cpu().to(torch.float64).reshape(sh[0].shape)
+        if bool((bad & ~torch.isfinite(real) & torch.isfinite(sh[0])).any()):
+            # a range event (an exp underflowing to 0, then 0/0) is not rounding
+            limits.append(f"output {i} is NaN or inf where the float64 shadow is finite: an "
+                          "underflow or overflow of the kernel's dtypes")
     if limits or expected is None:
         return None, limits
     return _findings(run, mode, outputs, shadows, expected, exact, tolerance, masks)
