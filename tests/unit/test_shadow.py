@@ -185,3 +185,21 @@ def test_values_host_code_rounded_are_allowed_their_rounding():
     facts = o.modes["interpret"].comparison.condition["shadow"]
     assert facts["host_reads"] > 0 and facts["shadow_passes"]
     assert "values host code made and rounded before the kernel read them" in o.message
+
+
+def test_compiled_code_is_judged_against_its_twin_and_what_gpu_math_adds():
+    from fuzzkern.judge.precision import twin_within
+
+    shadow = torch.tensor([1.0, 1e-3], dtype=torch.float64)
+    interpreted = shadow + torch.tensor([2e-7, 0.0], dtype=torch.float64)
+    bad = torch.tensor([True, True])
+    close = (shadow + torch.tensor([1e-6, 5e-10], dtype=torch.float64)).float()
+    far = (shadow + torch.tensor([1e-6, 1e-6], dtype=torch.float64)).float()
+    assert twin_within(close, interpreted, shadow, bad, torch.float32)
+    # 1e-6 at the second element: the interpreter is exact there and an ulp is 1e-10
+    assert not twin_within(far, interpreted, shadow, bad, torch.float32)
+    # unless GPU math (the probes' spread) moves that element by about as much
+    level = torch.tensor([0.0, 2e-7], dtype=torch.float64)
+    assert twin_within(far, interpreted, shadow, bad, torch.float32, level)
+    # elements that did not fail are not judged
+    assert twin_within(far, interpreted, shadow, torch.tensor([True, False]), torch.float32)
