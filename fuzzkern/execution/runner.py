@@ -79,6 +79,8 @@ class _Run:
         self._reference_done = False
         self._native: tuple[Any, ...] | None = None
         self._native_done = False
+        self._exact: tuple[Any, ...] | None = None
+        self._exact_done = False
         self._evidence: Evidence | None = None
         #: whether the interpreter's outputs mismatched (None: not compared, or not yet)
         self._interpret_mismatch: bool | None = None
@@ -278,8 +280,8 @@ class _Run:
         (:class:`~fuzzkern.execution.shadow.ExactReference`); None when it raises."""
         from fuzzkern.execution.shadow import ExactReference
 
-        if not hasattr(self, "_exact"):
-            self._exact: tuple[Any, ...] | None = None
+        if not self._exact_done:
+            self._exact_done = True
             try:
                 with torch.no_grad(), ExactReference():
                     self._exact = as_outputs(call_with(self.target.reference,

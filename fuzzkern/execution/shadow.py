@@ -50,14 +50,19 @@ __all__ = ["ExactReference", "ShadowRun", "Site", "attribute", "find_shadow", "l
 _Handle = _interp.TensorHandle
 _Builder = _interp.InterpreterBuilder
 
-#: Triton's fp8 dtypes and the torch dtype that decodes each (None: torch has no such format)
-_FP8_TORCH: dict[Any, torch.dtype | None] = {}
+#: Triton's float dtypes and the torch dtype of each (None: torch has no such format)
+_TORCH_OF: dict[Any, torch.dtype | None] = {tl.float16: torch.float16, tl.float32: torch.float32,
+                                            tl.bfloat16: torch.bfloat16,
+                                            tl.float64: torch.float64}
 for _tl_name, _torch_name in (("float8e4nv", "float8_e4m3fn"), ("float8e5", "float8_e5m2"),
                               ("float8e4b8", "float8_e4m3fnuz"),
                               ("float8e5b16", "float8_e5m2fnuz"), ("float8e4b15", None)):
     _tl_dtype = getattr(tl, _tl_name, None)
     if _tl_dtype is not None:
-        _FP8_TORCH[_tl_dtype] = getattr(torch, _torch_name) if _torch_name else None
+        _TORCH_OF[_tl_dtype] = getattr(torch, _torch_name, None) if _torch_name else None
+#: and back, for the launcher's outputs
+_TL_OF: dict[torch.dtype, Any] = {t: d for d, t in _TORCH_OF.items() if t is not None}
+_FP8 = frozenset(d for d in _TORCH_OF if d.primitive_bitwidth == 8)
 
 _NP_OF = {tl.float16: np.float16, tl.float32: np.float32, tl.float64: np.float64}
 
@@ -74,7 +79,7 @@ def _widen(data: np.ndarray, dtype: Any) -> np.ndarray:
         return data.astype(np.float64, copy=False)
     if dtype == tl.bfloat16:
         return (data.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    t = _FP8_TORCH.get(dtype)
+    t = _TORCH_OF.get(dtype)
     if t is None:
         raise _Unshadowable(f"{dtype} values (no float64 decoding)")
     flat = torch.from_numpy(np.ascontiguousarray(data).view(np.uint8).reshape(-1))
@@ -86,7 +91,7 @@ def _bits(values: np.ndarray, dtype: Any) -> np.ndarray:
     np_dtype = _NP_OF.get(dtype)
     if np_dtype is not None:
         return values.astype(np_dtype)
-    t = torch.bfloat16 if dtype == tl.bfloat16 else _FP8_TORCH.get(dtype)
+    t = _TORCH_OF.get(dtype)
     if t is None:
         raise _Unshadowable(f"{dtype} values (no rounding to it)")
     flat = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64).reshape(-1)).to(t)
@@ -101,13 +106,10 @@ def rounded(values: np.ndarray, dtype: Any) -> np.ndarray:
     return _widen(_bits(np.asarray(values, dtype=np.float64), dtype), dtype)
 
 
-def _in_range(values: np.ndarray, dtype: Any) -> np.ndarray:
-    """``values`` with those that overflow ``dtype`` as the real kernel has them (±inf): the
-    shadow widens precision, not range, so an overflow bug stays one."""
-    try:
-        near = rounded(values, dtype)
-    except _Unshadowable:
-        return values
+def _in_range(values: np.ndarray, near: np.ndarray) -> np.ndarray:
+    """``values`` with those that overflow their dtype (``near``: them rounded to it) as the
+    real kernel has them, ±inf: the shadow widens precision, not range, so an overflow bug
+    stays one."""
     over = np.isinf(near) & np.isfinite(values)
     if not over.any():
         return values
@@ -254,7 +256,11 @@ class ShadowRun:
         data = out.data
         if not (isinstance(data, np.ndarray) and data.dtype == np.float64):
             return out
-        kept = _in_range(data, out.dtype)
+        try:
+            near: np.ndarray | None = rounded(data, out.dtype)
+        except _Unshadowable:
+            near = None
+        kept = data if near is None else _in_range(data, near)
         key = _site_key()
         if kept is not data:
             self.overflow(key, out.dtype)
@@ -263,16 +269,16 @@ class ShadowRun:
             return out
         out.attr["fk_site"] = key
         if self.record:
-            self._note(key, out, operands, accumulation)
-        if self.round_at is not None and key in self.round_at:
-            return _Handle(rounded(out.data, out.dtype), out.dtype, dict(out.attr))
+            self._note(key, out, operands, accumulation, near)
+        if self.round_at is not None and key in self.round_at and near is not None:
+            return _Handle(near, out.dtype, dict(out.attr))
         if self.perturb == "gpu" and out.dtype == tl.float32 and out.data.size:
             unit = GPU_APPROX_UNIT if approx else GPU_ROUNDING_UNIT
             return _Handle(self.noise(out.data, unit), out.dtype, dict(out.attr))
         return out
 
     def _note(self, key: tuple[str, int], out: Any, operands: Sequence[Any],
-              accumulation: bool) -> None:
+              accumulation: bool, near: np.ndarray | None) -> None:
         site = self.sites.get(key)
         if site is None:
             site = self.sites[key] = Site(key[0], key[1])
@@ -284,11 +290,7 @@ class ShadowRun:
                 isinstance(h, _Handle) and h.attr.get("fk_site") == key for h in operands)):
             site.accumulates = True
         data = out.data
-        if not data.size:
-            return
-        try:
-            near = rounded(data, out.dtype)
-        except _Unshadowable:
+        if not data.size or near is None:
             return
         with np.errstate(all="ignore"):
             rel = np.abs(near - data) / np.abs(data)
@@ -406,21 +408,13 @@ GPU_ROUNDING_UNIT = 2.0 ** -24
 
 def _unit(dtype: Any) -> float:
     """A rounding of ``dtype``, relative (half its epsilon)."""
-    bits = {tl.float16: 10, tl.float32: 23, tl.bfloat16: 7, tl.float64: 52}.get(dtype, 3)
-    return 2.0 ** -(bits + 1)
+    t = _TORCH_OF.get(dtype)
+    return float(torch.finfo(t).eps) / 2 if t is not None else 2.0 ** -4
 
 
 def _tiny(dtype: Any) -> float:
-    t = {tl.float16: torch.float16, tl.float32: torch.float32, tl.bfloat16: torch.bfloat16}.get(
-        dtype) or _FP8_TORCH.get(dtype)
+    t = _TORCH_OF.get(dtype)
     return float(torch.finfo(t).tiny) if t is not None else 0.0
-
-
-_TL_OF: dict[torch.dtype, Any] = {torch.float16: tl.float16, torch.float32: tl.float32,
-                                  torch.bfloat16: tl.bfloat16, torch.float64: tl.float64}
-for _tl_dtype, _t in _FP8_TORCH.items():
-    if _t is not None:
-        _TL_OF[_t] = _tl_dtype
 
 _ACTIVE: list[ShadowRun] = []
 
@@ -505,12 +499,16 @@ def _wrap_store(orig: Callable[..., Any]) -> Callable[..., Any]:
         try:
             real = _bits(value.data, elem)
         except _Unshadowable as e:
+            # a format torch cannot round to: Triton's own conversion, and no shadow of it
             run.limit(f"a store of {e}")
-            real = value.data.astype(np.float32)
+            with _real_dtypes():
+                bits = _interp._convert_float(value.data.astype(np.float32), tl.float32, elem,
+                                              None).view(_ORIG_NP_DTYPE(elem))
+                return orig(self, ptrs, _Handle(bits, elem), mask, *rest)
         with _real_dtypes():
             out = orig(self, ptrs, _Handle(real, elem), mask, *rest)
         if elem != tl.float64:
-            kept = _in_range(value.data, elem)
+            kept = _in_range(value.data, _widen(real, elem))
             if kept is not value.data:
                 run.overflow(key, elem)
             value = _Handle(kept, elem)
@@ -574,7 +572,7 @@ def _cast(self: Any, src: Any, dst_type: Any, *rest: Any) -> Any:
     data = src.data
     if _is_float(dst):
         value = _f64(src) if _is_float(src.dtype.scalar) else data.astype(np.float64)
-        if dst in _FP8_TORCH:
+        if dst in _FP8:
             _run().limit(f"a cast to {dst} (quantization is the kernel's logic)")
         return _run().result(_Handle(value, dst))
     if _is_float(src.dtype.scalar):
@@ -632,7 +630,7 @@ def _dot_scaled(orig: Callable[..., Any]) -> Callable[..., Any]:
     return create_dot_scaled
 
 
-def _splat(orig: Callable[..., Any]) -> Callable[..., Any]:
+def _keep_site(orig: Callable[..., Any]) -> Callable[..., Any]:
     def create(self: Any, *args: Any) -> Any:
         out = orig(self, *args)
         src = next((a for a in args if isinstance(a, _Handle)), None)
@@ -729,7 +727,7 @@ def _patches() -> list[tuple[Any, str, Any]]:
             out.append((_Builder, name, _op(fn, name in _APPROX)))
     for name in _SHAPE:
         if name in b:
-            out.append((_Builder, name, _splat(b[name])))
+            out.append((_Builder, name, _keep_site(b[name])))
     return out
 
 
@@ -826,8 +824,6 @@ class Attribution:
     site: Site
     #: the error at the worst element with rounding at that line alone, over the kernel's
     share: float
-    #: how many lines were tried
-    tried: int
 
     def describe(self) -> str:
         return f"line {self.site.describe()}; rounding there alone gives " \
@@ -854,11 +850,9 @@ def attribute(launch: Callable[[ShadowRun], Any], exact: ShadowRun,
             continue
         share = error_of(outputs)
         if best is None or share > best.share:
-            best = Attribution(site, share, 0)
+            best = Attribution(site, share)
         if share >= enough:
             break
-    if best is not None:
-        best.tried = len(candidates)
     return best
 
 

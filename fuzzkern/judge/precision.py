@@ -195,6 +195,7 @@ def judge_shadow(real: Comparison, found: ShadowFindings | None, *, limits: Sequ
         words = (f"computed in float64 (the kernel's own algorithm without rounding) the kernel "
                  f"is still off{where}: {size}{sc.mismatched} of {sc.total} elements outside "
                  f"{sc.tolerance}{nonfinite}: not rounding")
+        condition["shadow"]["says"] = words
         return "mismatch", dataclasses.replace(real, accuracy=False, explanation=_join(
             words, real.explanation), condition=condition)
     if compiled_within is False and not (found.accumulates and found.share >= SHADOW_SHARE):
@@ -205,6 +206,7 @@ def judge_shadow(real: Comparison, found: ShadowFindings | None, *, limits: Sequ
                  f"{oracle.ACCURACY_FACTOR:g}x the interpreter's own rounding there "
                  f"({found.twin_error:.3g}) and what GPU math may add "
                  f"({found.gpu_level or 0:.3g})")
+        condition["shadow"]["says"] = words
         return status, dataclasses.replace(real, explanation=_join(words, real.explanation),
                                            condition=condition)
     native = ""

@@ -147,9 +147,8 @@ def _shadow_says(results: Mapping[str, ModeResult], wrong: list[str]) -> str:
     for mode in wrong:
         c = results[mode].comparison
         facts = c.condition.get("shadow") if c is not None and c.condition else None
-        if facts and "limits" not in facts and c is not None:
-            return "; " + c.explanation.split(": not rounding")[0] + ": not rounding" \
-                if ": not rounding" in c.explanation else "; " + c.explanation.split("; ")[0]
+        if facts and facts.get("says"):
+            return "; " + str(facts["says"])
     return ""
 
 
