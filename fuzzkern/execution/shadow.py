@@ -248,6 +248,20 @@ class ShadowRun:
         g = np.clip(self._rng.standard_normal(np.shape(values)), -3, 3)
         return values * (1 + unit * g)
 
+    def _rounding_noise(self, values: np.ndarray, dtype: Any) -> np.ndarray:
+        """About one rounding of ``dtype`` at each of ``values`` (Gaussian, clipped at 3),
+        absolute: half an ulp, which in the subnormal range (and at 0, where a value may have
+        underflowed) is far more than a relative rounding. With :attr:`host_unit`, that of the
+        dtype the interpreter stands in for."""
+        g = np.clip(self._rng.standard_normal(np.shape(values)), -3, 3)
+        t = _TORCH_OF.get(dtype)
+        if self.host_unit is not None or t is None:
+            unit = self.host_unit or _unit(dtype)
+            return g * unit * np.maximum(np.abs(values), _tiny(dtype))
+        spacing = torch.from_numpy(np.abs(values)).to(t)
+        ulp = (torch.nextafter(spacing, torch.tensor(float("inf"), dtype=t)) - spacing)
+        return g * ulp.to(torch.float64).numpy() / 2
+
     def result(self, out: Any, operands: Sequence[Any] = (), accumulation: bool = False,
                approx: bool = False) -> Any:
         """A float result of an op: tagged with its site, recorded, rounded where asked."""
@@ -352,10 +366,10 @@ class ShadowRun:
                 shadowed[np.flatnonzero(ok)[same]] = True
             if self.inputs is not None and lo not in self.inputs:
                 host = lanes[~shadowed]
-                made = host[np.isfinite(values[host]) & (values[host] != 0)]
-                self.host_reads += int(made.size)
-                if self.perturb == "host" and made.size:
-                    values[made] = self.noise(values[made], self.host_unit or _unit(dtype))
+                host = host[np.isfinite(values[host])]
+                self.host_reads += int(np.count_nonzero(values[host]))
+                if self.perturb == "host" and host.size:
+                    values[host] += self._rounding_noise(values[host], dtype)
         return values.reshape(addr.shape)
 
     def store(self, addr: np.ndarray, mask: np.ndarray | None, dtype: Any, values: np.ndarray,
