@@ -594,49 +594,75 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
 def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share: float,
                  on_event: Event | None, *, replay_corpus: bool,
                  known: Collection[str]) -> TargetResult:
-    target = lt.target
-    result = TargetResult(target.id, lt.ref, slices=1)
-    start = time.monotonic()
-    deadline = start + share
-    shrink_deadline = deadline + max(opts.grace_min, opts.grace_fraction * share)
-    if opts.stop_at is not None:  # the campaign's hard stop caps both
-        deadline = min(deadline, opts.stop_at)
-        shrink_deadline = min(shrink_deadline, opts.stop_at)
-    timeout = opts.timeout or target.timeout
-    # one drawn case may cost at most a quarter of the share: many cheap cases and some
-    # expensive ones, never a few that take minutes (fuzzkern.execution.pool.COST_CAP_FRACTION)
-    cost_cap = max(COST_CAP_MIN, COST_CAP_FRACTION * share)
-    run_options = run_options_of(opts)
-    last_failure: dict[str, tuple[Case, Outcome]] = {}
-    known_keys = set(known)
-    found: list[Failure] = []
-    emit = on_event or (lambda *a: None)
-    if opts.corpus and replay_corpus:
+    s = _Slice(lt, pool, opts, share, on_event, known)
+    if opts.corpus and replay_corpus and not s.replay_corpus():
+        return s.result
+    s.search()
+    _explain_and_save(lt, pool, opts, s.result, s.found, s.run_options, s.timeout)
+    s.result.seconds = time.monotonic() - s.start
+    s.emit("done", s.result, None)
+    return s.result
+
+
+class _Slice:
+    """One target's slice of a campaign: its clocks, the cases it ran (``result``) and the
+    failures it found (``found``), searched in successive Hypothesis runs (:meth:`search`)."""
+
+    def __init__(self, lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share: float,
+                 on_event: Event | None, known: Collection[str]) -> None:
+        self.lt, self.pool, self.opts, self.target = lt, pool, opts, lt.target
+        self.result = TargetResult(lt.target.id, lt.ref, slices=1)
+        self.start = time.monotonic()
+        self.deadline = self.start + share
+        self.shrink_deadline = self.deadline + max(opts.grace_min, opts.grace_fraction * share)
+        if opts.stop_at is not None:  # the campaign's hard stop caps both
+            self.deadline = min(self.deadline, opts.stop_at)
+            self.shrink_deadline = min(self.shrink_deadline, opts.stop_at)
+        self.timeout = opts.timeout or lt.target.timeout
+        # one drawn case may cost at most a quarter of the share: many cheap cases and some
+        # expensive ones, never a few that take minutes (fuzzkern.execution.pool.COST_CAP_FRACTION)
+        self.cost_cap = max(COST_CAP_MIN, COST_CAP_FRACTION * share)
+        self.run_options = run_options_of(opts)
+        self.last_failure: dict[str, tuple[Case, Outcome]] = {}
+        self.known_keys = set(known)
+        self.found: list[Failure] = []
+        self.emit: Event = on_event or (lambda *a: None)
+        self.database: _RunDatabase | None = None
+        #: the value variant every drawn case runs as, once this attempt found a failure
+        #: (empty: not yet; explore() then runs cases with their variants)
+        self.replaying: list[int] = []
+        self.first_seen: dict[str, float] = {}
+
+    def replay_corpus(self) -> bool:
+        """Replay the target's corpus first; False when the slice ends there (interrupted, or
+        the campaign's hard stop)."""
+        result = self.result
         try:
             with interruptible():
-                _replay_corpus(lt, pool, opts, result)
+                _replay_corpus(self.lt, self.pool, self.opts, result)
         except Interrupted as e:
             result.interrupted = e.signum
-            result.seconds = time.monotonic() - start
-            return result
+            result.seconds = time.monotonic() - self.start
+            return False
         except StopTime:
             result.stopped = result.ran_out = True
-            result.seconds = time.monotonic() - start
-            return result
-        known_keys.update(f.key for f in result.failures)
+            result.seconds = time.monotonic() - self.start
+            return False
+        self.known_keys.update(f.key for f in result.failures)
+        return True
 
-    def run_case(case: Case, variants: bool = False, capped: bool = False) -> Outcome:
+    def run_case(self, case: Case, variants: bool = False, capped: bool = False) -> Outcome:
         """Run one case in a worker and count it in ``result``; with ``variants`` (compiled
-        mode, ``opts.amortize``) the worker also runs value variants of it (:func:`explore`):
+        mode, ``opts.amortize``) the worker also runs value variants of it (:meth:`explore`):
         those that passed are counted here, a failing one is in ``outcome.variants``. With
         ``capped`` (drawn cases), an interpreted launch projected past ``cost_cap`` seconds
         stops early as ``slow``."""
-        options = run_options
+        result, options = self.result, self.run_options
         if variants:
-            until = shrink_deadline if last_failure else deadline
-            options = {**run_options, "variants": {"share": opts.amortize, "until": until}}
-        outcome = pool.run(lt.ref, case.to_json(), options, timeout,
-                           cost_cap=cost_cap if capped else None)
+            until = self.shrink_deadline if self.last_failure else self.deadline
+            options = {**options, "variants": {"share": self.opts.amortize, "until": until}}
+        outcome = self.pool.run(self.lt.ref, case.to_json(), options, self.timeout,
+                                cost_cap=self.cost_cap if capped else None)
         if outcome.variants:
             ran = int(outcome.variants.get("ran", 0))
             result.cases += ran
@@ -646,27 +672,29 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
                 result.counts[verdict] += int(n)
                 if verdict not in Verdict.UNTESTED and is_empty(case):
                     result.empty += int(n)  # a variant has its case's shapes
-        count(case, outcome)
+        self.count(case, outcome)
         return outcome
 
-    def explore(case: Case) -> tuple[int, Outcome]:
+    def explore(self, case: Case) -> tuple[int, Outcome]:
         """Run a drawn case with its value variants: which variant decides (the first that
         failed; 0: the case itself) and its outcome."""
-        outcome = run_case(case, variants=opts.amortize > 0 and "compiled" in opts.modes,
-                           capped=True)
+        opts = self.opts
+        outcome = self.run_case(case, variants=opts.amortize > 0 and "compiled" in opts.modes,
+                                capped=True)
         failed = outcome.variants.get("failed")
         if failed is not None:
             k = int(failed["index"])
             found = Outcome.from_json(failed["outcome"])
-            result.variants += 1
-            count(case.variant(k), found)
+            self.result.variants += 1
+            self.count(case.variant(k), found)
             return k, found
         stopped = outcome.modes.get("worker")  # the clock stopped it, or the worker died
         if stopped is not None and stopped.detail.get("variant"):
             return int(stopped.detail["variant"]), outcome
         return 0, outcome
 
-    def count(case: Case, outcome: Outcome) -> None:
+    def count(self, case: Case, outcome: Outcome) -> None:
+        result = self.result
         result.cases += 1
         if outcome.verdict not in Verdict.UNTESTED and is_empty(case):
             result.empty += 1
@@ -692,64 +720,63 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
         result.add_record(case_record(case, outcome))
         result.max_score = max(result.max_score, float(outcome.score or 0.0))
         result.note_case(case, outcome)
-        emit("case", result, outcome)
+        self.emit("case", result, outcome)
 
-    database: _RunDatabase | None = None
+    def _stop_recording(self) -> None:
+        if self.database is not None:
+            self.database.stopping = True  # this case never ran: not a failure to keep
 
-    def body(case: Case) -> None:
+    def body(self, case: Case) -> None:
+        """Hypothesis's test body: run one drawn case, raise on a new failure."""
         if _Interrupts.signum is not None:  # also when the handler's raise was swallowed
-            if database is not None:
-                database.stopping = True
+            self._stop_recording()
             raise Interrupted(_Interrupts.signum)
         now = time.monotonic()
-        if now > (shrink_deadline if last_failure else deadline):
-            if database is not None:
-                database.stopping = True  # this case never ran: not a failure to keep
+        if now > (self.shrink_deadline if self.last_failure else self.deadline):
+            self._stop_recording()
             raise _BudgetExhausted
         try:
-            if not replaying:
-                k, outcome = explore(case)
+            if not self.replaying:
+                k, outcome = self.explore(case)
             else:  # the body must now be a function of the drawn case alone (see below)
-                k = replaying[0]
-                outcome = run_case(case.variant(k), capped=True)
+                k = self.replaying[0]
+                outcome = self.run_case(case.variant(k), capped=True)
         except StopTime:  # the hard stop cut this case short: not a failure to keep
-            if database is not None:
-                database.stopping = True
+            self._stop_recording()
             raise
         if outcome.score:
             hypothesis.target(outcome.score, label="error")
         if outcome.failed:
             key = failure_key(outcome)
-            if key in known_keys:
+            if key in self.known_keys:
                 return  # found already: look for others
-            if key not in last_failure and len(found) + len(last_failure) >= opts.max_failures:
+            if (key not in self.last_failure
+                    and len(self.found) + len(self.last_failure) >= self.opts.max_failures):
                 return  # the cap is reached: shrink what was found
-            if not replaying:
+            if not self.replaying:
                 # Hypothesis replays and shrinks the drawn case from now on, so the body must
                 # give each drawn case the same verdict every time. Value variants ran only
                 # because something compiled: from here on each drawn case runs as the variant
                 # that failed (0: the case itself), alone.
-                replaying.append(k)
-            first_seen.setdefault(key, time.time())
-            last_failure[key] = (case.variant(k), outcome)
+                self.replaying.append(k)
+            self.first_seen.setdefault(key, time.time())
+            self.last_failure[key] = (case.variant(k), outcome)
             exc = _failure_type(key)(f"{outcome.verdict}: {outcome.message}")
             exc.outcome = outcome
             raise exc
 
-    flaky = False
-    #: the value variant every drawn case runs as, once this attempt found a failure (empty:
-    #: not yet; explore() then runs cases with their variants)
-    replaying: list[int] = []
-    first_seen: dict[str, float] = {}
-    for attempt in itertools.count():
-        last_failure.clear()
-        replaying.clear()
+    def _hypothesis_test(self, attempt: int) -> Callable[[], None]:
+        """The Hypothesis test of one attempt, over the target's cases."""
+        opts, result = self.opts, self.result
         left = None if opts.max_examples is None else opts.max_examples - result.cases
-        database = (None if opts.database is None
-                    else _RunDatabase(opts.database, keep_known=bool(known_keys)))
-        test = given(target.cases())(body)
+        self.database = (None if opts.database is None
+                         else _RunDatabase(opts.database, keep_known=bool(self.known_keys)))
+        def body(case: Case) -> None:  # a function of its own: Hypothesis marks it
+            self.body(case)
+
+        test = given(self.target.cases())(body)
         test = settings(
-            database=database,
+            database=self.database,
             max_examples=10**9 if left is None else max(1, left),
             deadline=None,
             derandomize=False,
@@ -769,62 +796,73 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
                 opts.draw_seed + 104729 * attempt)
         # The database key is the target's stable id, so failures replay first on the next
         # run.
-        test.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # type: ignore[attr-defined]
+        test.hypothesis.inner_test._hypothesis_internal_add_digest = self.target.id.encode()  # type: ignore[attr-defined]
+        return test  # type: ignore[no-any-return]
 
-        ran_out = False
+    def _attempt(self, attempt: int) -> tuple[bool, bool]:
+        """Run one attempt's Hypothesis test: (ran out of time, flaky)."""
+        result = self.result
+        test = self._hypothesis_test(attempt)
         try:
             with interruptible():
                 test()
         except Interrupted as e:
-            ran_out = True
             result.interrupted = e.signum
+            return True, False
         except _BudgetExhausted:
-            ran_out = True
+            return True, False
         except StopTime:
-            ran_out = result.stopped = True
-        except hypothesis.errors.FlakyFailure:
-            flaky = True
-        except hypothesis.errors.Flaky:
-            flaky = True
+            result.stopped = True
+            return True, False
+        except (hypothesis.errors.FlakyFailure, hypothesis.errors.Flaky):
+            return False, True
         except (KernelFailure, BaseExceptionGroup):
             pass
-        except hypothesis.errors.HypothesisException as e:
-            result.error = f"{type(e).__name__}: {e}"
-        except Exception as e:  # misuse surfacing at draw time (InvalidArgument, CaseError, ...)
-            result.error = f"{type(e).__name__}: {e}"
-        new = [Failure(target.id, case, outcome, shrunk=not ran_out, flaky=flaky,
-                       interrupted=result.interrupted is not None,
-                       found_at=first_seen.get(key))
-               for key, (case, outcome) in last_failure.items()]
-        if opts.minimize_runs > 0 and not flaky and result.interrupted is None:
-            # (a flaky case would accept anything or nothing)
-            try:
-                with interruptible():
-                    result.minimize_runs += _minimize(target, new, run_case, shrink_deadline,
-                                                      opts.minimize_runs)
-            except Interrupted as e:
-                result.interrupted = e.signum
-                for f in new:
-                    f.interrupted = True
-            except StopTime:  # _minimize marked the failures it did not finish
-                result.stopped = True
-        for f in new:  # the minimizer may have moved one onto another's key: keep the first
-            if f.key not in known_keys:
-                known_keys.add(f.key)
-                found.append(f)
-        if result.interrupted is not None:
-            break
-        if ran_out or result.stopped or time.monotonic() >= deadline:
-            result.ran_out = True
-            break
-        if flaky or result.error or not new or len(found) >= opts.max_failures:
-            break  # not new: Hypothesis had nothing more to try
-        if opts.max_examples is not None and result.cases >= opts.max_examples:
-            break
-    _explain_and_save(lt, pool, opts, result, found, run_options, timeout)
-    result.seconds = time.monotonic() - start
-    emit("done", result, None)
-    return result
+        except Exception as e:  # misuse surfacing at draw time (InvalidArgument, CaseError,
+            result.error = f"{type(e).__name__}: {e}"  # a HypothesisException, ...)
+        return False, False
+
+    def _shrink(self, new: list[Failure]) -> None:
+        """Minimize the attempt's failures (:func:`_minimize`) within the shrink deadline."""
+        result = self.result
+        try:
+            with interruptible():
+                result.minimize_runs += _minimize(self.target, new, self.run_case,
+                                                  self.shrink_deadline, self.opts.minimize_runs)
+        except Interrupted as e:
+            result.interrupted = e.signum
+            for f in new:
+                f.interrupted = True
+        except StopTime:  # _minimize marked the failures it did not finish
+            result.stopped = True
+
+    def search(self) -> None:
+        """Successive Hypothesis runs until the share is spent, Hypothesis has nothing more
+        to try, or ``opts.max_failures`` new failures were found."""
+        opts, result = self.opts, self.result
+        for attempt in itertools.count():
+            self.last_failure.clear()
+            self.replaying.clear()
+            ran_out, flaky = self._attempt(attempt)
+            new = [Failure(self.target.id, case, outcome, shrunk=not ran_out, flaky=flaky,
+                           interrupted=result.interrupted is not None,
+                           found_at=self.first_seen.get(key))
+                   for key, (case, outcome) in self.last_failure.items()]
+            if opts.minimize_runs > 0 and not flaky and result.interrupted is None:
+                self._shrink(new)  # (a flaky case would accept anything or nothing)
+            for f in new:  # the minimizer may have moved one onto another's key: keep the first
+                if f.key not in self.known_keys:
+                    self.known_keys.add(f.key)
+                    self.found.append(f)
+            if result.interrupted is not None:
+                break
+            if ran_out or result.stopped or time.monotonic() >= self.deadline:
+                result.ran_out = True
+                break
+            if flaky or result.error or not new or len(self.found) >= opts.max_failures:
+                break  # not new: Hypothesis had nothing more to try
+            if opts.max_examples is not None and result.cases >= opts.max_examples:
+                break
 
 
 def _minimize(target: Target, found: list[Failure], run_case: Callable[[Case], Outcome],
