@@ -830,7 +830,7 @@ def repro(entry_path: str, output: str | None, allow_outside_root: bool = False)
         return
     out = output or f"repro_{entry.id}.py"
     repro_module.write(entry, out)
-    click.echo(f"wrote {out}: python {out}  (exit status 1 when the failure shows)")
+    click.echo(f"wrote {out}: python {out}  (exit status 1 when the failure shows, 3 a different one)")
 
 
 if __name__ == "__main__":  # pragma: no cover

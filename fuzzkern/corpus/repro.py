@@ -17,15 +17,19 @@ What the bare Triton interpreter cannot do, the script does in a few lines of it
   still land outside the red zones and crash the process, which also shows the bug.)
 - **hangs**: the launch runs under a timer (the target's timeout, ``--timeout`` to change it);
   past it the script reports the hang and exits.
-- **autotuned kernels**: the entry's config is forced by leaving it the only config of the
-  ``Autotuner``, so nothing is benchmarked.
+- **autotuned kernels**: run as fuzzkern ran them: the ``run`` of Triton's ``Autotuner`` and
+  of every subclass with its own (a library's autotuner) is replaced while the script runs, so
+  each kernel runs the entry's config (in the interpreter, one the entry names none for runs
+  its first pruned config) and nothing is benchmarked.
 - **bfloat16/fp8 in the interpreter**: run as exact float32 copies, as fuzzkern does (the
   interpreter computes them wrongly), compared at the original dtype's tolerance.
 - **Triton 3.6 with numpy >= 2.4**: the interpreter's ``tensor.__index__`` bug (triton#9171) is
   patched.
 
-Exit status: 1 when the failure shows, 0 when it does not (the kernel may be fixed), 2 when the
-script cannot run here (no GPU for the compiled mode, inputs missing).
+Exit status: 1 when the recorded failure shows (the same verdict family at the same place:
+the same output, input, or exception and frame; ``EXPECT`` in the script), 3 when a different
+failure shows instead ("a different failure: ..."), 0 when none does (the kernel may be fixed),
+2 when the script cannot run here (no GPU for the compiled mode, inputs missing).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 from fuzzkern.case.model import TensorCase
 from fuzzkern.corpus.store import Entry
 from fuzzkern.errors import CorpusError
+from fuzzkern.judge.verdict import failure_location, verdict_family
 
 
 def _quoted(text: str) -> str:
@@ -138,7 +143,7 @@ def script(entry: Entry, script_path: str | None = None) -> str:
         "bounds, so every tensor sits between red zones of NaN (or an integer sentinel): a write",
         "out of bounds shows as changed red-zone bytes, a read as NaN in the output. A hang is",
         "stopped after the timeout. Exit status: 1 the failure shows, 0 it does not (fixed?),",
-        "2 cannot run here.",
+        "3 a different failure shows, 2 cannot run here.",
         "",
         "What the entry says (the comments below quote it JSON-escaped; the data is ENTRY).",
         '"""',
@@ -182,6 +187,9 @@ def script(entry: Entry, script_path: str | None = None) -> str:
         "inputs_file": inputs_abs,
         # the same file relative to this script's folder
         "inputs_file_relative": inputs_rel,
+        # the failure to see again: its verdict family and where it showed
+        "expect": {"family": verdict_family(entry.verdict),
+                   "location": failure_location(entry.outcome)},
     }
     text = json.dumps(document, indent=1, ensure_ascii=True, allow_nan=True)
     data = [
@@ -214,6 +222,7 @@ def script(entry: Entry, script_path: str | None = None) -> str:
         'DEBUG = bool(ENTRY["debug"])',
         'INPUTS_FILE = ENTRY["inputs_file"]',
         'INPUTS_FILE_RELATIVE = ENTRY["inputs_file_relative"]',
+        'EXPECT = ENTRY["expect"]',
         "",
     ]
     return "\n".join(header + data) + _body()

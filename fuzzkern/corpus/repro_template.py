@@ -28,6 +28,7 @@ OOB: "dict[str, Any] | None" = None
 DEBUG: bool = False
 INPUTS_FILE: str = ""
 INPUTS_FILE_RELATIVE: str | None = None
+EXPECT: "dict[str, Any]" = {}
 # ---- end of stand-ins ----------------------------------------------------------------------
 
 # ---- the reproducer (no fuzzkern below) ---------------------------------------------------
@@ -66,11 +67,65 @@ def _say(text=""):
     print(text, flush=True)
 
 
-def _reproduced(*lines):
-    for line in lines:
-        _say(line)
-    _say(f"the failure reproduces (recorded verdict: {VERDICT})")
-    return 1
+#: what the script can see, for each verdict family fuzzkern records: a read out of bounds
+#: shows here as NaN (or a sentinel) in an output, a write as damaged red zones or a written gap
+_SEEN_AS = {
+    "hang": ("hang",), "error": ("error",), "overflow": ("error",),
+    "reference-error": ("reference-error",), "input-mutated": ("input-mutated",),
+    "nondeterministic": ("nondeterministic",),
+    "oob": ("oob-write", "view-write", "mismatch", "structure"),
+    "kernel-bug": ("mismatch", "structure"), "compiled-only": ("mismatch", "structure"),
+    "interpreter-divergence": ("mismatch", "structure", "error"),
+    "accuracy": ("mismatch",), "precision-bug": ("mismatch",),
+}
+
+
+def _problem(kind, place, text, frames=()):
+    """One failure the script saw: its kind (as :data:`_SEEN_AS` names them), where (an
+    output, an input, an exception type), the line to print, the traceback's frames."""
+    return {"kind": kind, "place": place, "text": text, "frames": list(frames)}
+
+
+def _same_place(p):
+    """Whether problem ``p`` is the failure fuzzkern recorded: the same verdict family at the
+    same place (the same output, input or exception and frame)."""
+    family = EXPECT.get("family") or VERDICT
+    where = EXPECT.get("location") or ""
+    if p["kind"] not in _SEEN_AS.get(family, ()):
+        return False
+    if p["kind"] == "mismatch" and where.startswith("output "):
+        return p["place"] == where
+    if p["kind"] == "input-mutated":
+        return not where or p["place"] == where
+    if p["kind"] in ("error", "reference-error") and where:
+        kind, _, frame = where.partition(" at ")
+        if p["place"] != kind:
+            return False
+        # the frame's file counts where the script ran through it (fuzzkern's own
+        # interpreter frames are not the bare interpreter's; a line moves with an edit)
+        files = [f.rsplit(":", 1)[0] for f in p["frames"]]
+        return not frame or not files or files[-1] == frame.rsplit(":", 1)[0] or \
+            frame.rsplit(":", 1)[0] not in files
+    return True
+
+
+def _conclude(problems):
+    """Print what was seen and say whether it is the recorded failure: exit 1 when it is,
+    3 for a different failure, 0 for none."""
+    where = EXPECT.get("location") or ""
+    recorded = VERDICT + (f" at {where}" if where else "")
+    for p in problems:
+        _say(("FAILURE: " if not p["text"].startswith("  ") else "") + p["text"])
+    if not problems:
+        _say(f"no failure: the outputs match the reference and no red zone was touched "
+             f"(recorded verdict: {recorded}); the kernel may be fixed")
+        return 0
+    if any(_same_place(p) for p in problems if p["kind"]):
+        _say(f"the failure reproduces (recorded verdict: {recorded})")
+        return 1
+    first = next(p["text"] for p in problems if p["kind"])
+    _say(f"a different failure: {first}; fuzzkern recorded {recorded}")
+    return 3
 
 
 # -- finding the code under test ------------------------------------------------------------
@@ -137,6 +192,9 @@ def _call(fn, values):
 
 
 def _kernel_name(obj):
+    base = getattr(obj, "base_fn", None)
+    if inspect.isfunction(base):
+        return base.__name__
     for _ in range(16):
         if inspect.isfunction(obj) or not hasattr(obj, "fn"):
             break
@@ -144,37 +202,78 @@ def _kernel_name(obj):
     return getattr(obj, "__name__", repr(obj))
 
 
-def _force_configs(launcher):
-    """Leave each autotuned kernel the entry's config as its only one: nothing benchmarks."""
+def _autotuner_classes():
+    """Triton's Autotuner and each subclass with a ``run`` of its own (a library's autotuner
+    that benchmarks its own way)."""
     from triton.runtime.autotuner import Autotuner
 
+    out, todo = [Autotuner], list(Autotuner.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if "run" in vars(cls):
+            out.append(cls)
+    return out
+
+
+def _find_tuners(c, launcher):
+    from triton.runtime.autotuner import Autotuner
+
+    found = []
+    if c.get("attr") and (c.get("module") or c.get("file")):
+        try:
+            found.append(_resolve({"module": c["module"], "file": c["file"],
+                                   "qualname": c["attr"]}))
+        except (SystemExit, AttributeError, ImportError):
+            pass
+    if not found:  # look through the launcher's module
+        glb = getattr(launcher, "__globals__", {})
+        found = [v for v in glb.values() if _kernel_name(v) == c["kernel"]]
+    tuners = []
+    for obj in found:
+        for _ in range(16):
+            if isinstance(obj, Autotuner):
+                tuners.append(obj)
+            if not hasattr(obj, "fn"):
+                break
+            obj = obj.fn
+    return tuners
+
+
+def _force_configs(launcher, mode):
+    """Run autotuned kernels as fuzzkern did: each with the entry's config, and nothing
+    benchmarked (in the interpreter, a kernel the entry names no config for runs its first
+    pruned config). Every autotuner class's ``run`` is replaced, a library's own included."""
+    forced = {}
     for c in CONFIGS:
-        found = []
-        if c.get("attr") and (c.get("module") or c.get("file")):
-            try:
-                found.append(_resolve({"module": c["module"], "file": c["file"],
-                                       "qualname": c["attr"]}))
-            except (SystemExit, AttributeError, ImportError):
-                pass
-        if not found:  # look through the launcher's module
-            glb = getattr(launcher, "__globals__", {})
-            found = [v for v in glb.values() if _kernel_name(v) == c["kernel"]]
-        tuners = []
-        for obj in found:
-            for _ in range(16):
-                if isinstance(obj, Autotuner):
-                    tuners.append(obj)
-                if not hasattr(obj, "fn"):
-                    break
-                obj = obj.fn
-        if not tuners:
+        if not _find_tuners(c, launcher):
             raise SystemExit(f"cannot find autotuned kernel {c['kernel']!r} to force its "
                              f"config {c['index']}")
-        for at in tuners:
-            if len(at.configs) > 1 or c["index"] != 0:
-                at.configs = [at.configs[c["index"]]]
+        forced[c["kernel"]] = c["index"]
         _say(f"forced {c['kernel']} config[{c['index']}]"
              + (f": {c['config']}" if c.get("config") else ""))
+    originals = {cls: vars(cls)["run"] for cls in _autotuner_classes()}
+
+    def run(self, *args, **kwargs):
+        name = _kernel_name(self)
+        if name in forced:
+            config = self.configs[forced[name]]
+        elif mode == "interpret":
+            config = (self.prune_configs(kwargs) if len(self.configs) > 1 else self.configs)[0]
+        else:
+            own = next(c for c in type(self).__mro__ if c in originals)
+            return originals[own](self, *args, **kwargs)
+        self.nargs = dict(zip(self.arg_names, args, strict=False))
+        try:
+            self.best_config = config
+            if config.pre_hook is not None:
+                config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+            return self.fn.run(*args, **kwargs, **config.all_kwargs())
+        finally:
+            self.nargs = None
+
+    for cls in originals:
+        cls.run = run
 
 
 def _fix_interpreter_index():
@@ -337,20 +436,24 @@ def _tolerance(dtype_name, compiled=False):
 
 
 def _compare(torch, outputs, expected, magnitude, tol_dtype, compiled=False):
-    """Lines describing each mismatch (empty when the outputs match the reference)."""
+    """A problem (:func:`_problem`) per output that differs from the reference, each followed
+    by detail lines (kind None); empty when the outputs match."""
     if len(outputs) != len(expected):
-        return [f"the launcher returned {len(outputs)} output(s), the reference "
-                f"{len(expected)}"]
+        return [_problem("structure", "outputs", f"the launcher returned {len(outputs)} "
+                         f"output(s), the reference {len(expected)}")]
     lines = []
     for i, (o, e) in enumerate(zip(outputs, expected, strict=False)):
         label = f"out{i}" if len(outputs) > 1 else "out"
+        place = f"output {i}"
         if not isinstance(o, torch.Tensor):
-            lines.append(f"{label} is {type(o).__name__}, not a tensor")
+            lines.append(_problem("structure", place, f"{label} is {type(o).__name__}, not a "
+                                  "tensor"))
             continue
         o = o.detach().cpu()
         e = torch.as_tensor(e).detach().cpu()
         if tuple(o.shape) != tuple(e.shape):
-            lines.append(f"{label} has shape {tuple(o.shape)}, the reference {tuple(e.shape)}")
+            lines.append(_problem("structure", place, f"{label} has shape {tuple(o.shape)}, the "
+                                  f"reference {tuple(e.shape)}"))
             continue
         if o.is_floating_point():
             name = tol_dtype or str(o.dtype).replace("torch.", "")
@@ -376,12 +479,12 @@ def _compare(torch, outputs, expected, magnitude, tol_dtype, compiled=False):
             text = "exact"
         bad = (~ok).nonzero()
         if len(bad):
-            lines.append(f"MISMATCH in {label}: {len(bad)}/{o.numel()} elements differ "
-                         f"(tolerance {text})")
+            lines.append(_problem("mismatch", place, f"MISMATCH in {label}: {len(bad)}/"
+                                  f"{o.numel()} elements differ (tolerance {text})"))
             for idx in bad[:5].tolist():
                 idx = tuple(idx)
-                lines.append(f"  {label}[{','.join(map(str, idx))}]: got {got[idx].item()!r}, "
-                             f"expected {e[idx].item()!r}")
+                lines.append(_problem(None, place, f"  {label}[{','.join(map(str, idx))}]: got "
+                                      f"{got[idx].item()!r}, expected {e[idx].item()!r}"))
     return lines
 
 
@@ -465,11 +568,13 @@ class Inputs:
             outside = int((changed & ~covered).sum())
             inside = int((changed & covered).sum())
             if outside:
-                out.append(f"WRITE OUTSIDE THE VIEW: {outside} element(s) of `{name}`'s storage "
-                           "that its view does not cover (gaps, or before/after it) changed")
+                out.append(_problem("view-write", name, f"WRITE OUTSIDE THE VIEW: {outside} "
+                                    f"element(s) of `{name}`'s storage that its view does not "
+                                    "cover (gaps, or before/after it) changed"))
             if inside and name not in INPLACE and name not in CLOBBERS:
-                out.append(f"INPUT MUTATED: {inside} element(s) of input `{name}` changed, and "
-                           "the target does not declare it in-place")
+                out.append(_problem("input-mutated", name, f"INPUT MUTATED: {inside} element(s) "
+                                    f"of input `{name}` changed, and the target does not "
+                                    "declare it in-place"))
         return out
 
 
@@ -497,6 +602,28 @@ def _launch(torch, launcher, inputs, device, timeout):
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
         faulthandler.cancel_dump_traceback_later()
+
+
+def _hang(timeout):
+    return _problem("hang", "launch", f"HANG: the launch ran past the timeout of {timeout:g} s")
+
+
+def _raised(e, timeout):
+    """The problem of a launch that raised ``e`` (a hang when the timer's exception is among
+    its causes: Triton wraps exceptions); the traceback goes to stderr."""
+    cause: BaseException | None = e
+    for _ in range(8):
+        if cause is None:
+            break
+        if isinstance(cause, Hang):
+            return _hang(timeout)
+        cause = cause.__cause__ or cause.__context__
+    traceback.print_exc()
+    frames = [f"{os.path.basename(f.filename)}:{f.lineno}"
+              for f in traceback.extract_tb(e.__traceback__)]
+    first = str(e).splitlines()[0] if str(e) else ""
+    return _problem("error", type(e).__name__, f"the launcher raised {type(e).__name__}: "
+                    f"{first} (traceback on stderr)", frames)
 
 
 def _outputs(result, inputs):
@@ -580,7 +707,7 @@ def main(argv=None):
 
     launcher = _resolve(LAUNCHER)
     reference = _resolve(REFERENCE)
-    _force_configs(launcher)
+    _force_configs(launcher, mode)
 
     # the reference, on float64 copies of the original inputs
     def ref_inputs(absolute):
@@ -598,9 +725,10 @@ def main(argv=None):
     try:
         with torch.no_grad():
             expected = _as_tuple(_call(reference, ref_inputs(False)))
-    except Exception:
+    except Exception as e:
         traceback.print_exc()
-        return _reproduced("FAILURE: the reference raised (traceback on stderr)")
+        return _conclude([_problem("reference-error", type(e).__name__, "the reference raised "
+                                   f"{type(e).__name__} (traceback on stderr)")])
     magnitude = None
     if REDUCTION:
         try:
@@ -612,7 +740,7 @@ def main(argv=None):
     runs = 3 if VERDICT == "nondeterministic" else 1
     if VERDICT in ("hang", "crash"):
         _say(f"launching (fuzzkern saw a {VERDICT}; timeout {args.timeout:g} s) ...")
-    problems: list[str] = []
+    problems: list[dict[str, Any]] = []
     first_bits: list[Any] = []
     for run in range(runs):
         inputs = Inputs(torch, stored, mode, device)
@@ -622,21 +750,9 @@ def main(argv=None):
         try:
             result, allocations = _launch(torch, launcher, inputs, device, args.timeout)
         except Hang:
-            return _reproduced(
-                f"FAILURE: HANG: the launch ran past the timeout of {args.timeout:g} s")
+            return _conclude([_hang(args.timeout)])
         except Exception as e:
-            cause: BaseException | None = e
-            for _ in range(8):
-                if cause is None:
-                    break
-                if isinstance(cause, Hang):
-                    return _reproduced(
-                        f"FAILURE: HANG: the launch ran past the timeout of {args.timeout:g} s")
-                cause = cause.__cause__ or cause.__context__
-            traceback.print_exc()
-            first = str(e).splitlines()[0] if str(e) else ""
-            return _reproduced(f"FAILURE: the launcher raised {type(e).__name__}: {first} "
-                               "(traceback on stderr)")
+            return _conclude([_raised(e, args.timeout)])
         outputs = _outputs(result, inputs)
         if run == 0:
             first_bits = _bits(torch, outputs)
@@ -646,8 +762,9 @@ def main(argv=None):
                          and a.shape == b.shape else int(a is not b)
                          for a, b in zip(first_bits, bits, strict=False))
             if differ:
-                problems.append(f"NONDETERMINISTIC: run {run + 1} gave bitwise different "
-                                f"output(s) from run 1 ({differ} of {len(bits)} differ)")
+                problems.append(_problem("nondeterministic", "outputs", f"NONDETERMINISTIC: run "
+                                         f"{run + 1} gave bitwise different output(s) from run "
+                                         f"1 ({differ} of {len(bits)} differ)"))
     labels = {}
     for i, o in enumerate(outputs):
         if isinstance(o, torch.Tensor):
@@ -660,14 +777,14 @@ def main(argv=None):
             where = " and ".join(x for x in (
                 f"{before} element(s) before the start" if before else "",
                 f"{after} element(s) past the end" if after else "") if x)
-            problems.append(f"OUT-OF-BOUNDS WRITE: {where} of {label} ({g.label}) were "
-                            "overwritten")
+            problems.append(_problem("oob-write", g.label, f"OUT-OF-BOUNDS WRITE: {where} of "
+                                     f"{label} ({g.label}) were overwritten"))
     problems += inputs.changes()
     tol_dtype = None
     if inputs.substituted:
         tol_dtype = max(set(inputs.substituted), key=lambda n: DEFAULT_TOLERANCE[n][0])
     if expected is None:
-        problems.append("the reference returned nothing")
+        problems.append(_problem("structure", "outputs", "the reference returned nothing"))
     else:
         problems += _compare(torch, list(outputs), list(expected), magnitude, tol_dtype,
                              compiled=mode == "compiled")
@@ -675,12 +792,7 @@ def main(argv=None):
         _say(f"fuzzkern's interpreter checks saw: {OOB.get('message')}")
         _say("(the bare interpreter checks no addresses: here a write out of bounds shows as "
              "damaged red zones, a read as NaN or sentinel values in the output)")
-    if problems:
-        return _reproduced(*[("FAILURE: " if not p.startswith("  ") else "") + p
-                             for p in problems])
-    _say(f"no failure: the outputs match the reference and no red zone was touched "
-         f"(recorded verdict: {VERDICT}); the kernel may be fixed")
-    return 0
+    return _conclude(problems)
 
 
 if __name__ == "__main__":

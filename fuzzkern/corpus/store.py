@@ -1032,9 +1032,16 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _module_outside(name: str, root: str) -> bool:
+def _module_outside(name: str, root: str, file: str | None = None) -> bool:
     """Whether importing module ``name`` runs code from outside ``root`` (and fuzzkern's
-    trusted libraries). Only the top-level package is located: finding it runs none of it."""
+    trusted libraries). Only the top-level package is located: finding it runs none of it.
+
+    ``file`` is where the entry says the module lives. The module is looked up first in the
+    folders from that file's up to ``root`` (where pytest, a ``conftest.py`` or the user put
+    it on ``sys.path`` when the entry was written; a reproducer puts the file's folder there
+    too), then on this process's ``sys.path``. A module found nowhere but whose file lies
+    under ``root`` is loaded from that file: not outside."""
+    import importlib.machinery
     import importlib.util
 
     top = name.split(".")[0]
@@ -1042,14 +1049,31 @@ def _module_outside(name: str, root: str) -> bool:
         return False
     if not top.isidentifier():
         return True
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return True
+    spec = None
+    if file and _under(file, root):
+        spec = importlib.machinery.PathFinder.find_spec(top, _folders_up(file, root))
     if spec is None:
-        return True
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return True
+    if spec is None:
+        return not (file and _under(file, root))
     places = list(spec.submodule_search_locations or ()) or ([spec.origin] if spec.origin else [])
     return not places or not all(_under(p, root) for p in places)
+
+
+def _folders_up(file: str, root: str) -> list[str]:
+    """The folders from ``file``'s up to ``root``, nearest first."""
+    out = []
+    folder = os.path.dirname(os.path.realpath(file))
+    top = os.path.realpath(root)
+    while _under(folder, top):
+        out.append(folder)
+        if folder == top:
+            break
+        folder = os.path.dirname(folder)
+    return out
 
 
 def outside_root(entry: Entry, ref: str | None = None, *, locators: bool = True) -> list[str]:
@@ -1084,7 +1108,7 @@ def outside_root(entry: Entry, ref: str | None = None, *, locators: bool = True)
             out.append(f"file {file}")
         module = loc.get("module")
         if isinstance(module, str) and module and not module.startswith("fuzzkern_target_") \
-                and module != "__main__" and _module_outside(module, root):
+                and module != "__main__" and _module_outside(module, root, file):
             out.append(f"module {module}")
     return list(dict.fromkeys(out))
 
@@ -1205,7 +1229,11 @@ def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
     notes += recorded_differences(entry, lt.target, checks)
     note = f" ({'; '.join(notes)})" if notes else ""
     if outcome.failed:
-        if outcome.verdict == entry.verdict:
+        was, now = _place(entry.outcome), _place(outcome)
+        if was != now:
+            reason = (f"a different failure: {_key_text(outcome)}, recorded "
+                      f"{_key_text(entry.outcome)}: {outcome.message}")
+        elif outcome.verdict == entry.verdict:
             reason = f"{outcome.verdict}: {outcome.message}"
         else:
             reason = (f"verdict changed from {entry.verdict} to {outcome.verdict}: "
@@ -1213,6 +1241,25 @@ def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
         return ReplayResult(STILL_FAILING, _first_line(reason) + note, outcome, entry, lt.ref)
     reason = "passes" if outcome.verdict == "pass" else f"{outcome.verdict}: {outcome.message}"
     return ReplayResult(NOW_PASSING, _first_line(reason) + note, outcome, entry, lt.ref)
+
+
+def _place(outcome: Outcome) -> tuple[str, str]:
+    """What makes a replayed failure the recorded one: its verdict family and location, an
+    exception's frame by its file alone (a line moves with an edit or another Triton)."""
+    from fuzzkern.judge.verdict import failure_location, verdict_family
+
+    location = failure_location(outcome)
+    kind, sep, frame = location.partition(" at ")
+    if sep and frame.rpartition(":")[2].isdigit():
+        location = f"{kind} at {frame.rpartition(':')[0]}"
+    return verdict_family(outcome.verdict), location
+
+
+def _key_text(outcome: Outcome) -> str:
+    from fuzzkern.judge.verdict import failure_location
+
+    location = failure_location(outcome)
+    return outcome.verdict + (f" at {location}" if location else "")
 
 
 def _first_line(text: str) -> str:
