@@ -261,6 +261,30 @@ def config_description(autotuner: Autotuner, index: int) -> str:
 # Forcing configs in compiled mode
 
 
+def cache_snapshot(cache: Any) -> dict[Any, Any] | None:
+    """A copy of an autotuner's cache to restore once configs are no longer forced; None for a
+    cache that is not a dict (a library's own persistent store, such as FlagGems' ``LibTuner``
+    cache backed by a database, which has no keys to copy): a forced run never benchmarks, so it
+    never writes one.
+
+    >>> cache_snapshot({("k",): 1}), cache_snapshot(object())
+    ({('k',): 1}, None)
+    """
+    return dict(cache) if isinstance(cache, dict) else None
+
+
+def restore_autotuner(at: Any, cache: dict[Any, Any] | None, best: Any, missing: Any) -> None:
+    """Put back what :func:`cache_snapshot` and ``best_config`` held before (``best`` is
+    ``missing`` when the autotuner had no ``best_config``)."""
+    if cache is not None and (at.cache != cache or len(at.cache) != len(cache)):
+        at.cache.clear()
+        at.cache.update(cache)
+    if best is missing:
+        at.__dict__.pop("best_config", None)
+    else:
+        at.best_config = best
+
+
 @contextlib.contextmanager
 def forced_configs(configs: Mapping[str, int]) -> Iterator[None]:
     """While active, an autotuned kernel named in ``configs`` runs with that config index and
@@ -274,7 +298,7 @@ def forced_configs(configs: Mapping[str, int]) -> Iterator[None]:
         return
     classes = autotuner_classes()
     originals = {cls: vars(cls)["run"] for cls in classes}
-    touched: dict[int, tuple[Any, dict[Any, Any], Any]] = {}
+    touched: dict[int, tuple[Any, dict[Any, Any] | None, Any]] = {}
     missing = object()
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -289,7 +313,8 @@ def forced_configs(configs: Mapping[str, int]) -> Iterator[None]:
                 f"{name!r}, but got configs[{name!r}]={index!r}."
             )
         if id(self) not in touched:
-            touched[id(self)] = (self, dict(self.cache), getattr(self, "best_config", missing))
+            touched[id(self)] = (self, cache_snapshot(self.cache),
+                                 getattr(self, "best_config", missing))
         config = self.configs[index]
         self.nargs = dict(zip(self.arg_names, args, strict=False))
         try:
@@ -308,10 +333,4 @@ def forced_configs(configs: Mapping[str, int]) -> Iterator[None]:
         for cls, original in originals.items():
             cls.run = original  # type: ignore[method-assign]
         for at, cache, best in touched.values():
-            at.cache.clear()
-            at.cache.update(cache)
-            if best is missing:
-                if hasattr(at, "best_config"):
-                    del at.best_config
-            else:
-                at.best_config = best
+            restore_autotuner(at, cache, best, missing)
