@@ -56,6 +56,8 @@ import triton.language.core as tl_core
 import triton.runtime.interpreter as _interp
 from triton.compiler.errors import UnsupportedLanguageConstruct
 
+from fuzzkern.execution.coverage import PROBES, instrument
+
 __all__ = ["FidelityRewriter", "InterpreterUnsupported", "interpreter_limitation",
            "libdevice_modules", "grouped_patches"]
 
@@ -261,7 +263,7 @@ class FidelityRewriter(_interp.FunctionRewriter):  # type: ignore[misc]
             for node in ast.walk(ast.parse(src)):
                 if isinstance(node, ast.Compare) and len(node.ops) > 1:
                     raise UnsupportedLanguageConstruct(src, node, CHAINED_COMPARISON_MESSAGE)
-        return super()._transform_ast(src)
+        return instrument(super()._transform_ast(src), self.filename)  # coverage probes
 
     def _compile_and_exec(self, transformed_ast: Any) -> Any:
         compiled_code = compile(transformed_ast, filename=self.filename, mode="exec")
@@ -270,6 +272,7 @@ class FidelityRewriter(_interp.FunctionRewriter):  # type: ignore[misc]
         for key, value in vars(_interp).items():
             fn_globals.setdefault(key, value)
         fn_globals.update(HELPERS)
+        fn_globals.update(PROBES)
         exec(compiled_code, fn_globals, local_namespace)
         return local_namespace[self.fn.__name__]
 

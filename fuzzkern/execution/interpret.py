@@ -19,6 +19,7 @@ import torch
 from fuzzkern.calls import call_with
 from fuzzkern.case.model import rebuild_like
 from fuzzkern.execution import hygiene
+from fuzzkern.execution.coverage import recording
 from fuzzkern.execution.hygiene import poisoned_allocations
 from fuzzkern.execution.launching import (
     checks_of,
@@ -72,6 +73,7 @@ def run_interpreted(run: Any) -> ModeResult:
         # oracle, so the warnings are noise on the terminal
         with np.errstate(all="ignore"), stage("launch"), \
                 poisoned_allocations(checks["poison"]) as allocations, \
+                recording(bool(run.options.get("coverage", True))) as run.recorded, \
                 interpreter_mode(
                     check_bounds=checks["bounds"],
                     check_views=checks["view"],

@@ -84,6 +84,8 @@ class _Run:
         self._evidence: Evidence | None = None
         #: whether the interpreter's outputs mismatched (None: not compared, or not yet)
         self._interpret_mismatch: bool | None = None
+        #: the interpreted launch's kernel coverage (fuzzkern.execution.coverage.Recording)
+        self.recorded: Any = None
 
     # -- reference ---------------------------------------------------------------------------
     def _reference_inputs(self, absolute: bool = False) -> dict[str, Any]:
@@ -338,7 +340,10 @@ def run_case(target: Target, case: Case, options: Mapping[str, Any]) -> Outcome:
     if not results:
         return Outcome(Verdict.UNSUPPORTED, f"target runs in none of the modes {modes}",
                        seconds=time.perf_counter() - start)
-    return outcome_of(target, results, options, start)
+    outcome = outcome_of(target, results, options, start)
+    if run.recorded is not None and run.recorded.coverage:
+        outcome.coverage = run.recorded.coverage.to_json()
+    return outcome
 
 
 def outcome_of(target: Target, results: dict[str, ModeResult], options: Mapping[str, Any],
@@ -432,4 +437,7 @@ def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, 
                 target, case, options, seconds, int(plan.get("most", MOST_VARIANTS)),
                 each=max(0.0, outcome.seconds - compile_cost(outcome)))
     with stage("encode"):
-        return outcome.to_json()
+        out = outcome.to_json()
+        if outcome.coverage:  # a measurement, sent alongside (never in a corpus entry)
+            out["coverage"] = outcome.coverage
+        return out

@@ -181,6 +181,10 @@ class Outcome:
     #: (:mod:`fuzzkern.execution.stages`): a measurement, not a result, so never in
     #: :meth:`to_json` (corpus entries stay as they were); a worker sends it alongside
     timings: dict[str, float] = field(default_factory=dict)
+    #: the interpreted launch's kernel coverage
+    #: (:class:`fuzzkern.execution.coverage.KernelCoverage` as JSON; empty: not measured): a
+    #: measurement like ``timings``, never in :meth:`to_json`; a worker sends it alongside
+    coverage: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -190,6 +194,7 @@ class Outcome:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         del d["timings"]
+        del d["coverage"]
         if not d["variants"]:
             del d["variants"]  # the usual case; corpus entries stay as they were
         return d
@@ -214,5 +219,5 @@ class Outcome:
             d["verdict"], d.get("message", ""), modes, d.get("score", 0.0), d.get("seconds", 0.0),
             str(d.get("output", "") or ""), int(d.get("output_bytes", 0) or 0),
             bool(d.get("strict", False)), dict(d.get("variants") or {}),
-            dict(d.get("timings") or {}),
+            dict(d.get("timings") or {}), dict(d.get("coverage") or {}),
         )
