@@ -597,6 +597,8 @@ class OnDevice:
 
     def failed(self, e: BaseException, stage: str, text: str | None = None) -> ModeResult:
         """The mode's result for an exception raised at ``stage``."""
+        from triton.compiler.errors import CompilationError
+
         from fuzzkern.execution.launching import (
             is_precondition,
             overflow_of,
@@ -631,6 +633,8 @@ class OnDevice:
                               + "".join(f"\n{ln}" for ln in asserted),
                               detail=info, seconds=seconds)
         status = "precondition" if is_precondition(self.run.target, inner) else "error"
+        if isinstance(inner, CompilationError):  # the compiler refused the kernel
+            status = "compile-error"
         return ModeResult("compiled", status, error=f"{type(inner).__name__}: {inner}",
                           detail=info, seconds=seconds)
 

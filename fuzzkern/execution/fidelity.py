@@ -43,10 +43,12 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import linecache
 import operator
+import os
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -54,12 +56,13 @@ import triton
 import triton.language as tl
 import triton.language.core as tl_core
 import triton.runtime.interpreter as _interp
-from triton.compiler.errors import UnsupportedLanguageConstruct
+from triton.compiler.errors import CompilationError, UnsupportedLanguageConstruct
 
 from fuzzkern.execution.coverage import PROBES, instrument
 
-__all__ = ["FidelityRewriter", "InterpreterUnsupported", "interpreter_limitation",
-           "libdevice_modules", "grouped_patches"]
+__all__ = ["CompileError", "ConstFloat", "ConstInt", "FidelityRewriter",
+           "InterpreterUnsupported", "LoopRange", "as_constexpr", "compile_refusal",
+           "grouped_patches", "interpreter_limitation", "libdevice_modules"]
 
 
 class InterpreterUnsupported(NotImplementedError):
@@ -220,6 +223,9 @@ class _Transformer(_upstream_transformer()):  # type: ignore[misc]
     _upstream_compare = hasattr(_upstream_transformer(), "visit_Compare")
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        if len(node.targets) > 1:  # the code generator asserts one target: a compile error
+            raise CompileError("simultaneous multiple assignment (`a = b = ...`) is not "
+                               "supported", node)
         # Triton 3.6's visit_Assign does not visit the value; 3.9's does (idempotent here)
         node.value = self.visit(node.value)
         return super().visit_Assign(node)
@@ -249,6 +255,18 @@ class _Transformer(_upstream_transformer()):  # type: ignore[misc]
         return ast.copy_location(_call("__fuzzkern_chain", args), node)
 
 
+def _locate(e: BaseException, filename: str, def_line: int) -> None:
+    """Give ``e``, refused while rewriting a kernel (the rewriter parses the function's source
+    alone, from line 1), ``location``: ``file.py:line: source`` in the kernel's file."""
+    line = getattr(getattr(e, "node", None), "lineno", None)
+    if line is None or not filename:
+        return
+    line += def_line - 1
+    text = linecache.getline(filename, line).strip()
+    e.location = f"{os.path.basename(filename)}:{line}" + (  # type: ignore[attr-defined]
+        f": {text}" if text else "")
+
+
 class FidelityRewriter(_interp.FunctionRewriter):  # type: ignore[misc]
     """Upstream's kernel rewriter with :class:`_Transformer`, executing the rewritten kernel in
     a copy of its module's globals where libdevice functions and modules resolve to
@@ -259,11 +277,17 @@ class FidelityRewriter(_interp.FunctionRewriter):  # type: ignore[misc]
     ast_transformer = _Transformer()
 
     def _transform_ast(self, src: str) -> Any:
-        if compiler_rejects_chained_comparisons():
-            for node in ast.walk(ast.parse(src)):
-                if isinstance(node, ast.Compare) and len(node.ops) > 1:
-                    raise UnsupportedLanguageConstruct(src, node, CHAINED_COMPARISON_MESSAGE)
-        return instrument(super()._transform_ast(src), self.filename)  # coverage probes
+        try:
+            if compiler_rejects_chained_comparisons():
+                for node in ast.walk(ast.parse(src)):
+                    if isinstance(node, ast.Compare) and len(node.ops) > 1:
+                        raise UnsupportedLanguageConstruct(src, node,
+                                                           CHAINED_COMPARISON_MESSAGE)
+            transformed = super()._transform_ast(src)
+        except (CompileError, UnsupportedLanguageConstruct) as e:
+            _locate(e, self.filename, self.def_file_lineno)
+            raise
+        return instrument(transformed, self.filename)  # coverage probes
 
     def _compile_and_exec(self, transformed_ast: Any) -> Any:
         compiled_code = compile(transformed_ast, filename=self.filename, mode="exec")
@@ -273,6 +297,8 @@ class FidelityRewriter(_interp.FunctionRewriter):  # type: ignore[misc]
             fn_globals.setdefault(key, value)
         fn_globals.update(HELPERS)
         fn_globals.update(PROBES)
+        if "range" not in self.fn.__globals__:  # the builtin: a loop over tensors, as compiled
+            fn_globals["range"] = loop_range
         exec(compiled_code, fn_globals, local_namespace)
         return local_namespace[self.fn.__name__]
 
@@ -311,6 +337,219 @@ def implicit_cvt(arg: Any) -> Any:
 
 
 _ORIG_IMPLICIT_CVT = _interp._implicit_cvt
+
+
+# ---------------------------------------------------------------------------------------------
+# Loop variables
+
+
+class ConstInt(int):
+    """A Python int where compiled code has a ``tl.constexpr``: a constexpr parameter of the
+    kernel or of a ``@jit`` helper, a ``tl.static_range`` loop variable. Still an int to
+    everything, with the ``.value`` compiled code's ``tl.constexpr`` has (``N.value``)."""
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+
+class ConstFloat(float):
+    """The float counterpart of :class:`ConstInt`."""
+
+    @property
+    def value(self) -> float:
+        return float(self)
+
+
+def as_constexpr(value: Any) -> Any:
+    """``value`` with ``.value`` when it is a plain int or float (else as it is)."""
+    if type(value) is int:
+        return ConstInt(value)
+    if type(value) is float:
+        return ConstFloat(value)
+    return value
+
+
+def _int_type(value: int) -> Any:
+    """The type the code generator gives a Python int bound (``semantic.to_tensor``)."""
+    if -2**31 <= value < 2**31:
+        return tl.int32
+    if 2**31 <= value < 2**32:
+        return tl.uint32
+    if -2**63 <= value < 2**63:
+        return tl.int64
+    return tl.uint64
+
+
+def _bound(value: Any, what: str) -> tuple[int, Any]:
+    """A loop bound or step: its value and its Triton type, as the code generator types it."""
+    value = getattr(value, "value", value) if isinstance(value, tl_core.constexpr) else value
+    if isinstance(value, tl_core.tensor):
+        if not value.dtype.is_int() or value.type.is_block():
+            raise TypeError(f"For loop {what} must be a scalar int, got {value.type}")
+        return int(value.handle.data.reshape(-1)[0]), value.dtype
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"For loop bounds and step must all be ints, got {what}={value!r}")
+    return int(value), _int_type(int(value))
+
+
+class LoopRange:
+    """``range(...)``/``tl.range(...)`` in an interpreted kernel: the iterations of Python's
+    range, each loop variable a scalar tensor of the type the code generator gives the
+    induction variable (the integer promotion of the bounds' and the step's types), as
+    compiled. So ``i.to(tl.int64)``, ``i.cast(...)`` and arithmetic that wraps as compiled
+    work; indexing a Python list with it still does (``tensor.__index__``). The options of
+    ``tl.range`` (``num_stages``, ``loop_unroll_factor``, ``flatten``, ``warp_specialize``,
+    ...) only tell the compiler how to schedule the loop: the interpreter checks their names
+    and ignores them."""
+
+    __slots__ = ("numbers", "dtype", "np_dtype")
+
+    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None) -> None:
+        start, end = (0, arg1) if arg2 is None else (arg1, arg2)
+        step = 1 if step is None else step
+        lo, lo_ty = _bound(start, "lower bound")
+        hi, hi_ty = _bound(end, "upper bound")
+        by, by_ty = _bound(step, "step")
+        if by == 0:
+            raise ValueError("For loop step must not be zero")
+        if by < 0 and not isinstance(step, tl_core.tensor):  # the code generator negates it
+            by_ty = _int_type(-by)
+        promote = _interp.interpreter_semantic.integer_promote_impl
+        self.dtype = promote(promote(lo_ty, hi_ty), by_ty)
+        self.np_dtype = _interp._get_np_dtype(self.dtype)
+        self.numbers = range(lo, hi, by)
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __iter__(self) -> Iterator[Any]:
+        ty, np_dtype, handle, tensor = self.dtype, self.np_dtype, _interp.TensorHandle, \
+            tl_core.tensor
+        for i in self.numbers:
+            yield tensor(handle(np.array([i], dtype=np_dtype), ty), ty)
+
+
+#: ``tl.range``'s keyword options, by name (from its signature: they differ across versions)
+_RANGE_OPTIONS = frozenset(
+    name for name in inspect.signature(tl_core.range.__init__).parameters
+    if name not in ("self", "arg1", "arg2", "step"))
+
+
+def loop_range(arg1: Any, arg2: Any = None, step: Any = None, **options: Any) -> LoopRange:
+    """``tl.range`` (and the builtin ``range``) in an interpreted kernel: :class:`LoopRange`."""
+    unknown = sorted(set(options) - _RANGE_OPTIONS)
+    if unknown:
+        raise TypeError(f"range() got an unexpected keyword argument {unknown[0]!r}")
+    return LoopRange(arg1, arg2, step)
+
+
+def static_range(arg1: Any, arg2: Any = None, step: Any = None) -> Iterator[ConstInt]:
+    """``tl.static_range`` in an interpreted kernel: compiled, the loop is unrolled and its
+    variable is a ``tl.constexpr``: a :class:`ConstInt` here (an int with ``.value``)."""
+    start, end = (0, arg1) if arg2 is None else (arg1, arg2)
+    numbers = range(_static_int(start), _static_int(end), 1 if step is None else
+                    _static_int(step))
+    return map(ConstInt, numbers)
+
+
+def _static_int(value: Any) -> int:
+    return operator.index(value.value if isinstance(value, tl_core.constexpr) else value)
+
+
+def static_assert(cond: Any, msg: Any = "") -> None:
+    """``tl.static_assert`` in an interpreted kernel: a failed one is the compile error it is
+    compiled (``CompileTimeAssertionFailure``), not a run-time assertion."""
+    if not cond:
+        raise CompileError(f"static assertion failed: {getattr(msg, 'value', msg)}"
+                           if msg != "" else "static assertion failed")
+
+
+_ORIG_PATCH_LANG_CORE = _interp._patch_lang_core
+
+
+def patch_lang_core(lang: Any, scope: Any) -> None:
+    """Triton's ``_patch_lang_core`` (which makes ``tl.range``/``tl.static_range`` Python's
+    range and ``tl.static_assert`` Python's assert), then the compiled semantics above."""
+    _ORIG_PATCH_LANG_CORE(lang, scope)
+    scope.set_attr(lang, "range", loop_range)
+    scope.set_attr(lang, "static_range", static_range)
+    scope.set_attr(lang, "static_assert", static_assert)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the compiler refuses
+
+
+class CompileError(Exception):
+    """What the compiler refuses to compile, found while the interpreter runs the kernel: the
+    case is ``compile-error``, as it is compiled, not a kernel that ran. ``node``: the AST node
+    refused, when found while rewriting the kernel; ``location`` (``file.py:line: source``)
+    then says where (else the traceback does)."""
+
+    def __init__(self, message: str, node: ast.AST | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+        self.location: str | None = None
+
+
+#: the compiler's words for a kernel it refuses, raised by ``triton.language`` itself (which
+#: the interpreter runs too) and so by the interpreter: a ``tl.arange`` whose range is not a
+#: power of 2 or is empty, a block over the compiler's element limit or with a dimension that
+#: is not a power of 2, block pointers where they were removed (Triton 3.9)
+_REFUSALS = ("must be a power of 2", "exceeds triton maximum tensor numel",
+             "arange's end argument must be greater than the start argument",
+             "Block pointers have been removed")
+
+
+def _raised_in_language(e: BaseException) -> bool:
+    tb = e.__traceback__
+    last = ""
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return "/triton/language/" in last.replace("\\", "/")
+
+
+def compile_refusal(e: BaseException) -> str | None:
+    """The compiler's message when ``e`` (a kernel's exception under the interpreter,
+    unwrapped) is what compiling the kernel would have refused, else None: a
+    :class:`CompileError` raised here, a Triton ``CompilationError`` (a construct the code
+    generator rejects, e.g. a chained comparison on Triton 3.6), or one of ``triton.language``'s
+    own refusals (:data:`_REFUSALS`)."""
+    if isinstance(e, CompileError):
+        return str(e)
+    if isinstance(e, CompilationError):
+        return str(getattr(e, "error_message", None) or e)
+    if isinstance(e, (ValueError, TypeError, AssertionError, NotImplementedError)):
+        text = str(e)
+        if _raised_in_language(e) and any(words in text for words in _REFUSALS):
+            return text
+    return None
+
+
+def _nvidia_min_dot_size() -> Callable[[Any, Any], tuple[int, int, int]] | None:
+    try:
+        from triton.backends.nvidia.compiler import min_dot_size
+    except ImportError:  # a Triton without the NVIDIA backend
+        return None
+    return min_dot_size(None)  # type: ignore[no-any-return]
+
+
+_MIN_DOT_SIZE = _nvidia_min_dot_size()
+
+
+def min_dot_size(lhs_type: Any, rhs_type: Any) -> tuple[int, int, int]:
+    """The interpreter's lower bounds for ``tl.dot`` shapes: none of its own, so the NVIDIA
+    backend's (``K >= 16`` for 16-bit inputs, ``K >= 32`` for 8-bit; M and N from 1), checked
+    here with the compiler's words ("Input shapes should have M >= 1, N >= 1 and K >= 16")."""
+    if _MIN_DOT_SIZE is not None:
+        m, n, k = _MIN_DOT_SIZE(lhs_type, rhs_type)
+        shape_l, shape_r = lhs_type.shape, rhs_type.shape
+        rows, inner, cols = (_static_int(d) for d in (shape_l[-2], shape_l[-1], shape_r[-1]))
+        if not (rows >= m and inner >= k and cols >= n):
+            raise CompileError(f"Input shapes should have M >= {m}, N >= {n} and K >= {k}")
+    return (1, 1, 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -573,6 +812,9 @@ def grouped_patches() -> tuple[list[tuple[Any, str, Any]],
         (_interp, "_implicit_cvt", implicit_cvt),
         (_interp.InterpreterBuilder, "create_extern_elementwise", create_extern_elementwise),
         (_interp.ReduceOps, "apply_impl", apply_impl),
+        (_interp, "_patch_lang_core", patch_lang_core),
+        (_interp.interpreter_builder, "codegen_fns",
+         {**_interp.interpreter_builder.codegen_fns, "min_dot_size": min_dot_size}),
     ]
     if "value" not in vars(tl_core.dtype):
         out.append((tl_core.dtype, "value", property(_dtype_value)))

@@ -4,8 +4,8 @@ process (twin of :mod:`fuzzkern.execution.compiled`).
 In: a :class:`fuzzkern.execution.runner._Run` (target, case, CPU inputs, options). Out: the
 mode's :class:`~fuzzkern.judge.outcome.ModeResult`: ``ok``/``mismatch``/``accuracy`` with the
 comparison, or the located ``oob``/``oob-view``, an integer ``overflow`` (debug mode), an
-``error``, a declared ``precondition``, or ``unsupported`` (a limitation of the interpreter,
-not the kernel's).
+``error``, a ``compile-error`` (what the compiler would refuse), a declared ``precondition``,
+or ``unsupported`` (a limitation of the interpreter, not the kernel's).
 """
 
 from __future__ import annotations
@@ -105,6 +105,9 @@ def run_interpreted(run: Any) -> ModeResult:
                               + (f"\n  at {location}" if location else ""),
                               detail={**detail, "traceback": short_traceback(e)},
                               seconds=time.perf_counter() - start)
+        refused = _compile_error(inner, e, detail, time.perf_counter() - start)
+        if refused is not None:
+            return refused
         status = "error"
         if is_precondition(run.target, inner) or is_precondition(run.target, e):
             status = "precondition"
@@ -122,6 +125,27 @@ def run_interpreted(run: Any) -> ModeResult:
     outputs = run._outputs(result, tensors)
     compared = run._compare("interpret", outputs, detail, seconds, substituted, allocations)
     return _judge_view_reads(compared, session)
+
+
+def _compile_error(inner: BaseException, e: BaseException, detail: dict[str, Any],
+                   seconds: float) -> ModeResult | None:
+    """``compile-error`` when what the kernel raised is what compiling it would have refused
+    (:func:`fuzzkern.execution.fidelity.compile_refusal`): the compiler's words and the kernel
+    line, as the GPU would report it."""
+    from fuzzkern.execution.fidelity import compile_refusal
+    from fuzzkern.execution.interpreter import kernel_location
+
+    refused = compile_refusal(inner)
+    if refused is None:
+        return None
+    location = getattr(inner, "location", None) or kernel_location(inner.__traceback__)
+    info = {**detail, "traceback": short_traceback(e)}
+    if location:
+        info["location"] = location
+    return ModeResult("interpret", "compile-error",
+                      error=f"compile error: {refused}" + (f"\n  at {location}" if location
+                                                           else ""),
+                      detail=info, seconds=seconds)
 
 
 def _inputs(run: Any) -> tuple[dict[str, torch.Tensor], dict[str, str]]:

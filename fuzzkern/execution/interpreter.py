@@ -389,23 +389,6 @@ def _jit_run(self: JITFunction, *args: Any, grid: Any, warmup: bool, **kwargs: A
         builder.options = before
 
 
-class _ConstInt(int):
-    """A Python int passed to a ``tl.constexpr`` parameter of a ``@jit`` helper: still an int
-    to everything, with the ``.value`` compiled code's ``tl.constexpr`` has (``N.value``)."""
-
-    @property
-    def value(self) -> int:
-        return int(self)
-
-
-class _ConstFloat(float):
-    """The float counterpart of :class:`_ConstInt`."""
-
-    @property
-    def value(self) -> float:
-        return float(self)
-
-
 #: per @jit helper: (positions, names) of its constexpr parameters
 _CONSTEXPR_PARAMS: dict[Any, tuple[tuple[int, ...], frozenset[str]]] = {}
 
@@ -419,12 +402,8 @@ def _constexpr_params(jit_fn: JITFunction) -> tuple[tuple[int, ...], frozenset[s
     return _CONSTEXPR_PARAMS[key]
 
 
-def _as_constexpr(value: Any) -> Any:
-    if type(value) is int:
-        return _ConstInt(value)
-    if type(value) is float:
-        return _ConstFloat(value)
-    return value
+#: plain ints and floats get the .value compiled constexprs have
+_as_constexpr = interp_fidelity.as_constexpr
 
 
 def _jit_call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:

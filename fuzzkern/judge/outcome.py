@@ -50,6 +50,10 @@ class Verdict:
     SLOW = "slow"
     #: the launcher or kernel raised an exception that is not a declared precondition
     ERROR = "error"
+    #: the compiler refuses the kernel for this case (a ``tl.dot`` dimension below its
+    #: minimum, a ``tl.arange`` that is not a power of 2, ...); in interpreter mode, found by
+    #: the interpreter with the compiler's words (docs/interpreter.md)
+    COMPILE_ERROR = "compile-error"
     #: the reference raised: the target's reference cannot handle this input
     REFERENCE_ERROR = "reference-error"
     #: the values are off by more than the bound, but within a small factor of what rounding
@@ -66,7 +70,8 @@ class Verdict:
 
     FAILURES = frozenset(
         {KERNEL_BUG, PRECISION_BUG, COMPILED_ONLY, OOB, OOB_VIEW, OOB_WRITE, UNWRITTEN_OUTPUT,
-         INPUT_MUTATED, NONDETERMINISTIC, OVERFLOW, CRASH, HANG, ERROR, REFERENCE_ERROR}
+         INPUT_MUTATED, NONDETERMINISTIC, OVERFLOW, CRASH, HANG, ERROR, COMPILE_ERROR,
+         REFERENCE_ERROR}
     )
     #: counted, but nothing was tested: a run or target whose cases all end so is not green
     UNTESTED = frozenset({PRECONDITION, UNSUPPORTED, SLOW})

@@ -21,6 +21,7 @@ _MODE_STATUS_VERDICT = {
     "oob-view": Verdict.OOB_VIEW,
     "overflow": Verdict.OVERFLOW,
     "error": Verdict.ERROR,
+    "compile-error": Verdict.COMPILE_ERROR,
     "reference-error": Verdict.REFERENCE_ERROR,
     "precondition": Verdict.PRECONDITION,
     "unsupported": Verdict.UNSUPPORTED,
@@ -65,14 +66,14 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
         if writes:
             return Verdict.OOB_WRITE, f"{mode}: {writes[0]['text']}{_more(writes)}"
     compiled = results.get("compiled")
-    if (statuses.get("interpret") == "error" and compiled is not None
+    if (statuses.get("interpret") in ("error", "compile-error") and compiled is not None
             and compiled.status == "ok" and not compiled.detail.get("mutated")
             and not compiled.detail.get("nondeterministic")):
         # The compiled kernel ran clean and matched; the interpreter could not run it (e.g. a
         # construct it mishandles): a Triton interpreter defect, not the kernel's.
         return (Verdict.INTERPRETER_DIVERGENCE,
                 f"only the interpreter fails: {results['interpret'].error}")
-    for status in ("error", "reference-error"):
+    for status in ("compile-error", "error", "reference-error"):
         for mode, s in statuses.items():
             if s == status:
                 return _MODE_STATUS_VERDICT[status], f"{mode}: {results[mode].error}"
@@ -187,7 +188,10 @@ def failure_location(outcome: Outcome) -> str:
             if m.detail.get(key):
                 return str(m.detail[key][0].get("argument", "?"))
     for m in outcome.modes.values():
-        if m.status in ("error", "reference-error", "crash", "overflow") and m.error:
+        if m.status == "compile-error" and m.detail.get("location"):
+            return f"compile error at {str(m.detail['location']).split(': ', 1)[0]}"
+        if m.status in ("error", "compile-error", "reference-error", "crash", "overflow") \
+                and m.error:
             kind = m.error.split(":", 1)[0].strip().split("\n")[0]
             frames = _FRAME.findall(str(m.detail.get("traceback", "")))
             if frames:

@@ -312,6 +312,262 @@ case(name="nan_reductions", construct="`tl.argmax`/`argmin`/`max`/`min` over row
      issue=None, expected=_nan_reduce_expected)(_nan_reduce_run)
 
 
+# -- loop variables -----------------------------------------------------------------------------
+
+
+@triton.jit
+def _range_loop(x_ptr, acc_ptr, iv_ptr, NT, BT: tl.constexpr):
+    offs = tl.arange(0, BT)
+    acc = tl.zeros((BT,), tl.float32)
+    for i_t in range(NT):
+        acc += tl.load(x_ptr + i_t.to(tl.int64) * BT + offs)  # .to, as fla's chunked ops
+        acc += tl.where(offs < i_t, 1.0, 0.0)  # compared with a tensor
+        tl.store(iv_ptr + i_t, i_t * 1_000_000_007)  # int32 arithmetic: wraps as compiled
+    k = 0
+    for j in range(NT - 1, -1, -1):  # a negative constant step
+        tl.store(iv_ptr + NT + k, j.cast(tl.int32) - 100)
+        k += 1
+    for i in tl.range(1, NT, 2, num_stages=2, loop_unroll_factor=2):  # options: scheduling only
+        acc += tl.load(x_ptr + i * BT + offs) * i.to(tl.float32)
+    tl.store(acc_ptr + offs, acc)
+
+
+def _range_loop_run(device: str) -> list[torch.Tensor]:
+    x = torch.arange(32, dtype=torch.float32, device=device) / 8
+    acc = torch.empty(8, device=device)
+    iv = torch.full((8,), -1, dtype=torch.int32, device=device)
+    _range_loop[(1,)](x, acc, iv, 4, BT=8)
+    return [acc, iv]
+
+
+def _range_loop_expected() -> list[torch.Tensor]:
+    x = (torch.arange(32, dtype=torch.float32) / 8).reshape(4, 8)
+    offs = torch.arange(8)
+    acc = torch.zeros(8)
+    for i in range(4):
+        acc = acc + x[i]
+        acc = acc + (offs < i).float()
+    for i in (1, 3):
+        acc = acc + x[i] * float(i)
+    wraps = (torch.arange(4, dtype=torch.int64) * 1_000_000_007).to(torch.int32)
+    down = torch.tensor([3, 2, 1, 0], dtype=torch.int32) - 100
+    return [acc, torch.cat([wraps, down])]
+
+
+case(name="range_loop_variable", construct="`range`/`tl.range` loop variable as a tensor "
+     "(`i.to(tl.int64)`, `i.cast`, comparisons, int32 arithmetic, a negative step, `tl.range` "
+     "options)", upstream="a Python int: `i_t.to` raises `AttributeError: 'int' object has no "
+     "attribute 'to'`; arithmetic never wraps", issue=None,
+     expected=_range_loop_expected)(_range_loop_run)
+
+
+@triton.jit
+def _static_loop(x_ptr, out_ptr, BT: tl.constexpr):
+    offs = tl.arange(0, BT)
+    acc = tl.zeros((BT,), tl.float32)
+    HALF: tl.constexpr = BT // 2
+    for i in tl.static_range(1, 4):
+        w: tl.constexpr = i.value * HALF  # constexpr arithmetic
+        acc += tl.load(x_ptr + i * BT + offs) * w
+    WIDE: tl.constexpr = tl.constexpr(BT) * 2
+    tl.store(out_ptr + tl.arange(0, WIDE), tl.join(acc, acc).reshape(WIDE))
+
+
+def _static_loop_run(device: str) -> list[torch.Tensor]:
+    x = torch.arange(32, dtype=torch.float32, device=device)
+    out = torch.empty(16, device=device)
+    _static_loop[(1,)](x, out, BT=8)
+    return [out]
+
+
+def _static_loop_expected() -> list[torch.Tensor]:
+    x = torch.arange(32, dtype=torch.float32).reshape(4, 8)
+    acc = x[1] * 4 + x[2] * 8 + x[3] * 12
+    return [torch.stack([acc, acc], dim=1).reshape(16)]
+
+
+case(name="static_range_variable", construct="`tl.static_range` loop variable (`i.value`) and "
+     "`tl.constexpr` arithmetic", upstream="a Python int: `i.value` raises", issue=None,
+     expected=_static_loop_expected)(_static_loop_run)
+
+
+# -- memory: block pointers and tensor descriptors ----------------------------------------------
+
+
+@triton.jit
+def _block_ptr(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    p = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
+    q = tl.make_block_ptr(out_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
+    for _ in range(2):
+        v = tl.load(p, boundary_check=(0, 1), padding_option="zero")
+        tl.store(q, v * 2, boundary_check=(0, 1))
+        p = tl.advance(p, (BM, 0))
+        q = tl.advance(q, (BM, 0))
+
+
+def _block_ptr_run(device: str) -> list[torch.Tensor]:
+    x = torch.arange(48, dtype=torch.float32, device=device)
+    out = torch.full((48,), -1.0, device=device)
+    _block_ptr[(1,)](x, out, 6, 8, BM=4, BN=8)
+    return [out]
+
+
+def _block_ptr_rejected() -> str | None:
+    import inspect
+
+    words = "Block pointers have been removed"
+    return words if words in inspect.getsource(tl.make_block_ptr) else None
+
+
+case(name="block_pointer", construct="block pointers (`tl.make_block_ptr`, `tl.advance`, "
+     "`boundary_check`)", upstream="Triton 3.6: as compiled; 3.9 removed them (the compiler "
+     "and the interpreter refuse them)", issue=None,
+     expected=lambda: [torch.arange(48, dtype=torch.float32) * 2],
+     rejected=_block_ptr_rejected)(_block_ptr_run)
+
+
+@triton.jit
+def _descriptor(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    d = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    o = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    for i in range(2):
+        v = d.load([i * BM, 0])  # rows past M read as 0
+        o.store([i * BM, 0], v * 2 + 1)  # and are not written
+
+
+def _descriptor_run(device: str) -> list[torch.Tensor]:
+    if device != "cpu":  # device-side descriptors need scratch memory compiled
+        triton.set_allocator(lambda size, align, stream: torch.empty(
+            size, dtype=torch.int8, device=device))
+    x = torch.arange(48, dtype=torch.float32, device=device)
+    out = torch.full((48,), -1.0, device=device)
+    _descriptor[(1,)](x, out, 6, 8, BM=4, BN=8)
+    return [out]
+
+
+case(name="tensor_descriptor", construct="`tl.make_tensor_descriptor` in the kernel (load and "
+     "store of blocks past the end)", upstream="as compiled", issue=None,
+     expected=lambda: [torch.arange(48, dtype=torch.float32) * 2 + 1])(_descriptor_run)
+
+
+@triton.jit
+def _dtype_bare(x_ptr, out_ptr, DT):
+    offs = tl.arange(0, 4)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(DT))
+
+
+def _dtype_bare_run(device: str) -> list[torch.Tensor]:
+    x = torch.tensor([1.5, -2.25, 3.0, 70000.0], device=device)
+    out = torch.empty(4, dtype=torch.float16, device=device)
+    _dtype_bare[(1,)](x, out, tl.float16)
+    return [out]
+
+
+case(name="dtype_argument", construct="a `tl.dtype` passed bare to a kernel parameter not "
+     "declared `tl.constexpr`", upstream="as compiled", issue=None,
+     expected=lambda: [torch.tensor([1.5, -2.25, 3.0, 70000.0]).half()])(_dtype_bare_run)
+
+
+# -- what the compiler refuses ------------------------------------------------------------------
+
+
+@triton.jit
+def _dot_small_k(a_ptr, b_ptr, c_ptr, K: tl.constexpr):
+    r = tl.arange(0, 16)
+    k = tl.arange(0, K)
+    a = tl.load(a_ptr + r[:, None] * K + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * 16 + r[None, :])
+    tl.store(c_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, b))
+
+
+def _dot_small_k_run(device: str) -> list[torch.Tensor]:
+    a = torch.ones(16 * 8, dtype=torch.float16, device=device)
+    b = torch.ones(8 * 16, dtype=torch.float16, device=device)
+    c = torch.zeros(256, device=device)
+    _dot_small_k[(1,)](a, b, c, K=8)
+    return [c]
+
+
+case(name="dot_below_minimum", construct="`tl.dot` with K below the compiler's minimum "
+     "(fp16 K = 8)", upstream="runs (its minimum is 1): a kernel the GPU cannot compile passes",
+     issue=None, expected=lambda: [torch.full((256,), 8.0)],
+     rejected=lambda: "Input shapes should have M >= 1, N >= 1 and K >= 16")(_dot_small_k_run)
+
+
+@triton.jit
+def _arange_odd(x_ptr, out_ptr):
+    offs = tl.arange(0, 5)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+def _arange_odd_run(device: str) -> list[torch.Tensor]:
+    x = torch.arange(8, dtype=torch.float32, device=device)
+    out = torch.zeros(8, device=device)
+    _arange_odd[(1,)](x, out)
+    return [out]
+
+
+case(name="arange_not_power_of_2", construct="`tl.arange` of a range that is not a power of 2",
+     upstream="raises the compiler's ValueError (fuzzkern: `compile-error`, not `error`)",
+     issue=None, expected=lambda: [torch.zeros(8)],
+     rejected=lambda: "arange's range must be a power of 2")(_arange_odd_run)
+
+
+@triton.jit
+def _too_big(out_ptr):
+    z = tl.zeros((2048, 1024), tl.float32)
+    tl.store(out_ptr + tl.arange(0, 4), tl.sum(tl.sum(z, 1), 0) + tl.zeros((4,), tl.float32))
+
+
+def _too_big_run(device: str) -> list[torch.Tensor]:
+    out = torch.zeros(4, device=device)
+    _too_big[(1,)](out)
+    return [out]
+
+
+case(name="block_over_numel_limit", construct="a block over the compiler's element limit "
+     "(2048 x 1024)", upstream="raises the compiler's ValueError (fuzzkern: `compile-error`)",
+     issue=None, expected=lambda: [torch.zeros(4)],
+     rejected=lambda: "exceeds triton maximum tensor numel")(_too_big_run)
+
+
+@triton.jit
+def _static_assert(out_ptr, B: tl.constexpr):
+    tl.static_assert(B > 16, "B must be > 16")
+    tl.store(out_ptr + tl.arange(0, 4), tl.zeros((4,), tl.float32))
+
+
+def _static_assert_run(device: str) -> list[torch.Tensor]:
+    out = torch.zeros(4, device=device)
+    _static_assert[(1,)](out, B=8)
+    return [out]
+
+
+case(name="static_assert", construct="a failing `tl.static_assert`",
+     upstream="a run-time `AssertionError` (compiled: a compile error)", issue=None,
+     expected=lambda: [torch.zeros(4)], rejected=lambda: "B must be > 16")(_static_assert_run)
+
+
+@triton.jit
+def _multiple_assignment(x_ptr, out_ptr):
+    offs = tl.arange(0, 4)
+    a = b = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, a + b)
+
+
+def _multiple_assignment_run(device: str) -> list[torch.Tensor]:
+    x = torch.ones(4, device=device)
+    out = torch.zeros(4, device=device)
+    _multiple_assignment[(1,)](x, out)
+    return [out]
+
+
+case(name="multiple_assignment", construct="a multiple assignment `a = b = ...`",
+     upstream="\"Multiple assignments are not supported\" (compiled: a compile error)",
+     issue=None, expected=lambda: [torch.full((4,), 2.0)],
+     rejected=lambda: "a = b = ")(_multiple_assignment_run)
+
+
 def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> int:
     """Largest distance in units in the last place between float tensors ``a`` and ``b``
     (equal NaN positions count as 0); integers must be equal (0, else a large number)."""

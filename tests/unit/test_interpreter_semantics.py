@@ -1,0 +1,176 @@
+"""The interpreter's loop variables, and what the compiler refuses, as compiled
+(fuzzkern.execution.fidelity; docs/interpreter.md). The kernel-by-kernel comparison with the
+GPU is tests/fidelity; here: the rules themselves and the verdicts a case gets."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from fuzzkern.case.model import Case, TensorCase
+from fuzzkern.execution.fidelity import CompileError, LoopRange
+from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.execution.runner import run_case
+from fuzzkern.judge.outcome import ModeResult, Verdict
+from fuzzkern.judge.verdict import failure_location, verdict_of
+from fuzzkern.search import engine
+from fuzzkern.target import loader
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+HERE = os.path.dirname(__file__)
+
+
+@triton.jit
+def _iv_kernel(out_ptr, lo, hi):
+    for i in range(lo, hi):  # int64 bounds: an int64 induction variable, no wrap
+        tl.store(out_ptr + (i - lo), i * 4)
+    for j in range(3):  # int32: wraps as compiled
+        tl.store(out_ptr + 2 + j, (j * 1_500_000_000).to(tl.int64))
+
+
+def test_a_loop_variable_has_the_compiled_type_of_its_bounds():
+    out = torch.zeros(5, dtype=torch.int64)
+    lo = 2**33
+    with interpreter_mode():
+        _iv_kernel[(1,)](out, lo, lo + 2)
+    assert out[:2].tolist() == [lo * 4, (lo + 1) * 4]
+    wrapped = (torch.arange(3, dtype=torch.int64) * 1_500_000_000).to(torch.int32)
+    assert out[2:].tolist() == wrapped.tolist() == [0, 1_500_000_000, -1_294_967_296]
+
+
+def test_loop_range_types_and_steps():
+    assert LoopRange(3).dtype == tl.int32
+    assert LoopRange(2**31, 2**31 + 1).dtype == tl.uint32
+    assert LoopRange(0, 2**40).dtype == tl.int64
+    # a negative constant step is negated by the code generator: its type is that of -step
+    assert [int(t.handle.data[0]) for t in LoopRange(10, 0, -3)] == [10, 7, 4, 1]
+    with pytest.raises(TypeError, match="must all be ints"):
+        LoopRange(1.5)
+
+
+@triton.jit
+def _list_index(a_ptr, b_ptr, out_ptr):
+    ptrs = (a_ptr, b_ptr)
+    for i in range(2):  # a tensor loop variable still indexes a Python tuple
+        tl.store(out_ptr + i, tl.load(ptrs[i]) + i.to(tl.float32))
+    for s in tl.static_range(2):
+        tl.store(out_ptr + 2 + s, tl.load(ptrs[s]) * s.value)
+
+
+def test_a_loop_variable_indexes_python_lists_and_static_range_has_value():
+    a, b = torch.tensor([10.0]), torch.tensor([20.0])
+    out = torch.zeros(4)
+    with interpreter_mode() as session:
+        _list_index[(1,)](a, b, out)
+    assert out.tolist() == [10.0, 21.0, 0.0, 20.0]
+    assert session.leaked == ()
+
+
+@triton.jit
+def _bad_option(out_ptr, n):
+    for i in tl.range(n, num_stage=2):  # misspelt: compiled, a TypeError too
+        tl.store(out_ptr + i, 1.0)
+
+
+def test_an_unknown_tl_range_option_is_refused():
+    with interpreter_mode(), pytest.raises(Exception, match="num_stage"):
+        _bad_option[(1,)](torch.zeros(2), 2)
+
+
+# -- what the compiler refuses: compile-error, with the line ------------------------------------
+
+
+@triton.jit
+def _odd_arange(x_ptr, out_ptr):
+    offs = tl.arange(0, 5)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+@triton.jit
+def _two_targets(x_ptr, out_ptr):
+    offs = tl.arange(0, 4)
+    a = b = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, a + b)
+
+
+def _launch_odd(x):
+    out = torch.empty_like(x)
+    _odd_arange[(1,)](x, out)
+    return out
+
+
+def _launch_two(x):
+    out = torch.empty_like(x)
+    _two_targets[(1,)](x, out)
+    return out
+
+
+def _target(launcher):
+    import fuzzkern
+    from fuzzkern import strategies as fks
+
+    # built on demand: a module-level Target in a test file is a fuzz item of the plugin
+    return fuzzkern.Target(launcher=launcher, reference=lambda x: x * 2,
+                           inputs=fks.inputs(x=fks.tensors((8,), dtypes=["float32"])))
+
+
+def _case() -> Case:
+    return Case({}, {"x": TensorCase.build((8,), "float32")})
+
+
+@pytest.mark.parametrize("launcher, words, line", [
+    (_launch_odd, "arange's range must be a power of 2", "offs = tl.arange(0, 5)"),
+    (_launch_two, "simultaneous multiple assignment", "a = b = tl.load(x_ptr + offs)"),
+])
+def test_what_the_compiler_refuses_is_a_compile_error_at_the_kernel_line(launcher, words, line):
+    o = run_case(_target(launcher), _case(), {"modes": ["interpret"]})
+    assert o.verdict == Verdict.COMPILE_ERROR
+    m = o.modes["interpret"]
+    assert m.status == "compile-error" and words in m.error
+    assert m.detail["location"].startswith("test_interpreter_semantics.py:")
+    assert m.detail["location"].endswith(line)
+    assert failure_location(o) == f"compile error at {m.detail['location'].split(': ')[0]}"
+
+
+def test_a_compile_error_only_the_interpreter_claims_is_an_interpreter_divergence():
+    refused = ModeResult("interpret", "compile-error", error="compile error: K >= 16")
+    ok = ModeResult("compiled", "ok")
+    assert verdict_of({"interpret": refused})[0] == Verdict.COMPILE_ERROR
+    assert verdict_of({"interpret": refused, "compiled": ok})[0] == \
+        Verdict.INTERPRETER_DIVERGENCE
+    both = ModeResult("compiled", "compile-error", error="CompilationError: ...")
+    assert verdict_of({"interpret": refused, "compiled": both})[0] == Verdict.COMPILE_ERROR
+    assert Verdict.COMPILE_ERROR in Verdict.FAILURES
+
+
+def test_a_compile_error_raised_here_keeps_its_words():
+    from fuzzkern.execution.fidelity import compile_refusal
+
+    assert compile_refusal(CompileError("K >= 16")) == "K >= 16"
+    assert compile_refusal(ValueError("arange's range must be a power of 2")) is None  # not
+    # raised by triton.language: the kernel's own ValueError stays an error
+
+
+def test_a_head_dim_below_the_dot_minimum_is_found_and_shrunk_to_the_smallest():
+    """The linear-attention case: a head dimension padded to a power of 2 below 16 compiles
+    to nothing on the GPU; the interpreter (minimum 1 upstream) ran it and passed."""
+    (lt,) = loader.load(os.path.join(HERE, "targets", "compile_refusals.py") + "::head_scores")
+    pool = WorkerPool()
+    try:
+        opts = engine.CampaignOptions(budget=30.0, seed=0, max_examples=25,
+                                      modes=("interpret",))
+        result = engine.fuzz_target(lt, pool, opts, 30.0)
+    finally:
+        pool.close()
+    verdicts = [f.outcome.verdict for f in result.failures]
+    assert verdicts == [Verdict.COMPILE_ERROR]
+    failure = result.failures[0]
+    assert failure.case.dims == {"D": 1}
+    assert "K >= 16" in failure.outcome.message and "tl.dot" in failure.outcome.message
+    assert result.counts.get("pass", 0) >= 1  # D > 8 compiles and is right
