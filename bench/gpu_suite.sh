@@ -25,6 +25,15 @@
 #                                     # wheel (pure Python, 0.9 MB) under .whl/ (an ignored path:
 #                                     # pip download --no-deps liger-kernel==0.8.5 -d .whl);
 #                                     # installed here with pip --no-deps      ~9 min
+#   bash bench/gpu_suite.sh flaggems  # examples/flaggems compiled (fuzzkern run --modes compiled
+#                                     # -j <GPUs> --budget ${BUDGET:-5m}). Needs FlagGems 5.0.2
+#                                     # and what it imports (sqlalchemy, PyYAML) as wheels
+#                                     # under .whl/, downloaded where there is an index:
+#                                     # pip download --no-deps -d .whl flag_gems==5.0.2
+#                                     # pip download --no-deps -d .whl --only-binary=:all:
+#                                     #   --python-version 3.12 --platform manylinux2014_x86_64
+#                                     #   sqlalchemy==2.0.48 PyYAML==6.0.3
+#                                     # installed here with pip --no-deps      ~6 min
 #   bash bench/gpu_suite.sh speed     # bench/compiled_speed.py on 8 Liger ops (carry .whl/):
 #                                     # ${SPEED_CONFIGS:-before,variants}, ${SPEED_BUDGET:-200}
 #                                     # s each, fresh Triton cache each; ~7 min
@@ -115,6 +124,19 @@ if [[ $what == liger ]]; then
   python3 -m fuzzkern run examples/liger/ -j "$((gpus > 0 ? gpus : 1))" \
     --modes interpret,compiled --budget "${BUDGET:-8m}" --seed 0 --no-db \
     --corpus "$out/liger-corpus" --report "$out/liger.json" 2>&1 | tee "$out/liger.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == flaggems ]]; then
+  for mod in yaml:pyyaml sqlalchemy:sqlalchemy flag_gems:flag_gems; do
+    if ! python3 -c "import ${mod%%:*}" 2>/dev/null; then
+      whl=$(ls .whl/${mod#*:}-*.whl 2>/dev/null | head -1)
+      python3 -m pip install -q --no-deps "${whl:-.whl/missing-${mod#*:}.whl}" \
+        || { echo "${mod#*:} is missing: carry its wheel under .whl/ (see the header)"; exit 2; }
+    fi
+  done
+  python3 -m fuzzkern run examples/flaggems/ -j "$((gpus > 0 ? gpus : 1))" \
+    --modes compiled --budget "${BUDGET:-5m}" --seed 0 --no-db \
+    --corpus "$out/flaggems-corpus" --report "$out/flaggems.json" 2>&1 | tee "$out/flaggems.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == speed ]]; then

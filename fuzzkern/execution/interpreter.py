@@ -375,7 +375,7 @@ def _jit_run(self: JITFunction, *args: Any, grid: Any, warmup: bool, **kwargs: A
         with INTERPRETER_LOCK:  # wait for the interpreter block to end, then run compiled
             return _ORIG_JIT_RUN(self, *args, grid=grid, warmup=warmup, **kwargs)
     if warmup:
-        return None
+        return _LaunchHandle(self, args, kwargs)
     session = _STATE.session
     session.launches += 1
     debug = bool(session.debug or kwargs.get("debug", getattr(self, "debug", False))
@@ -384,9 +384,37 @@ def _jit_run(self: JITFunction, *args: Any, grid: Any, warmup: bool, **kwargs: A
     before = builder.options
     builder.options = _STATE.options_on if debug else _STATE.options_off
     try:
-        return _interpreted(self).run(*args, grid=grid, warmup=False, **kwargs)
+        _interpreted(self).run(*args, grid=grid, warmup=False, **kwargs)
+        return _LaunchHandle(self, args, kwargs)
     finally:
         builder.options = before
+
+
+class _LaunchHandle:
+    """What an interpreted ``JITFunction.run`` returns in place of the ``CompiledKernel``:
+    libraries that cache the compiled kernel and launch it again directly (FlagGems'
+    ``@libentry``: ``kernel[grid](*args)``) launch it interpreted. Its arguments are the
+    kernel's parameters in order, with or without the constexprs (Triton 3.7 and later
+    launch a compiled kernel without them); missing constexprs take this launch's values."""
+
+    def __init__(self, fn: JITFunction, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+        self.fn = fn
+        params = [p for p in fn.params]
+        bound = {**dict(zip([p.name for p in params], args, strict=False)), **kwargs}
+        self._constexprs = {p.name: bound[p.name] for p in params
+                            if p.is_constexpr and p.name in bound}
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        def launch(*args: Any) -> None:
+            params = list(self.fn.params)
+            if len(args) < len(params):
+                values = iter(args)
+                named = {p.name: next(values) for p in params if not p.is_constexpr}
+                args = tuple(named[p.name] if p.name in named else self._constexprs[p.name]
+                             for p in params if p.name in named or p.name in self._constexprs)
+            self.fn.run(*args, grid=grid, warmup=False)
+
+        return launch
 
 
 #: per @jit helper: (positions, names) of its constexpr parameters
@@ -651,7 +679,31 @@ def _dense_strides(shape: tuple[int, ...]) -> list[int]:
     return out[::-1]
 
 
+def _as_tensor(arg: Any) -> Any:
+    """A library's own tensor-like launch argument (FlagGems' ``StridedBuffer``: ``data_ptr()``,
+    ``dtype``, ``untyped_storage()``, ``shape``, ``stride()``, but no torch methods) as a torch
+    view of the same memory, which Triton's interpreter can copy; anything else as it is (and
+    a view torch cannot express, such as negative strides)."""
+    import torch
+
+    if isinstance(arg, (torch.Tensor, TensorWrapper)) or not hasattr(arg, "data_ptr"):
+        return arg
+    try:
+        storage = arg.untyped_storage()
+        dtype = arg.dtype
+        offset, rest = divmod(int(arg.data_ptr()) - storage.data_ptr(), dtype.itemsize)
+        shape, strides = tuple(arg.shape), tuple(arg.stride())
+        if rest or offset < 0 or any(st < 0 for st in strides):
+            return arg
+        return torch.empty(0, dtype=dtype).set_(storage, offset, shape, strides)
+    except (AttributeError, TypeError, RuntimeError):
+        return arg
+
+
 def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
+    if _STATE.mine():
+        args_dev = [_as_tensor(a) for a in args_dev]
+        kwargs = {k: _as_tensor(v) for k, v in kwargs.items()}
     args_hst, kwargs_hst = _ORIG_INIT_ARGS_HST(self, args_dev, kwargs)
     constexprs = set(getattr(self, "constexprs", ()) or ())
     if _STATE.mine() and constexprs:  # the kernel's constexprs get .value, as compiled
@@ -760,7 +812,7 @@ def _check(op: str, ptrs: Any, mask: Any) -> None:
         ok = inside if ok is None else (ok | inside)
     bad = ~ok if ok is not None else np.ones(addr.shape, dtype=bool)
     if mask is not None:
-        m = mask.data
+        m = _mask_array(mask)
         if m.shape != addr.shape:
             m = np.broadcast_to(m, addr.shape)
         bad &= m.astype(bool, copy=False)
@@ -771,13 +823,19 @@ def _check(op: str, ptrs: Any, mask: Any) -> None:
         _check_view(op, addr, mask, size, viewed)
 
 
+def _mask_array(mask: Any) -> np.ndarray:
+    """A load's or store's mask as a numpy array: a tensor handle's data, or the bare array a
+    block pointer's boundary check makes (Triton 3.6 passes that one as it is)."""
+    return np.asarray(mask.data if isinstance(mask, _interp.TensorHandle) else mask)
+
+
 def _check_view(op: str, addr: np.ndarray, mask: Any, size: int,
                 allocs: list[_Allocation]) -> None:
     """Active lanes inside one of ``allocs`` (storages with uncovered bytes) must address
     bytes covered by the views passed to the kernel, first and last byte of the element."""
     active = None
     if mask is not None:
-        active = mask.data.astype(bool, copy=False)
+        active = _mask_array(mask).astype(bool, copy=False)
         if active.shape != addr.shape:
             active = np.broadcast_to(active, addr.shape)
     flat = addr.reshape(-1)

@@ -38,6 +38,7 @@ from fuzzkern.execution.launching import (
     short_traceback,
 )
 from fuzzkern.execution.stages import stage
+from fuzzkern.gpus import assumed_gpu
 from fuzzkern.judge import oracle
 from fuzzkern.judge.conditioning import Evidence
 from fuzzkern.judge.outcome import Comparison, ModeResult, Outcome, Verdict
@@ -321,6 +322,11 @@ def _only_unwritten(outputs: tuple[Any, ...], masks: list[torch.Tensor],
 
 
 def run_case(target: Target, case: Case, options: Mapping[str, Any]) -> Outcome:
+    with assumed_gpu(options.get("assume_gpu") or target.assume_gpu):
+        return _run_modes(target, case, options)
+
+
+def _run_modes(target: Target, case: Case, options: Mapping[str, Any]) -> Outcome:
     start = time.perf_counter()
     modes = tuple(options.get("modes") or ("interpret",))
     run = _Run(target, case, options)
@@ -422,7 +428,7 @@ def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, 
     """Run one case; with ``options["variants"]`` (``{"share": F, "until": T}``) and a case
     that passed after compiling for C seconds, also its value variants for ``F * C`` seconds
     (never past the ``time.monotonic()`` instant ``T``), in the same round trip."""
-    with stage("decode"):
+    with stage("decode"), assumed_gpu(options.get("assume_gpu")):
         target = _target(ref)
         case = Case.from_json(case_json)
     outcome = run_case(target, case, options)

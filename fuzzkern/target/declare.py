@@ -27,6 +27,7 @@ from typing import Any
 
 from fuzzkern.calls import _accepts
 from fuzzkern.errors import InvalidArgument, describe
+from fuzzkern.gpus import check_gpu_name
 
 MODES = ("interpret", "compiled")
 
@@ -194,6 +195,13 @@ class Target:
       interpreter, which tells rounding from logic (docs/oracle.md). ``False`` for a kernel
       whose logic *is* low precision (saturating casts, quantization, an intended overflow):
       such a case is judged by the reference's conditioning alone.
+    - ``assume_gpu``: on a machine without CUDA, the GPU the launcher's host code is written
+      for (``"H200"``, a key of :data:`fuzzkern.gpus.GPUS`): while a case runs, its
+      ``torch.cuda`` queries (device context, properties, SM count, capability, device count,
+      streams, ``synchronize``) answer as that GPU would, tensors stay on the CPU and kernels
+      run in the interpreter (docs/interpreter.md, "A declared GPU"). Where CUDA is present
+      the real GPU answers. Import such a library inside the launcher: the target file
+      itself loads before the GPU is assumed (``fuzzkern run --assume-gpu`` applies earlier).
     """
 
     launcher: Callable[..., Any]
@@ -213,6 +221,7 @@ class Target:
     output_names: Sequence[str] | None = None
     strict_accuracy: bool = False
     shadow: bool = True
+    assume_gpu: str | None = None
 
     def __post_init__(self) -> None:
         from fuzzkern.strategies._internal.inputs import InputsStrategy
@@ -263,6 +272,8 @@ class Target:
                 f"Expected checks to map check names among {sorted(DEFAULT_CHECKS)} to bools "
                 f"but got {describe('checks', self.checks)}."
             )
+        if self.assume_gpu is not None:
+            object.__setattr__(self, "assume_gpu", check_gpu_name(self.assume_gpu))
         self.inputs.validate_against(self)
         for name in self.clobber_names:
             if name not in self.inputs.tensors:

@@ -22,7 +22,8 @@ PACKAGE = ROOT / "fuzzkern"
 #: from its own stage (sideways, without a circle) and from any stage before it (down), never
 #: from a stage after it. docs/architecture.md describes each stage in this order.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("fuzzkern.errors", "fuzzkern._version", "fuzzkern.calls", "fuzzkern.introspect")),
+    ("base", ("fuzzkern.errors", "fuzzkern._version", "fuzzkern.calls", "fuzzkern.introspect",
+              "fuzzkern.gpus")),
     ("case", ("fuzzkern.case",)),
     ("strategies", ("fuzzkern.strategies",)),
     ("target", ("fuzzkern.target",)),
