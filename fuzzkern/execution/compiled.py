@@ -44,7 +44,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -469,6 +469,41 @@ def _to_cpu(outs: tuple[Any, ...] | None, zones: list[hygiene.RedZone] | None = 
     return tuple(cpu)
 
 
+#: Triton kernel options a re-run may set over every launch (:func:`compile_options`)
+COMPILE_OPTIONS = frozenset({"enable_fp_fusion", "enable_reflect_ftz", "num_warps",
+                             "num_stages"})
+
+
+@contextlib.contextmanager
+def compile_options(overrides: Mapping[str, Any] | None) -> Iterator[None]:
+    """While active, every JIT launch in this process compiles with ``overrides`` (Triton's
+    kernel options, :data:`COMPILE_OPTIONS`) over what the launch or its autotuner config asks:
+    the re-runs that attribute a compiled-only difference (``enable_fp_fusion=False``: no
+    fused multiply-add; ``enable_reflect_ftz=False``: libdevice keeps subnormals; another
+    ``num_warps``: another reduction order). The options are part of Triton's cache key, so
+    each set compiles a binary of its own and never replaces the usual one."""
+    if not overrides:
+        yield
+        return
+    unknown = sorted(set(overrides) - COMPILE_OPTIONS)
+    if unknown:
+        raise ValueError(f"Expected compile options among {sorted(COMPILE_OPTIONS)} but got "
+                         f"{unknown}.")
+    from triton.runtime.jit import JITFunction
+
+    original = JITFunction.run
+
+    def run(self: Any, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
+        kwargs.update(overrides)
+        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    JITFunction.run = run  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        JITFunction.run = original  # type: ignore[method-assign]
+
+
 def run_compiled(run: Any) -> ModeResult:
     """Run ``run`` (an :class:`fuzzkern.execution.runner._Run`) compiled on the current GPU."""
     if not torch.cuda.is_available():
@@ -581,9 +616,11 @@ class OnDevice:
             allocations.tensors = shared.tensors[tensors:]
             allocations.zones = shared.zones[zones:]
             return result, allocations
+        forced = {} if run.options.get("unforced") else dict(run.case.configs)
         with captured_output(self.debug, self.captured), debug_knob(self.debug), \
                 poisoned_allocations(self.checks["poison"], guard_bytes=self.guard) \
-                as allocations, forced_configs(dict(run.case.configs)):
+                as allocations, forced_configs(forced), \
+                compile_options(run.options.get("compile")):
             result = call_with(run.target.launcher, {**run.scalars, **inputs.views})
             self.sync()
         return result, allocations

@@ -35,7 +35,7 @@ def overflow_of(text: str) -> dict[str, str] | None:
     return {"dtype": m.group(1), "operation": m.group(2)} if m else None
 
 
-def short_traceback(e: BaseException, limit: int = 12) -> str:
+def short_traceback(e: BaseException, limit: int = 30) -> str:
     return "".join(traceback.format_exception(type(e), e, e.__traceback__, limit=-limit))
 
 

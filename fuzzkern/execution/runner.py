@@ -95,6 +95,8 @@ class _Run:
             c = oracle.upcast_for_reference(t) if self.target.upcast else rebuild_like(t)
             if absolute and (c.is_floating_point() or c.is_complex()):
                 c = c.abs()
+            if self.options.get("flush_subnormals") and t.is_floating_point():
+                c = flushed(c, t.dtype)
             values[name] = c
         return values
 
@@ -302,6 +304,14 @@ class _Run:
 
         return judge_shadow(comparison, found, limits=limits,
                             compiled_within=None if found is None else found.compiled_within)
+
+
+def flushed(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``t`` with the values that are subnormal in ``dtype`` set to zero of their sign, as a GPU
+    that flushes subnormals to zero reads them (the reference of a re-run that asks whether
+    flushing explains a compiled-only difference: ``options["flush_subnormals"]``)."""
+    tiny = torch.finfo(dtype).tiny
+    return torch.where(t.abs() < tiny, t * 0, t)
 
 
 def _only_unwritten(outputs: tuple[Any, ...], masks: list[torch.Tensor],

@@ -63,6 +63,10 @@ class Verdict:
     #: precision beyond what rounding at the inputs' precision explains, at a line that
     #: accumulates in a dtype narrower than float32 (docs/oracle.md, the shadow)
     PRECISION_BUG = "precision-bug"
+    #: the finding needs fuzzkern's own instrumentation (a check, a forced config, fuzzkern's
+    #: own code raised): it disappears as a user's plain call, so it is not the kernel's;
+    #: counted and reported apart, never saved to the corpus (fuzzkern.search.confirm)
+    FUZZKERN_LIMIT = "fuzzkern-limit"
     #: the launcher rejected the input with a declared precondition (counted, not a failure)
     PRECONDITION = "precondition"
     #: this mode cannot run the case (e.g. inline asm under the interpreter); counted

@@ -32,6 +32,21 @@ def _more(items: list[Any]) -> str:
     return f" (and {len(items) - 1} more)" if len(items) > 1 else ""
 
 
+def error_text(result: ModeResult) -> str:
+    """A mode's exception with where it was raised (:func:`fuzzkern.judge.frames.raised_at`):
+    ``"TypeError: ... (raised at flag_gems/ops/mm.py:120 (mm))"``; the whole traceback stays in
+    ``detail["traceback"]`` (kept in the corpus entry; ``fuzzkern run --tracebacks`` prints
+    it)."""
+    from fuzzkern.judge.frames import raised_at
+
+    text = result.error or ""
+    words = raised_at(str(result.detail.get("traceback", ""))).words()
+    if not words or words in text:
+        return text
+    first, nl, rest = text.partition("\n")
+    return f"{first} ({words}){nl}{rest}"
+
+
 def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
     """Combine per-mode results into one verdict and a one-line reason.
 
@@ -59,7 +74,7 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
                 f"only the compiled kernel fails: {results['compiled'].error}")
     for mode, s in statuses.items():
         if s == "crash":
-            return Verdict.CRASH, f"{mode}: {results[mode].error}"
+            return Verdict.CRASH, f"{mode}: {error_text(results[mode])}"
     ran = {m: s for m, s in statuses.items() if s in ("ok", "mismatch", "accuracy", "precision")}
     for mode in ran:
         writes = results[mode].detail.get("oob_write")
@@ -76,7 +91,7 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
     for status in ("compile-error", "error", "reference-error"):
         for mode, s in statuses.items():
             if s == status:
-                return _MODE_STATUS_VERDICT[status], f"{mode}: {results[mode].error}"
+                return _MODE_STATUS_VERDICT[status], f"{mode}: {error_text(results[mode])}"
     if any(s == "precondition" for s in statuses.values()):
         mode = next(m for m, s in statuses.items() if s == "precondition")
         return Verdict.PRECONDITION, f"launcher rejected the input: {results[mode].error}"

@@ -379,6 +379,9 @@ class TargetResult:
     #: processes the cases started that were still running at their case's end, and were
     #: killed (fuzzkern.execution.pool.end_descendants)
     killed: int = 0
+    #: findings that were fuzzkern's, not the kernel's (verdict ``fuzzkern-limit``,
+    #: :mod:`fuzzkern.search.confirm`), each in words with its case
+    limits: list[str] = field(default_factory=list)
 
     @property
     def tested(self) -> int:
@@ -961,30 +964,20 @@ def _confirm_hangs(lt: LoadedTarget, pool: WorkerPool, result: TargetResult,
 def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
                       result: TargetResult, found: list[Failure], run_options: dict[str, Any],
                       timeout: float) -> None:
-    """Explain each failure this run found and save it to the corpus (when one is set)."""
+    """Confirm each failure this run found as a plain call (:mod:`fuzzkern.search.confirm`),
+    explain it, attribute a compiled-only difference, and save it to the corpus (when one is
+    set)."""
     from fuzzkern.corpus import store as corpus
     from fuzzkern.errors import FuzzkernError
-    from fuzzkern.search import explain
 
     found = _confirm_hangs(lt, pool, result, found, run_options, timeout)
+    found = _confirm_plain(lt, pool, result, found, run_options, timeout)
     for f in found:
         if result.stopped:
             f.explanations = f.explanations or ["(no explanation: the budget ran out)"]
         elif opts.explain and result.interrupted is None:
-            try:
-                with interruptible():
-                    f.explanations = explain.explain(lt.ref, f.case, f.outcome, pool,
-                                                     run_options, target=lt.target,
-                                                     timeout=timeout)
-            except Interrupted as e:  # saving comes first
-                result.interrupted = e.signum
-                f.explanations = ["(no explanation: interrupted)"]
-            except StopTime:
-                result.stopped = True
-                f.explanations = ["(no explanation: the budget ran out)"]
-            except Exception as e:  # an explanation is a bonus; never lose the failure
-                f.explanations = [f"(no explanation: {type(e).__name__}: {e})"]
-        if opts.corpus and not f.unconfirmed:
+            _explain(lt, pool, result, f, run_options, timeout)
+        if opts.corpus and not f.unconfirmed and f.outcome.failed:
             try:
                 f.corpus_path = corpus.save(
                     opts.corpus, lt.id, lt.ref, f.case, f.outcome, modes=opts.modes,
@@ -999,4 +992,72 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
     result.failures = [f for f in result.failures
                        if not (f.replayed and f.corpus_path
                                and os.path.abspath(f.corpus_path) in fresh)]
-    result.failures.extend(found)
+    result.failures.extend(f for f in found if f.outcome.failed)
+    for f in found:  # attributed to rounding: an accuracy finding, not a failure
+        if not f.outcome.failed and f.outcome.verdict == Verdict.ACCURACY:
+            result.counts[Verdict.ACCURACY] += 1
+            result.note_case(f.case, f.outcome)
+
+
+def _confirm_plain(lt: LoadedTarget, pool: WorkerPool, result: TargetResult,
+                   found: list[Failure], run_options: dict[str, Any],
+                   timeout: float) -> list[Failure]:
+    """The failures that stand as a user's plain call (:func:`fuzzkern.search.confirm.confirm`);
+    the others become ``result.limits``. A confirmation that cannot run keeps the failure."""
+    from fuzzkern.search.confirm import confirm
+
+    out = []
+    for f in found:
+        if result.stopped or result.interrupted is not None or f.unconfirmed:
+            out.append(f)
+            continue
+        try:
+            with interruptible():
+                c = confirm(lt.ref, f.case, f.outcome, pool, run_options, lt.target, timeout)
+        except Interrupted as e:
+            result.interrupted = e.signum
+            out.append(f)
+            continue
+        except StopTime:
+            result.stopped = True
+            out.append(f)
+            continue
+        except Exception as e:  # a confirmation is a check of ours; never lose the failure
+            f.explanations = [*f.explanations, f"(not confirmed as a plain call: "
+                              f"{type(e).__name__}: {e})"]
+            out.append(f)
+            continue
+        if c.limit is not None:
+            result.counts[Verdict.FUZZKERN_LIMIT] += 1
+            result.limits.append(f"{c.limit} (case: {f.case.describe()})")
+            continue
+        if c.line:
+            f.explanations = [*f.explanations, c.line]
+        out.append(f)
+    return out
+
+
+def _explain(lt: LoadedTarget, pool: WorkerPool, result: TargetResult, f: Failure,
+             run_options: dict[str, Any], timeout: float) -> None:
+    """``f``'s explanations (:func:`fuzzkern.search.explain.explain`) and, for a compiled
+    mismatch, its causes and the verdict they give (:func:`fuzzkern.judge.causes.attributed`)."""
+    from fuzzkern.judge.causes import attributed
+    from fuzzkern.search import explain
+
+    try:
+        with interruptible():
+            lines = explain.explain(lt.ref, f.case, f.outcome, pool, run_options,
+                                    target=lt.target, timeout=timeout)
+            causes, only = explain.compiled_causes(lt.ref, f.case, f.outcome, pool,
+                                                   run_options, target=lt.target,
+                                                   timeout=timeout)
+        f.explanations = [*f.explanations, *lines, *(c.line for c in causes)]
+        f.outcome = attributed(f.outcome, causes, only)
+    except Interrupted as e:  # saving comes first
+        result.interrupted = e.signum
+        f.explanations = [*f.explanations, "(no explanation: interrupted)"]
+    except StopTime:
+        result.stopped = True
+        f.explanations = [*f.explanations, "(no explanation: the budget ran out)"]
+    except Exception as e:  # an explanation is a bonus; never lose the failure
+        f.explanations = [*f.explanations, f"(no explanation: {type(e).__name__}: {e})"]

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
     from fuzzkern.execution.pool import WorkerPool
+    from fuzzkern.judge.causes import Cause
     from fuzzkern.target.declare import Target
 
 #: How many single-tensor contiguity variants are tried at most.
@@ -109,7 +110,8 @@ class _Variants:
         return self.base[name].as_strided(tc.shape, tc.strides, tc.storage_offset)
 
     def run(self, case: Case, storages: Mapping[str, torch.Tensor],
-            modes: list[str] | None = None) -> Outcome | None:
+            modes: list[str] | None = None,
+            extra: Mapping[str, Any] | None = None) -> Outcome | None:
         import safetensors.torch
 
         if time.monotonic() > self.deadline:
@@ -118,7 +120,7 @@ class _Variants:
         path = os.path.join(self.folder, f"variant{self.count}.safetensors")
         safetensors.torch.save_file(
             {n: s.contiguous().clone() for n, s in storages.items()}, path)
-        options = {**self.options, "storages": path}
+        options = {**self.options, **(extra or {}), "storages": path}
         if modes is not None:
             options["modes"] = modes
         return self.pool.run(self.ref, case.to_json(), options, self.timeout)
@@ -255,10 +257,88 @@ def explain(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
     return lines
 
 
+#: the re-runs that attribute a compiled-only difference, in order: run options, what a pass
+#: (or, for repeats, a nondeterministic verdict) says, and the cause
+_CAUSE_RUNS: list[tuple[dict[str, Any], str, str]] = [
+    ({"compile": {"enable_fp_fusion": False}}, "fma",
+     "caused by fused multiply-add (Triton contracts a * b + c into one rounding by default): "
+     "passes with enable_fp_fusion=False"),
+    ({"flush_subnormals": True}, "ftz",
+     "subnormal inputs read as zero on the GPU (flush-to-zero, the GPU default): passes "
+     "against a reference that reads them as zero"),
+    ({"compile": {"enable_reflect_ftz": False}}, "ftz",
+     "libdevice math flushes subnormals to zero (enable_reflect_ftz, Triton's default): passes "
+     "with enable_reflect_ftz=False"),
+    ({"repeat_compiled": 3}, "nondeterministic",
+     "the result changes between launches of the same binary (atomics or a race)"),
+    ({"compile": {"num_warps": 1}}, "ordering",
+     "the difference moves with the reduction order: passes with num_warps=1"),
+    ({"compile": {"num_warps": 8}}, "ordering",
+     "the difference moves with the reduction order: passes with num_warps=8"),
+]
+
+
+def _subnormal(t: torch.Tensor) -> bool:
+    import torch
+
+    if not t.is_floating_point() or t.numel() == 0:
+        return False
+    a = t.detach().abs().to(torch.float64)
+    return bool(((a > 0) & (a < torch.finfo(t.dtype).tiny)).any())
+
+
+def compiled_causes(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
+                    options: Mapping[str, Any], *, target: Target,
+                    timeout: float | None = None, max_seconds: float = 40.0
+                    ) -> tuple[list[Cause], bool]:
+    """The causes of a compiled failure's difference (:mod:`fuzzkern.judge.causes`), each from a
+    compiled re-run of ``case`` (:data:`_CAUSE_RUNS`), and whether the difference is compiled-only
+    (the interpreter passes the same case: from ``outcome``, else from an interpreted run).
+    Nothing is tried for a failure that is not a compiled mismatch, or that the interpreter
+    shares."""
+    from fuzzkern.judge.causes import Cause
+
+    compiled = outcome.modes.get("compiled")
+    if compiled is None or compiled.status not in ("mismatch", "accuracy", "precision"):
+        return [], False
+    timeout = timeout or target.timeout
+    deadline = time.monotonic() + max_seconds
+    causes: list[Cause] = []
+    with tempfile.TemporaryDirectory(prefix="fuzzkern-causes-") as folder:
+        v = _Variants(ref, case, pool, options, timeout, folder, deadline)
+        interp = outcome.modes.get("interpret")
+        if interp is not None:
+            only = interp.status == "ok"
+        elif "interpret" in target.modes:
+            alone = v.run(case, v.base, ["interpret"])
+            only = alone is not None and alone.verdict == Verdict.PASS
+        else:
+            only = False
+        if not only:
+            return [], False
+        subnormal = any(_subnormal(v.view(n)) for n in case.tensors)
+        for extra, kind, line in _CAUSE_RUNS:
+            if extra.get("flush_subnormals") and not subnormal:
+                continue
+            if kind == "ordering" and any(c.kind in ("fma", "ftz") for c in causes):
+                break  # explained already
+            got = v.run(case, v.base, ["compiled"], extra)
+            if got is None:
+                break  # out of time
+            if kind == "nondeterministic":
+                if got.verdict == Verdict.NONDETERMINISTIC:
+                    causes.append(Cause(kind, line))
+            elif got.verdict == Verdict.PASS:
+                causes.append(Cause(kind, line))
+                if kind == "ordering":
+                    break
+    return causes, True
+
+
 def _cuda() -> bool:
     from fuzzkern.corpus.store import _cuda_available
 
     return _cuda_available()
 
 
-__all__ = ["explain"]
+__all__ = ["compiled_causes", "explain"]

@@ -136,6 +136,7 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.variants += piece.variants
     into.empty += piece.empty
     into.killed += piece.killed
+    into.limits += [n for n in piece.limits if n not in into.limits]
     into.keys |= piece.keys
     into.stopped = into.stopped or piece.stopped
     into.unsupported_reason = into.unsupported_reason or piece.unsupported_reason

@@ -1,0 +1,83 @@
+"""Causes of compiled-only differences, and the verdict a failure gets once one is known.
+
+A compiled kernel may differ from the interpreter and the reference without a logic bug, in the
+ways GPU code computes by default (docs/verdicts.md, "Compiled-only differences"):
+
+- ``fma``: Triton fuses ``a * b + c`` into one fused multiply-add (one rounding instead of two;
+  ``enable_fp_fusion=True`` by default);
+- ``ftz``: subnormals flushed to zero (libdevice's ``enable_reflect_ftz=True``, approximate
+  ``rsqrt``/``exp2``/division, and the inputs read as zero);
+- ``ordering``: another reduction order (the result moves with ``num_warps``);
+- ``nondeterministic``: atomics or a race (the result moves between launches of the same binary).
+
+Each cause is found by a re-run of the shrunk case
+(:func:`fuzzkern.search.explain.compiled_causes`); :func:`attributed` gives the failure its
+verdict:
+
+- a rounding cause (fma, ftz, ordering) and finite values: ``accuracy`` (a finding; a failure
+  under ``--strict-accuracy``), with the cause in the message;
+- a rounding cause that turns a finite result non-finite (a variance ``E[x^2] - E[x]^2`` going
+  negative into ``sqrt`` under FMA): still ``kernel-bug``, a robustness bug, and the message says
+  why and what to do;
+- nondeterminism: ``nondeterministic``;
+- a compiled-only failure that none explains: ``compiled-only``, saying what was ruled out and
+  what is left: a race between programs, a read of memory not yet written, a compiler hint
+  that does not hold (``tl.multiple_of``, ``tl.max_contiguous``), or a compiler bug. fuzzkern
+  cannot tell these apart from the outside, so it does not blame Triton; the corpus entry's
+  reproducer (``fuzzkern repro ENTRY``) is what an upstream issue needs if it is the compiler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from fuzzkern.judge.outcome import Outcome, Verdict
+
+ROUNDING = ("fma", "ftz", "ordering")
+
+
+@dataclass(frozen=True)
+class Cause:
+    #: "fma", "ftz", "ordering", "nondeterministic"
+    kind: str
+    #: the explanation line ("caused by fused multiply-add: passes with enable_fp_fusion=False")
+    line: str
+
+
+def _nonfinite(outcome: Outcome) -> bool:
+    c = outcome.modes.get("compiled")
+    return bool(c is not None and c.comparison is not None
+                and c.comparison.nonfinite_mismatches)
+
+
+def attributed(outcome: Outcome, causes: list[Cause], compiled_only: bool) -> Outcome:
+    """``outcome`` with the verdict its compiled-only causes give (see the module doc);
+    ``compiled_only``: the interpreter passes the same case (else nothing changes)."""
+    if not compiled_only or outcome.verdict not in (Verdict.KERNEL_BUG, Verdict.COMPILED_ONLY):
+        return outcome
+    kinds = [c.kind for c in causes]
+    if "nondeterministic" in kinds:
+        line = next(c.line for c in causes if c.kind == "nondeterministic")
+        return replace(outcome, verdict=Verdict.NONDETERMINISTIC,
+                       message=f"compiled: {line}")
+    rounding = [c for c in causes if c.kind in ROUNDING]
+    if rounding:
+        why = "; ".join(c.line for c in rounding)
+        if _nonfinite(outcome) and any(c.kind != "ftz" for c in rounding):
+            return replace(outcome, message=(
+                f"{outcome.message}; non-finite only compiled, {why}: a finite result becomes "
+                "NaN/inf when a rounding difference crosses a boundary (a variance such as "
+                "E[x^2] - E[x]^2 going negative into sqrt, a denominator reaching 0): clamp "
+                "that quantity"))
+        strict = outcome.strict
+        return replace(outcome, verdict=Verdict.ACCURACY, strict=strict, message=(
+            f"compiled-only rounding difference, {why} (the interpreter passes: not a logic "
+            f"bug); was: {outcome.message}"))
+    return replace(outcome, verdict=Verdict.COMPILED_ONLY, message=(
+        f"{outcome.message}; the interpreter passes, and neither fused multiply-add, flushed "
+        "subnormals, the reduction order nor repeated launches explain it: a race between "
+        "programs, a read of memory not yet written, a compiler hint that does not hold "
+        "(tl.multiple_of, tl.max_contiguous) or a compiler bug"))
+
+
+__all__ = ["ROUNDING", "Cause", "attributed"]

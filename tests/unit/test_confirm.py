@@ -1,0 +1,77 @@
+"""Findings that are fuzzkern's, not the kernel's (fuzzkern.search.confirm); where an error was
+raised (fuzzkern.judge.frames); the verdict a compiled-only cause gives (fuzzkern.judge.causes)."""
+
+import os
+
+from fuzzkern.execution.launching import short_traceback
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.judge.causes import Cause, attributed
+from fuzzkern.judge.outcome import Comparison, ModeResult, Outcome, Verdict
+from fuzzkern.judge.verdict import error_text
+from fuzzkern.search import engine
+from fuzzkern.target import loader
+
+TARGETS = os.path.join(os.path.dirname(__file__), "targets")
+
+
+def test_an_error_raised_in_fuzzkerns_own_code_is_a_limitation_not_the_kernels():
+    (lt,) = loader.load(os.path.join(TARGETS, "pruning_library.py") + "::pruned")
+    pool = WorkerPool()
+    try:
+        opts = engine.CampaignOptions(budget=60, modes=("interpret",), seed=3, max_examples=40,
+                                      corpus=None, database=None)
+        result = engine.fuzz_target(lt, pool, opts, 60)
+    finally:
+        pool.close()
+    assert result.failures == []  # never reported as the kernel's
+    assert result.counts[Verdict.FUZZKERN_LIMIT] == 1
+    (note,) = result.limits
+    assert "raised in fuzzkern's own code at fuzzkern/execution/interpreter.py" in note
+    assert "pruning_library.py:26 (copy)" in note  # the library line that called it
+    assert "x=float32[1]" in note  # shrunk
+
+
+def _library_function():
+    return {}["missing"]
+
+
+def test_an_error_message_names_the_innermost_frame_of_the_code_under_test():
+    try:
+        _library_function()
+    except KeyError as e:
+        result = ModeResult("compiled", "error", error="KeyError: 'missing'",
+                            detail={"traceback": short_traceback(e)})
+    text = error_text(result)
+    line = _library_function.__code__.co_firstlineno + 1
+    assert text == f"KeyError: 'missing' (raised at tests/unit/test_confirm.py:{line} " \
+                   "(_library_function))"
+
+
+def _compiled_mismatch(nonfinite=0):
+    c = Comparison(ok=False, mismatched=1, total=4, nonfinite_mismatches=nonfinite)
+    return Outcome(Verdict.KERNEL_BUG, "compiled disagrees with the reference",
+                   {"compiled": ModeResult("compiled", "mismatch", c)})
+
+
+def test_a_compiled_only_cause_gives_the_verdict():
+    fma = Cause("fma", "caused by fused multiply-add: passes with enable_fp_fusion=False")
+    got = attributed(_compiled_mismatch(), [fma], compiled_only=True)
+    assert got.verdict == Verdict.ACCURACY and not got.failed
+    assert "fused multiply-add" in got.message and "not a logic bug" in got.message
+    # strict accuracy makes the finding fail
+    strict = _compiled_mismatch()
+    strict.strict = True
+    assert attributed(strict, [fma], compiled_only=True).failed
+    # a NaN that FMA exposes stays the kernel's, and says what to do
+    nan = attributed(_compiled_mismatch(nonfinite=1), [fma], compiled_only=True)
+    assert nan.verdict == Verdict.KERNEL_BUG and "clamp" in nan.message
+    # flushed subnormals are the GPU's semantics, NaN/inf included
+    ftz = Cause("ftz", "subnormal inputs read as zero on the GPU")
+    assert attributed(_compiled_mismatch(nonfinite=1), [ftz], True).verdict == Verdict.ACCURACY
+    race = Cause("nondeterministic", "the result changes between launches")
+    assert attributed(_compiled_mismatch(), [race], True).verdict == Verdict.NONDETERMINISTIC
+    # nothing explains it: compiled-only, saying what was ruled out and what is left
+    left = attributed(_compiled_mismatch(), [], True)
+    assert left.verdict == Verdict.COMPILED_ONLY and "race between programs" in left.message
+    # the interpreter fails too: not a compiled-only difference, nothing changes
+    assert attributed(_compiled_mismatch(), [fma], False).verdict == Verdict.KERNEL_BUG
