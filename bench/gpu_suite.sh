@@ -47,6 +47,11 @@
 #   bash bench/gpu_suite.sh timeouts  # compile time is not case time (tests/gpu/
 #                                     # test_timeouts_gpu.py) and a cold-cache autotuned
 #                                     # matmul run with --timeout 2, --budget 40s   ~2 min
+#   bash bench/gpu_suite.sh attribution  # compiled attribution: tests/gpu/test_causes_gpu.py,
+#                                     # test_compiled.py, test_fidelity_gpu.py, and compiled runs
+#                                     # of examples/liger and examples/flaggems side by side
+#                                     # (${BUDGET:-4m} each; carry .whl/ as for liger and
+#                                     # flaggems)                                  ~6 min
 #   bash bench/gpu_suite.sh all       # tests, sanitize, bench, throughput, campaign, hygiene,
 #                                     # fidelity
 #                                     # (several calls' worth)
@@ -126,7 +131,7 @@ if [[ $what == liger ]]; then
     --corpus "$out/liger-corpus" --report "$out/liger.json" 2>&1 | tee "$out/liger.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
-if [[ $what == flaggems ]]; then
+need_flaggems() {
   for mod in yaml:pyyaml sqlalchemy:sqlalchemy flag_gems:flag_gems; do
     if ! python3 -c "import ${mod%%:*}" 2>/dev/null; then
       whl=$(ls .whl/${mod#*:}-*.whl 2>/dev/null | head -1)
@@ -134,6 +139,29 @@ if [[ $what == flaggems ]]; then
         || { echo "${mod#*:} is missing: carry its wheel under .whl/ (see the header)"; exit 2; }
     fi
   done
+}
+if [[ $what == attribution ]]; then
+  # Compiled attribution in one call: the planted causes, compiled mode's and the fidelity
+  # tests, and compiled runs of examples/liger and examples/flaggems (${BUDGET:-4m} each), side
+  # by side on one GPU (each finding with its cause: fuzzkern-limit, accuracy, ...)
+  need_flaggems
+  python3 -c "import liger_kernel" 2>/dev/null \
+    || python3 -m pip install -q --no-deps .whl/liger_kernel-0.8.5-py3-none-any.whl
+  python3 -m pytest -m gpu tests/gpu/test_causes_gpu.py tests/gpu/test_compiled.py \
+    tests/gpu/test_fidelity_gpu.py -v -rs -p no:cacheprovider -n "${TEST_JOBS:-3}" \
+    > "$out/attribution-tests.log" 2>&1 &
+  tests=$!
+  for lib in liger flaggems; do
+    python3 -m fuzzkern run "examples/$lib/" --modes compiled --budget "${BUDGET:-4m}" --seed 0 \
+      --no-db --corpus "$out/$lib-corpus" --report "$out/$lib-compiled.json" \
+      > "$out/$lib-compiled.log" 2>&1 &
+  done
+  wait "$tests"; rc=$((rc | $?))
+  wait
+  tail -n 40 "$out/attribution-tests.log" "$out/liger-compiled.log" "$out/flaggems-compiled.log"
+fi
+if [[ $what == flaggems ]]; then
+  need_flaggems
   python3 -m fuzzkern run examples/flaggems/ -j "$((gpus > 0 ? gpus : 1))" \
     --modes compiled --budget "${BUDGET:-5m}" --seed 0 --no-db \
     --corpus "$out/flaggems-corpus" --report "$out/flaggems.json" 2>&1 | tee "$out/flaggems.log"
