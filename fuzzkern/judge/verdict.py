@@ -35,8 +35,7 @@ def _more(items: list[Any]) -> str:
 def error_text(result: ModeResult) -> str:
     """A mode's exception with where it was raised (:func:`fuzzkern.judge.frames.raised_at`):
     ``"TypeError: ... (raised at flag_gems/ops/mm.py:120 (mm))"``; the whole traceback stays in
-    ``detail["traceback"]`` (kept in the corpus entry; ``fuzzkern run --tracebacks`` prints
-    it)."""
+    ``detail["traceback"]`` (kept in the corpus entry)."""
     from fuzzkern.judge.frames import raised_at
 
     text = result.error or ""
