@@ -36,6 +36,7 @@ from hypothesis.database import ExampleDatabase
 
 from fuzzkern.case.model import Case, TensorCase
 from fuzzkern.errors import BudgetError
+from fuzzkern.execution.coverage import KernelCoverage
 from fuzzkern.execution.pool import (
     COMPILE_TIMEOUT,
     COST_CAP_FRACTION,
@@ -45,6 +46,7 @@ from fuzzkern.execution.pool import (
 )
 from fuzzkern.judge.outcome import Outcome, Verdict, tested_cases
 from fuzzkern.judge.verdict import failure_key
+from fuzzkern.search.guidance import Guide
 from fuzzkern.target.declare import Target
 from fuzzkern.target.loader import LoadedTarget
 
@@ -379,6 +381,8 @@ class TargetResult:
     #: processes the cases started that were still running at their case's end, and were
     #: killed (fuzzkern.execution.pool.end_descendants)
     killed: int = 0
+    #: kernel coverage of the cases run in the interpreter (fuzzkern.execution.coverage)
+    coverage: KernelCoverage = field(default_factory=KernelCoverage)
     #: findings that were fuzzkern's, not the kernel's (verdict ``fuzzkern-limit``,
     #: :mod:`fuzzkern.search.confirm`), each in words with its case
     limits: list[str] = field(default_factory=list)
@@ -468,6 +472,10 @@ class CampaignOptions:
     #: the campaign's hard stop, a ``time.monotonic()`` instant (set by fuzzkern.search.schedule
     #: from the budget): a case running then is cut short, shrinking stops, what was found is saved
     stop_at: float | None = None
+    #: measure kernel coverage in the interpreter (docs/coverage.md)
+    coverage: bool = True
+    #: feed it to the search as hypothesis.target() observations (fuzzkern.search.guidance)
+    guide: bool = True
 
 
 def draw_cases(target: Target, n: int) -> list[Case]:
@@ -498,6 +506,8 @@ def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
         options["strict_accuracy"] = True
     if not opts.shadow:
         options["shadow"] = False
+    if not opts.coverage:
+        options["coverage"] = False
     return options
 
 
@@ -635,6 +645,7 @@ class _Slice:
         #: (empty: not yet; explore() then runs cases with their variants)
         self.replaying: list[int] = []
         self.first_seen: dict[str, float] = {}
+        self.guide = Guide(self.result.coverage, enabled=opts.guide and opts.coverage)
 
     def replay_corpus(self) -> bool:
         """Replay the target's corpus first; False when the slice ends there (interrupted, or
@@ -723,6 +734,7 @@ class _Slice:
         result.add_record(case_record(case, outcome))
         result.max_score = max(result.max_score, float(outcome.score or 0.0))
         result.note_case(case, outcome)
+        self.guide.add(outcome.coverage)
         self.emit("case", result, outcome)
 
     def _stop_recording(self) -> None:
@@ -749,6 +761,7 @@ class _Slice:
             raise
         if outcome.score:
             hypothesis.target(outcome.score, label="error")
+        self.guide.steer(outcome.coverage)
         if outcome.failed:
             key = failure_key(outcome)
             if key in self.known_keys:

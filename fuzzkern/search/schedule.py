@@ -110,7 +110,9 @@ def novelty(before: TargetResult, piece: TargetResult) -> float:
     new_specs = len(set(piece.specializations) - set(before.specializations))
     new_verdicts = len(set(piece.counts) - set(before.counts))
     grew = piece.max_score > before.max_score
-    return new_specs + 2 * new_verdicts + (1 if grew else 0)
+    # kernel coverage the slice reached first (fuzzkern.execution.coverage)
+    new_paths = len(piece.coverage.features() - before.coverage.features())
+    return new_specs + 2 * new_verdicts + (1 if grew else 0) + new_paths
 
 
 def merge(into: TargetResult, piece: TargetResult) -> None:
@@ -138,6 +140,7 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.killed += piece.killed
     into.limits += [n for n in piece.limits if n not in into.limits]
     into.keys |= piece.keys
+    into.coverage.merge(piece.coverage)
     into.stopped = into.stopped or piece.stopped
     into.unsupported_reason = into.unsupported_reason or piece.unsupported_reason
     rng = random.Random(into.cases)
