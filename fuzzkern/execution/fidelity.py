@@ -58,6 +58,7 @@ import triton.language.core as tl_core
 import triton.runtime.interpreter as _interp
 from triton.compiler.errors import CompilationError, UnsupportedLanguageConstruct
 
+from fuzzkern.execution import fastpath
 from fuzzkern.execution.coverage import PROBES, instrument
 
 __all__ = ["CompileError", "ConstFloat", "ConstInt", "FidelityRewriter",
@@ -815,6 +816,7 @@ def grouped_patches() -> tuple[list[tuple[Any, str, Any]],
         (_interp, "_patch_lang_core", patch_lang_core),
         (_interp.interpreter_builder, "codegen_fns",
          {**_interp.interpreter_builder.codegen_fns, "min_dot_size": min_dot_size}),
+        *fastpath.patches(),
     ]
     if "value" not in vars(tl_core.dtype):
         out.append((tl_core.dtype, "value", property(_dtype_value)))
