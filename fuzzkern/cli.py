@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -162,213 +164,341 @@ def main() -> None:
               help="Regression corpus folder: a target's entries replay before it is fuzzed, "
                    "and each failure found is saved there.")
 @click.option("--no-corpus", is_flag=True, help="Neither replay nor save corpus entries.")
-def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int | None,
-        db_path: str, no_db: bool, timeout: float | None, max_examples: int | None,
-        report_path: str | None, debug_kernels: bool, quiet: bool, corpus_dir: str,
-        no_corpus: bool, sanitize: bool = False, repeat_compiled: int = 1,
-        no_checks: tuple[str, ...] = (), html_path: str | None = None,
-        jobs_text: str = "auto", heartbeat: float = 30.0, max_failures: int = 5,
-        strict_accuracy: bool = False, compile_timeout: float | None = None,
-        amortize: float = 1.0) -> None:
+@click.option("--min-cases", type=int, default=None,
+              help="Fail (exit 2) when a target ran fewer cases than this. Without it, a "
+                   f"target that ran fewer than {20} cases gets a warning (it tested little: "
+                   "raise --budget).")
+def run(**params: Any) -> None:
     """Fuzz TARGETS (path.py, path.py::name, package.module[:name], or a folder: every .py
     file under it that defines targets) for a wall-clock budget spread across them.
 
     With no TARGETS, fuzzes the built-in seed kernels shipped with fuzzkern. Exits 0 when
     nothing failed, 1 when failures were found, 2 on a usage error or when no case ran at all.
     """
-    from fuzzkern.report import text as reporting
-    from fuzzkern.search import engine, schedule
-    from fuzzkern.search.database import open_database
-    from fuzzkern.target import loader
-
+    a = _RunArgs(**params)
     console = Console(highlight=False)
     if not console.is_terminal:  # logs and CI: don't wrap at 80 columns, unless $COLUMNS says
         console = Console(highlight=False, width=_log_width(140))
+    seconds, modes = _check_run(a)
+    opts, loaded, jobs, devices = _campaign(a, seconds, modes)
+    run_seed = a.seed if a.seed is not None else opts.draw_seed
+    if not a.quiet:
+        console.print(f"fuzzkern: {len(loaded)} target(s), budget {a.budget}, "
+                      f"modes {','.join(modes)}, {jobs} process(es), seed {run_seed}",
+                      markup=False, soft_wrap=True)
+    if a.seed is not None and opts.database is not None:
+        # hypothesis.seed() runs without the example database: say so rather than surprise
+        console.print(f"note: --seed {a.seed} runs without the example database ({a.db_path}):"
+                      " Hypothesis neither replays nor records examples in a seeded run; the "
+                      "corpus still replays and records failures", markup=False)
+    start = time.monotonic()
+    display = _Display(console, [lt.id for lt in loaded], seconds,
+                       live=console.is_terminal and not a.quiet, quiet=a.quiet,
+                       heartbeat=0.0 if console.is_terminal or a.quiet else a.heartbeat)
+    from fuzzkern.search import engine, schedule
+
+    with engine.handle_interrupts(), display:
+        results = schedule.run_campaign(loaded, opts, on_event=display.on_event, jobs=jobs,
+                                        database_spec=None if a.no_db else a.db_path,
+                                        devices=devices)
+        signum = engine.interrupted()
+    elapsed = time.monotonic() - start
+    done = _Done(results, elapsed, run_seed, _repeat_cases(results, a.max_examples))
+    _print_results(console, a, done)
+    _write_reports(console, a, done, loaded, seconds, modes)
+    sys.exit(_run_exit(console, a, done, opts, signum))
+
+
+@dataclass
+class _RunArgs:
+    """``fuzzkern run``'s options, as click parsed them."""
+
+    targets: tuple[str, ...]
+    budget: str
+    modes_text: str | None
+    seed: int | None
+    db_path: str
+    no_db: bool
+    timeout: float | None
+    compile_timeout: float | None
+    max_examples: int | None
+    max_failures: int
+    report_path: str | None
+    html_path: str | None
+    jobs_text: str
+    debug_kernels: bool
+    sanitize: bool
+    repeat_compiled: int
+    no_checks: tuple[str, ...]
+    amortize: float
+    strict_accuracy: bool
+    quiet: bool
+    heartbeat: float
+    corpus_dir: str
+    no_corpus: bool
+    min_cases: int | None = None
+
+    def argv(self) -> list[str]:
+        """The command line that names the same targets and modes (for a repeat command)."""
+        from fuzzkern.report.text import shown_path
+
+        out = ["fuzzkern", "run", *[shown_path(t) if t.endswith(".py") or "::" in t else t
+                                    for t in self.targets]]
+        if self.modes_text:
+            out += ["--modes", self.modes_text]
+        if self.no_corpus:
+            out.append("--no-corpus")
+        elif self.corpus_dir != "corpus":
+            out += ["--corpus", self.corpus_dir]
+        return out
+
+
+@dataclass
+class _Done:
+    """What a finished campaign gave, for the report and the exit status."""
+
+    results: list[Any]
+    elapsed: float
+    seed: int
+    #: the case count that repeats the run's draws (``--max-examples``)
+    repeat_cases: int
+
+    @property
+    def failures(self) -> list[Any]:
+        return [f for r in self.results for f in r.failures]
+
+    def ref(self, target_id: str) -> str:
+        return next((r.ref for r in self.results if r.target_id == target_id), target_id)
+
+
+def _check_run(a: _RunArgs) -> tuple[float, tuple[str, ...]]:
+    """Every option checked before anything runs: the budget's seconds and the modes."""
+    from fuzzkern.search import engine
+
     try:
-        seconds = engine.parse_budget(budget)
+        seconds = engine.parse_budget(a.budget)
     except FuzzkernError as e:
         raise click.BadParameter(str(e), param_hint="--budget") from None
-    modes = _modes(modes_text) if modes_text else _default_modes()
+    modes = _modes(a.modes_text) if a.modes_text else _default_modes()
     if "compiled" in modes:
         import torch
 
         if not torch.cuda.is_available():
             _fail_usage("--modes compiled needs a CUDA GPU, and torch sees none here "
                         "(torch.cuda.is_available() is False); use --modes interpret")
-    _check_timeout(timeout)
-    _check_timeout(compile_timeout, "--compile-timeout")
-    if heartbeat < 0:
-        raise click.BadParameter(f"expected a number of seconds >= 0, got {heartbeat:g}",
-                                 param_hint="--heartbeat")
-    if max_examples is not None and max_examples < 1:
-        raise click.BadParameter(f"expected a number of cases >= 1, got {max_examples}",
-                                 param_hint="--max-examples")
-    _output_path(report_path, "--report")
-    _output_path(html_path, "--html")
-    if repeat_compiled < 1:
-        raise click.BadParameter(f"expected a number of runs >= 1, got {repeat_compiled}",
-                                 param_hint="--repeat-compiled")
-    if max_failures < 1:
-        raise click.BadParameter(f"expected a number of failures >= 1, got {max_failures}",
-                                 param_hint="--max-failures")
+    _check_timeout(a.timeout)
+    _check_timeout(a.compile_timeout, "--compile-timeout")
+    for value, least, what, option in (
+            (a.heartbeat, 0, "a number of seconds", "--heartbeat"),
+            (a.max_examples, 1, "a number of cases", "--max-examples"),
+            (a.repeat_compiled, 1, "a number of runs", "--repeat-compiled"),
+            (a.max_failures, 1, "a number of failures", "--max-failures"),
+            (a.min_cases, 1, "a number of cases", "--min-cases")):
+        if value is not None and value < least:
+            raise click.BadParameter(f"expected {what} >= {least}, got {value:g}",
+                                     param_hint=option)
+    if a.min_cases and a.max_examples and a.min_cases > a.max_examples:
+        _fail_usage(f"--min-cases {a.min_cases} asks for more cases than --max-examples "
+                    f"{a.max_examples} lets a target run")
+    _output_path(a.report_path, "--report")
+    _output_path(a.html_path, "--html")
     from fuzzkern.testing import check_amortize
 
     try:
-        check_amortize(amortize)
+        check_amortize(a.amortize)
     except FuzzkernError as e:
         raise click.BadParameter(str(e), param_hint="--amortize") from None
-    if repeat_compiled > 1 and "compiled" not in modes:
+    if a.repeat_compiled > 1 and "compiled" not in modes:
         _fail_usage("--repeat-compiled compares repeated runs of the compiled kernel and needs "
                     "the compiled mode (a CUDA GPU); the interpreter runs programs one after "
                     "another and is deterministic")
+    if a.sanitize and "compiled" not in modes:
+        _fail_usage("--sanitize checks the compiled mode; add it with --modes "
+                    "interpret,compiled")
+    return seconds, modes
+
+
+def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
+              ) -> tuple[Any, list[Any], int, Any]:
+    """The campaign's options, the targets, the number of processes and their GPUs."""
+    from fuzzkern.search import engine, schedule
+    from fuzzkern.search.database import open_database
+    from fuzzkern.target import loader
+
     sanitizer = None
-    if sanitize:
+    if a.sanitize:
         from fuzzkern.execution.sanitizer import probe
 
         try:
             sanitizer = probe()
         except FuzzkernError as e:
             _fail_usage(str(e))
-        if "compiled" not in modes:
-            _fail_usage("--sanitize checks the compiled mode; add it with --modes "
-                        "interpret,compiled")
-    jobs = _jobs(jobs_text)
-    if not no_corpus:
+    jobs = _jobs(a.jobs_text)
+    if not a.no_corpus:
         _corpus_limits()
     try:
-        loaded = loader.expand(list(targets))
+        loaded = loader.expand(list(a.targets))
     except FuzzkernError as e:
         _fail_usage(str(e))
-    if jobs is None:
-        from fuzzkern.execution.devices import machine_devices
+    from fuzzkern.execution.devices import machine_devices
 
+    if jobs is None:
         jobs = 1 if seconds < 60 else schedule.default_jobs(modes, machine_devices())
     jobs = max(1, min(jobs, len(loaded)))
-    devices = None
-    if jobs > 1 and "compiled" in modes:
-        from fuzzkern.execution.devices import machine_devices
-
-        devices = machine_devices() or None
+    devices = (machine_devices() or None) if jobs > 1 and "compiled" in modes else None
     try:
-        database = None if no_db else open_database(db_path)
+        database = None if a.no_db else open_database(a.db_path)
     except FuzzkernError as e:
         _fail_usage(f"--db: {e}")
-    # Every run has a seed, printed, so `--seed N` repeats its draws.
-    draw_seed = engine.new_draw_seed() if seed is None else None
-    run_seed = seed if seed is not None else draw_seed
-    opts = engine.CampaignOptions(budget=seconds, modes=modes, database=database, seed=seed,
-                                  draw_seed=draw_seed,
-                                  max_examples=max_examples, timeout=timeout, debug=debug_kernels,
-                                  corpus=None if no_corpus else corpus_dir,
-                                  checks={name: False for name in no_checks},
-                                  repeat_compiled=repeat_compiled, sanitize=sanitizer,
-                                  max_failures=max_failures, amortize=amortize,
-                                  strict_accuracy=strict_accuracy)
-    if compile_timeout is not None:
-        opts.compile_timeout = compile_timeout
-    if not quiet:
-        console.print(f"fuzzkern: {len(loaded)} target(s), budget {budget}, "
-                      f"modes {','.join(modes)}, {jobs} process(es), seed {run_seed}"
-                      + ("" if seed is not None else f" (--seed {run_seed} repeats the draws)"),
-                      markup=False, soft_wrap=True)
-    if seed is not None and database is not None:
-        # hypothesis.seed() runs without the example database: say so rather than surprise
-        console.print(f"note: --seed {seed} runs without the example database ({db_path}): "
-                      "Hypothesis neither replays nor records examples in a seeded run; the "
-                      "corpus still replays and records failures", markup=False)
+    # Every run has a seed, printed, so the "to repeat" line repeats its draws.
+    opts = engine.CampaignOptions(
+        budget=seconds, modes=modes, database=database, seed=a.seed,
+        draw_seed=engine.new_draw_seed() if a.seed is None else None,
+        max_examples=a.max_examples, timeout=a.timeout, debug=a.debug_kernels,
+        corpus=None if a.no_corpus else a.corpus_dir,
+        checks={name: False for name in a.no_checks}, repeat_compiled=a.repeat_compiled,
+        sanitize=sanitizer, max_failures=a.max_failures, amortize=a.amortize,
+        strict_accuracy=a.strict_accuracy)
+    if a.compile_timeout is not None:
+        opts.compile_timeout = a.compile_timeout
+    return opts, loaded, jobs, devices
 
-    start = time.monotonic()
-    display = _Display(console, [lt.id for lt in loaded], seconds,
-                       live=console.is_terminal and not quiet, quiet=quiet,
-                       heartbeat=0.0 if console.is_terminal or quiet else heartbeat)
-    with engine.handle_interrupts(), display:
-        results = schedule.run_campaign(loaded, opts, on_event=display.on_event, jobs=jobs,
-                                      database_spec=None if no_db else db_path,
-                                      devices=devices)
-        signum = engine.interrupted()
-    elapsed = time.monotonic() - start
 
-    failures = [f for r in results for f in r.failures]
-    for f in failures:
-        ref = next((r.ref for r in results if r.target_id == f.target_id), f.target_id)
-        console.rule(Text(f"{f.target_id}: {f.outcome.verdict}", style="bold red"))
-        console.print(reporting.failure_text(f, ref, run_seed), markup=False, soft_wrap=True)
+def _repeat_cases(results: list[Any], max_examples: int | None) -> int:
+    """The ``--max-examples`` that repeats a run's draws: its own limit where a target reached
+    it, else the cases each target drew (those minimizing a failure are drawn again)."""
+    most = 0
     for r in results:
+        if max_examples is not None and r.cases >= max_examples:
+            most = max(most, max_examples)
+        else:
+            most = max(most, r.cases - r.minimize_runs)
+    return max(most, 1)
+
+
+def _print_results(console: Console, a: _RunArgs, done: _Done) -> None:
+    """Failures, accuracy findings, the summary table, the corpus and errors."""
+    from fuzzkern.report import text as reporting
+
+    for f in done.failures:
+        console.rule(Text(f"{f.target_id}: {f.outcome.verdict}", style="bold red"))
+        console.print(reporting.failure_text(f, done.ref(f.target_id), done.seed,
+                                             done.repeat_cases), markup=False, soft_wrap=True)
+    for r in done.results:
         for case, outcome in r.accuracy[:1]:
             console.rule(Text(f"{r.target_id}: accuracy (not a failure; --strict-accuracy "
                               "makes it one)", style="yellow"))
             console.print(reporting.accuracy_text(r.target_id, case, outcome), markup=False,
                           soft_wrap=True)
-    table = summary_table(results, f"fuzzkern summary ({elapsed:.1f} s, seed {run_seed})",
-                          console.width)
-    console.print(table)
-    _print_corpus(console, results)
-    errors = [r for r in results if r.error]
-    for r in errors:
-        console.print(Text.assemble(("error", "red"), f" in {r.target_id}: {r.error}"))
-    for r in results:
-        if r.skipped and not r.error:
+        for note in r.limits:
+            console.rule(Text(f"{r.target_id}: fuzzkern-limit (fuzzkern's, not the kernel's; "
+                              "not a failure)", style="magenta"))
+            console.print(note, markup=False, soft_wrap=True)
+    console.print(summary_table(done.results, f"fuzzkern summary ({done.elapsed:.1f} s, seed "
+                                f"{done.seed})", console.width))
+    _print_corpus(console, done.results)
+    for r in done.results:
+        if r.error:
+            console.print(Text.assemble(("error", "red"), f" in {r.target_id}: {r.error}"))
+        elif r.skipped:
             console.print(f"skipped {r.target_id}: {r.skipped}", markup=False)
-    if report_path:
+    if not a.quiet:
+        console.print("to repeat: " + shlex.join(a.argv()) + " " + _repeat_line(a, done),
+                      markup=False, soft_wrap=True)
+
+
+def _repeat_line(a: _RunArgs, done: _Done) -> str:
+    from fuzzkern.report.text import repeat_options
+
+    # a budget the case count reaches first, on a machine as busy as this one was
+    return repeat_options(done.seed, done.repeat_cases, max(60.0, 4 * done.elapsed + 60))
+
+
+def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any],
+                   seconds: float, modes: tuple[str, ...]) -> None:
+    """``--report`` (JSON) and ``--html``."""
+    from fuzzkern.report import text as reporting
+
+    if a.report_path:
         report = {
             "budget_seconds": seconds,
-            "seed": run_seed,
-            "seeded": seed is not None,
-            "elapsed_seconds": round(elapsed, 2),
-            "stopped_at_budget": any(r.stopped for r in results),
+            "seed": done.seed,
+            "seeded": a.seed is not None,
+            "repeat": shlex.join(a.argv()) + " " + _repeat_line(a, done),
+            "elapsed_seconds": round(done.elapsed, 2),
+            "stopped_at_budget": any(r.stopped for r in done.results),
             "modes": list(modes),
-            "targets": [reporting.result_row(r) for r in results],
+            "targets": [reporting.result_row(r) for r in done.results],
             "failures": [
                 {"target": f.target_id, "verdict": f.outcome.verdict,
                  "message": f.outcome.message, "case": f.case.to_json(),
                  "outcome": f.outcome.to_json(), "shrunk": f.shrunk, "flaky": f.flaky,
                  "corpus_path": f.corpus_path, "explanations": f.explanations,
                  "replayed": f.replayed}
-                for f in failures
+                for f in done.failures
             ],
         }
-        tmp = f"{report_path}.tmp{os.getpid()}"
-        with open(tmp, "w") as fh:
-            json.dump(_encode(report), fh, indent=2, allow_nan=False)
-        os.replace(tmp, report_path)
-    if html_path:
+        _write_text(a.report_path, json.dumps(_encode(report), indent=2, allow_nan=False))
+    if a.html_path:
         from fuzzkern.report import html as htmlreport
 
         texts: dict[str, list[str]] = {}
-        for f in failures:
-            ref = next((r.ref for r in results if r.target_id == f.target_id), f.target_id)
-            texts.setdefault(f.target_id, []).append(reporting.failure_text(f, ref, run_seed))
-        page = htmlreport.render(results, budget=seconds, elapsed=elapsed, modes=modes,
-                                 failures_text=texts,
+        for f in done.failures:
+            texts.setdefault(f.target_id, []).append(reporting.failure_text(
+                f, done.ref(f.target_id), done.seed, done.repeat_cases))
+        page = htmlreport.render(done.results, budget=seconds, elapsed=done.elapsed,
+                                 modes=modes, failures_text=texts,
                                  layout_kinds={lt.id: htmlreport.layout_kinds(lt.target)
-                                               for lt in loaded})
-        tmp = f"{html_path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(page)
-        os.replace(tmp, html_path)
-        if not quiet:
-            console.print(f"HTML report: {_shown(html_path)}", markup=False)
+                                               for lt in loaded},
+                                 run_info=_run_info(a, done))
+        _write_text(a.html_path, page)
+        if not a.quiet:
+            console.print(f"HTML report: {_shown(a.html_path)}", markup=False)
+
+
+def _run_info(a: _RunArgs, done: _Done) -> dict[str, str]:
+    """What the HTML report's header says about the run: seed, versions, command line."""
+    from fuzzkern.corpus.store import environment
+
+    env = environment()
+    return {"seed": str(done.seed), "command": shlex.join(["fuzzkern", *sys.argv[1:]]),
+            "repeat": shlex.join(a.argv()) + " " + _repeat_line(a, done),
+            "versions": ", ".join(f"{k} {env[k]}" for k in ("fuzzkern", "torch", "triton",
+                                                           "python") if env.get(k))
+            + (f"; {env['gpu']}" if env.get("gpu") else ""),
+            "date": str(env.get("date", ""))}
+
+
+def _write_text(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def _run_exit(console: Console, a: _RunArgs, done: _Done, opts: Any,
+              signum: int | None) -> int:
+    """The exit status, after the notes and warnings that explain it."""
+    failures, results = done.failures, done.results
+    saved = sum(1 for f in failures if f.corpus_path and not f.replayed)
+    found = f"{len(failures)} failure(s) found" + (f", {saved} saved to the corpus"
+                                                   if opts.corpus else "")
     if any(r.stopped for r in results):
-        saved = sum(1 for f in failures if f.corpus_path and not f.replayed)
-        console.print(f"note: the budget ({budget}) ran out while a case ran: it was stopped; "
-                      f"{len(failures)} failure(s) found"
-                      + (f", {saved} saved to the corpus" if opts.corpus else ""),
-                      markup=False, soft_wrap=True)
+        console.print(f"note: the budget ({a.budget}) ran out while a case ran: it was "
+                      f"stopped; {found}", markup=False, soft_wrap=True)
     if signum is not None:
         import signal
 
-        saved = sum(1 for f in failures if f.corpus_path and not f.replayed)
-        click.echo(f"fuzzkern: interrupted by {signal.Signals(signum).name}: stopped the search; "
-                   f"{len(failures)} failure(s) found"
-                   + (f", {saved} saved to the corpus" if opts.corpus else ""), err=True)
-        sys.exit(128 + signum)
-    if errors and not failures:
-        sys.exit(EXIT_USAGE)
+        click.echo(f"fuzzkern: interrupted by {signal.Signals(signum).name}: stopped the "
+                   f"search; {found}", err=True)
+        return 128 + signum
+    if any(r.error for r in results) and not failures:
+        return EXIT_USAGE
     if not failures and sum(r.cases for r in results) == 0:
         # A run that tested nothing must not look green.
-        click.echo(f"fuzzkern: error: no case ran within --budget {budget} (the budget ran out "
-                   "before the first case finished); raise --budget", err=True)
-        sys.exit(EXIT_USAGE)
+        click.echo(f"fuzzkern: error: no case ran within --budget {a.budget} (the budget ran "
+                   "out before the first case finished); raise --budget", err=True)
+        return EXIT_USAGE
     untested = [r for r in results if r.cases and _tested(r) <= 0]
     if not failures and untested and len(untested) == len([r for r in results if r.cases]):
         # Every case ended unsupported or rejected by a precondition: nothing was tested.
@@ -376,15 +506,52 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         why = _first_unsupported_reason(untested)
         click.echo(f"fuzzkern: error: no case was tested: all {sum(r.cases for r in untested)} "
                    f"cases ended {counts}" + (f" ({why})" if why else ""), err=True)
-        sys.exit(EXIT_USAGE)
+        return EXIT_USAGE
+    _print_notes(console, a, results, opts)
+    for r in untested:
+        if not a.quiet:
+            console.print(f"warning: {r.target_id}: none of its {r.cases} cases was tested "
+                          "(all unsupported, slow, rejected by a precondition or empty: no "
+                          "element in any tensor input)")
+    few = _too_few_cases(console, a, results)
+    if failures:
+        return EXIT_FAILURES
+    return EXIT_USAGE if few and a.min_cases else EXIT_OK
+
+
+#: a target that ran fewer cases than this gets a warning (``--min-cases`` makes it an error)
+MIN_CASES = 20
+
+
+def _too_few_cases(console: Console, a: _RunArgs, results: list[Any]) -> list[Any]:
+    """Targets that ran fewer cases than ``--min-cases`` (default: a warning below
+    :data:`MIN_CASES`, or below ``--max-examples`` when that is smaller), each said in one
+    line; a target that failed or could not run is not counted."""
+    floor = a.min_cases or min(MIN_CASES, a.max_examples or MIN_CASES)
+    few = [r for r in results if r.cases < floor and not r.failures and not r.error
+           and not r.skipped and r.cases]
+    for r in few:
+        text = (f"{r.target_id} ran {r.cases} case{'s' if r.cases != 1 else ''}, fewer than "
+                f"{'--min-cases ' if a.min_cases else ''}{floor}: it tested little; raise "
+                "--budget")
+        if a.min_cases:
+            click.echo(f"fuzzkern: error: {text}", err=True)
+        else:
+            console.print(f"warning: {text} (--min-cases N makes this an error)",
+                          markup=False, soft_wrap=True)
+    return few
+
+
+def _print_notes(console: Console, a: _RunArgs, results: list[Any], opts: Any) -> None:
+    """Notes per target: slow cases, value variants, killed processes, compile limits."""
     for r in results:
-        for note in r.slow if not quiet else ():
+        for note in r.slow if not a.quiet else ():
             console.print(f"note: {r.target_id}: {note}", markup=False)
         more = r.counts.get(Verdict.SLOW, 0) - sum(1 for n in r.slow if "stopped" in n)
-        if more > 0 and not quiet:
+        if more > 0 and not a.quiet:
             console.print(f"note: {r.target_id}: {more} more slow case(s) stopped",
                           markup=False)
-        if r.variants and not quiet:
+        if r.variants and not a.quiet:
             console.print(f"note: {r.target_id}: {r.variants} of {r.cases} cases were value "
                           f"variants, run after the cases that compiled ({r.compiles} kernel "
                           f"compilations, {r.compile_seconds:.1f} s; --amortize 0 turns "
@@ -392,16 +559,10 @@ def run(targets: tuple[str, ...], budget: str, modes_text: str | None, seed: int
         if r.killed:
             console.print(f"note: {r.target_id}: {r.killed} process(es) its cases started were "
                           "still running when their case ended, and were killed", markup=False)
-        if r.slow_compiles and not quiet:
+        if r.slow_compiles and not a.quiet:
             console.print(f"note: {r.target_id}: {r.slow_compiles} case(s) stopped at the "
                           f"compile limit of {opts.compile_timeout:g} s; "
                           f"{r.compile_seconds:.0f} s compiling in all", markup=False)
-    for r in untested:
-        if not quiet:
-            console.print(f"warning: {r.target_id}: none of its {r.cases} cases was tested "
-                          "(all unsupported, slow, rejected by a precondition or empty: no "
-                          "element in any tensor input)")
-    sys.exit(EXIT_FAILURES if failures else EXIT_OK)
 
 
 def _tested(r: Any) -> int:
@@ -602,13 +763,18 @@ class _Display:
         running = [p for p in rows if p.state == "running"]
         cases = sum(p.cases for p in rows)
         failures = sum(p.failures for p in rows)
+        still = sum(p.still_failing for p in rows)
         text = (f"[{_clock(elapsed)} of {_clock(self.budget)}, "
                 f"{_clock(self.budget - elapsed)} left] {done}/{len(rows)} targets done, "
-                f"{cases} cases, {failures} failure{'s' if failures != 1 else ''}")
+                f"{cases} cases, {failures} new failure{'s' if failures != 1 else ''}"
+                + (f", {still} corpus entr{'y' if still == 1 else 'ies'} still failing"
+                   if still else ""))
         if running:
             text += "; running: " + ", ".join(
                 f"{p.target_id} ({p.cases} cases" + (f", {p.failures} failing" if p.failures
-                                                      else "") + ")" for p in running[:4])
+                                                      else "")
+                + (f", {p.still_failing} entries still failing" if p.still_failing else "")
+                + ")" for p in running[:4])
             if len(running) > 4:
                 text += f" and {len(running) - 4} more"
         return text
@@ -617,12 +783,14 @@ class _Display:
         elapsed = time.monotonic() - self.start
         t = Table(title=f"fuzzkern: {elapsed:.0f} s of {self.budget:g} s", title_justify="left")
         t.add_column("target", no_wrap=True)
-        for col in ("state", "cases", "cases/s", "failures", "compiles", "coverage"):
+        for col in ("state", "cases", "cases/s", "failures", "still failing", "compiles",
+                    "coverage"):
             t.add_column(col, justify="right")
         for p in self.rows.values():
             state = p.status if p.state == "done" and p.status else p.state
             t.add_row(Text(p.target_id), _styled(state), str(p.cases), f"{p.cases_per_s:.1f}",
                       Text(str(p.failures), style="bold red") if p.failures else "0",
+                      Text(str(p.still_failing), style="red") if p.still_failing else "0",
                       str(p.compiles),
                       str(p.coverage))
         return t
@@ -641,7 +809,8 @@ class _Display:
         if p is not None:
             p.state, p.status = "done", row["status"]
             p.cases = obj.cases
-            p.failures = len(obj.failures)
+            p.failures = sum(not f.replayed for f in obj.failures)
+            p.still_failing = sum(bool(f.replayed) for f in obj.failures)
         if self.live is None and not self.quiet:
             self.console.print(
                 f"  {row['status']:>5}  {obj.target_id}: {row['cases']} cases "
@@ -830,7 +999,8 @@ def repro(entry_path: str, output: str | None, allow_outside_root: bool = False)
         return
     out = output or f"repro_{entry.id}.py"
     repro_module.write(entry, out)
-    click.echo(f"wrote {out}: python {out}  (exit status 1 when the failure shows, 3 a different one)")
+    click.echo(f"wrote {out}: python {out}  (exit status 1 when the failure shows, 3 when "
+               "another one does)")
 
 
 if __name__ == "__main__":  # pragma: no cover

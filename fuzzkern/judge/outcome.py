@@ -134,11 +134,15 @@ class Comparison:
         if self.ok:
             return f"matches within {self.tolerance}"
         what = "accuracy: " if self.accuracy else ""
-        lines = [
-            f"{what}{self.mismatched}/{self.total} elements differ "
-            f"(max abs {self.max_abs_error:.3g}, max rel {self.max_rel_error:.3g}, "
-            f"max {self.max_ulp_error:.3g} ulp; tolerance {self.tolerance})"
-        ]
+        if self.nonfinite_mismatches >= self.mismatched > 0:
+            # every mismatch is a NaN/inf position: no finite error to put a figure on
+            figures = "each at a NaN/inf position, no finite error to measure"
+        else:
+            figures = (f"max abs {self.max_abs_error:.3g}, max rel {self.max_rel_error:.3g}, "
+                       f"max {self.max_ulp_error:.3g} ulp"
+                       + (" over the finite ones" if self.nonfinite_mismatches else ""))
+        lines = [f"{what}{self.mismatched}/{self.total} elements differ ({figures}; "
+                 f"tolerance {self.tolerance})"]
         if self.nonfinite_mismatches:
             lines.append(f"{self.nonfinite_mismatches} NaN/inf positions differ")
         if self.explanation:

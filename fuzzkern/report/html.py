@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from fuzzkern.judge.outcome import Verdict
+from fuzzkern.report.coverage import CSS as COVERAGE_CSS
+from fuzzkern.report.coverage import source_html
 from fuzzkern.report.text import devices_text, result_row
 from fuzzkern.search.engine import LAYOUT_KINDS, SIZE_CLASSES, TargetResult
 
@@ -41,8 +43,11 @@ table.summary th, table.summary td { padding: 4px 10px; border-bottom: 1px solid
 .target { border-top: 2px solid #eeeeee; padding-top: 8px; }
 .plots { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
 figure { margin: 0; } figcaption { color: #616161; font-size: 12px; max-width: 420px; }
-pre { background: #fafafa; border: 1px solid #eeeeee; padding: 8px; overflow-x: auto;
-  font-size: 12px; }
+pre { background: #fafafa; border: 1px solid #eeeeee; padding: 8px; font-size: 12px;
+  white-space: pre-wrap; overflow-wrap: anywhere; }
+dl.run { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; }
+dl.run dt { color: #616161; } dl.run dd { margin: 0; font-family: monospace;
+  overflow-wrap: anywhere; }
 """
 
 
@@ -221,12 +226,75 @@ def _gpus(r: TargetResult) -> str:
     return "; compiled on " + _e(devices_text(r.devices))
 
 
+def over_time_svg(records: Iterable[tuple[str, str, str, str, float]]) -> str:
+    """Cases in the order they ran (x) against the failing and accuracy cases found so far
+    (y, cumulative): whether findings kept coming or stopped early."""
+    verdicts = [rec[3] for rec in records]
+    w, h, left, top = 420, 150, 40, 24
+    out = [f'<svg class="over-time" xmlns="http://www.w3.org/2000/svg" width="{w}" '
+           f'height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="findings over cases">',
+           '<text x="0" y="14" font-size="13" font-weight="bold">findings over the cases</text>']
+    n = len(verdicts)
+    if n:
+        pw, ph = w - left - 10, h - top - 30
+        for name, color, wanted in (("failing", _FAIL, Verdict.FAILURES),
+                                    ("accuracy", "#ef6c00", {Verdict.ACCURACY})):
+            total, points = 0, [f"{left},{top + ph}"]
+            for k, v in enumerate(verdicts):
+                total += v in wanted
+                points.append(f"{left + pw * (k + 1) / n:.1f},{top + ph - ph * total / n:.1f}")
+            out.append(f'<polyline class="{name}" points="{" ".join(points)}" fill="none" '
+                       f'stroke="{color}" stroke-width="1.5" data-total="{total}"/>')
+        out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" '
+                   'stroke="#bdbdbd"/>')
+        out.append(f'<text x="{left + pw / 2}" y="{h - 6}" font-size="10" text-anchor="middle" '
+                   f'fill="#616161">case 1 to {n} in the order they ran (red: failing cases '
+                   'so far; orange: accuracy findings)</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _run_meta(run_info: dict[str, str] | None) -> str:
+    """The run's seed, versions, command line and the command that repeats it."""
+    if not run_info:
+        return ""
+    labels = (("command", "command line"), ("seed", "seed"), ("repeat", "to repeat"),
+              ("versions", "versions"), ("date", "date"))
+    rows = "".join(f"<dt>{label}</dt><dd class='{key}'>{_e(run_info[key])}</dd>"
+                   for key, label in labels if run_info.get(key))
+    return f"<dl class='run'>{rows}</dl>"
+
+
+def _failure_links(r: TargetResult, row: dict[str, Any]) -> str:
+    """The summary's failures cell: each failure a link to its diagnosis."""
+    if not r.failures:
+        return _e(r.error or r.skipped or "-")
+    return ", ".join(f"<a href='#f-{_e(r.target_id)}-{k}'>{_e(f.outcome.verdict)}</a>"
+                     for k, f in enumerate(r.failures))
+
+
+def _accuracy_html(r: TargetResult) -> list[str]:
+    """Accuracy findings (rounding, with the line that loses it), with their figures."""
+    out = []
+    for case, outcome in r.accuracy[:3]:
+        figures = [m.comparison.summary() for m in outcome.modes.values()
+                   if m.comparison is not None and not m.comparison.ok]
+        out.append(f"<pre class='accuracy'>accuracy: {_e(outcome.message)}\n"
+                   f"case: {_e(case.describe())}"
+                   + "".join(f"\nfigures: {_e(f)}" for f in figures) + "</pre>")
+    if len(r.accuracy) > 3:
+        out.append(f"<p class='meta'>and {len(r.accuracy) - 3} more accuracy finding(s)</p>")
+    return out
+
+
 def render(results: list[TargetResult], *, budget: float, elapsed: float,
            modes: tuple[str, ...], failures_text: dict[str, list[str]] | None = None,
-           layout_kinds: dict[str, set[str]] | None = None) -> str:
+           layout_kinds: dict[str, set[str]] | None = None,
+           run_info: dict[str, str] | None = None) -> str:
     """The whole page. ``failures_text``: per target id, the diagnosis of each failure;
     ``layout_kinds``: per target id, the layout kinds its strategies can draw (the heatmaps
-    leave out the others)."""
+    leave out the others); ``run_info``: the run's ``seed``, ``versions``, ``command`` line,
+    ``repeat`` command and ``date``, shown under the title."""
     from fuzzkern._version import __version__
 
     failures_text = failures_text or {}
@@ -234,12 +302,12 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
     total_cases = sum(r.cases for r in results)
     total_failures = sum(len(r.failures) for r in results)
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-             "<title>fuzzkern report</title>", f"<style>{_CSS}</style></head><body>",
+             "<title>fuzzkern report</title>", f"<style>{_CSS}{COVERAGE_CSS}</style></head><body>",
              "<h1>fuzzkern report</h1>",
              f"<p class='meta'>{now} · fuzzkern {_e(__version__)} · modes {_e(','.join(modes))}"
              f" · budget {budget:g} s, ran {elapsed:.1f} s · {total_cases} cases · "
              f"<span class='{'FAIL' if total_failures else 'ok'}'>{total_failures} "
-             f"failure(s)</span></p>",
+             f"failure(s)</span></p>", _run_meta(run_info),
              "<table class='summary'><tr><th>target</th><th>status</th><th>cases</th>"
              "<th>cases/s</th><th>coverage</th><th>compilations</th><th>failures</th></tr>"]
     for r in results:
@@ -249,7 +317,7 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
             f"<td class='{_e(row['status'])}'>{_e(row['status'])}</td><td>{r.cases}</td>"
             f"<td>{row['cases_per_s']:.1f}</td><td>{len(r.specializations)}</td>"
             f"<td>{r.compiles}</td>"
-            f"<td>{_e(', '.join(row['failures']) or r.error or r.skipped or '-')}</td></tr>")
+            f"<td>{_failure_links(r, row)}</td></tr>")
     parts.append("</table>")
     for r in results:
         parts.append(f"<section class='target' id='t-{_e(r.target_id)}'>"
@@ -271,12 +339,12 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
             parts.append("<p class='meta'>no case ran: nothing to draw</p>")
         parts.append(f"<figure>{verdicts_svg(r.counts)}</figure>")
         parts.append(f"<figure>{errors_svg(r.records)}</figure>")
+        parts.append(f"<figure>{over_time_svg(r.records)}</figure>")
         parts.append("</div>")
-        for text in failures_text.get(r.target_id, []):
-            parts.append(f"<pre class='failure'>{_e(text)}</pre>")
-        for case, outcome in r.accuracy[:3]:  # rounding, with the line that loses it
-            parts.append(f"<pre class='accuracy'>accuracy: {_e(outcome.message)}\n"
-                         f"case: {_e(case.describe())}</pre>")
+        parts.append(source_html(r, modes))  # the kernel source, lines marked
+        for k, text in enumerate(failures_text.get(r.target_id, [])):
+            parts.append(f"<pre class='failure' id='f-{_e(r.target_id)}-{k}'>{_e(text)}</pre>")
+        parts += _accuracy_html(r)
         if r.error:
             parts.append(f"<pre class='failure'>error: {_e(r.error)}</pre>")
         parts.append("</section>")

@@ -3,6 +3,7 @@ front)."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -10,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fuzzkern.judge.outcome import ModeResult, Verdict
+from fuzzkern.report.coverage import coverage_row
 from fuzzkern.search.engine import Failure, TargetResult
 
 
@@ -79,9 +81,11 @@ def output_lines(o: Any) -> list[str]:
     return [head + "):"] + [f"  | {ln[:200]}" for ln in shown]
 
 
-def failure_text(failure: Failure, ref: str | None = None, seed: int | None = None) -> str:
-    """A failure in words. ``seed``: the seed of the run that found it, for the command that
-    repeats the run when there is no corpus entry to replay."""
+def failure_text(failure: Failure, ref: str | None = None, seed: int | None = None,
+                 cases: int | None = None) -> str:
+    """A failure in words. ``seed`` and ``cases``: the seed of the run that found it and the
+    cases it ran, for the command that repeats the run when there is no corpus entry to
+    replay."""
     o = failure.outcome
     lines = [f"{failure.target_id}: {o.verdict} — {o.message}"]
     lines.append(f"minimal case: {failure.case.describe()}")
@@ -106,20 +110,35 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
             lines.append(f"regression: corpus entry {shown} still fails")
         else:
             lines.append(f"saved: {shown}")
-        lines.append(f"replay: fuzzkern replay {shlex.quote(shown)}")
+        lines.append(f"to reproduce this failure: fuzzkern replay {shlex.quote(shown)}")
         lines.append(f"reproduce without fuzzkern: fuzzkern repro {shlex.quote(shown)}")
     else:
-        lines.append(f"replay: {rerun_command(ref or failure.target_id, seed)}")
+        lines.append(f"to repeat: {rerun_command(ref or failure.target_id, seed, cases)}")
     return "\n".join(lines)
 
 
-def rerun_command(ref: str, seed: int | None = None) -> str:
-    """``fuzzkern run REF --budget 30s [--seed N]``, a file ref relative to the current
-    folder when it is below it."""
+def repeat_options(seed: int, cases: int | None, budget: float | None = None) -> str:
+    """The options of ``fuzzkern run`` that repeat a run's draws: its seed, its case count
+    (so that the budget does not decide where the repeat stops) and no example database
+    (whose examples would be replayed first)."""
+    text = f"--seed {seed}"
+    if cases:
+        text += f" --max-examples {cases}"
+    text += " --no-db"
+    if budget is not None:
+        text += f" --budget {math.ceil(budget)}s"
+    return text
+
+
+def rerun_command(ref: str, seed: int | None = None, cases: int | None = None) -> str:
+    """``fuzzkern run REF --budget 30s [--seed N --max-examples K --no-db]``, a file ref
+    relative to the current folder when it is below it."""
     path, sep, name = ref.partition("::")
     shown = shown_path(path) + sep + name if sep and path.endswith(".py") else ref
-    return (f"fuzzkern run {shlex.quote(shown)} --budget 30s"
-            + (f" --seed {seed}" if seed is not None else ""))
+    if seed is None:
+        return f"fuzzkern run {shlex.quote(shown)} --budget 30s"
+    return (f"fuzzkern run {shlex.quote(shown)} "
+            + repeat_options(seed, cases, 600.0 if cases else 30.0))
 
 
 def accuracy_text(target_id: str, case: Any, outcome: Any) -> str:
@@ -209,4 +228,5 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "corpus_still_failing": list(r.corpus_failing),
         "corpus_now_passing": list(r.corpus_passing),
         "corpus_problems": list(r.corpus_problems),
+        "kernel_coverage": coverage_row(r),
     }

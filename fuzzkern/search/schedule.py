@@ -92,7 +92,10 @@ class Progress:
     target_id: str
     state: str = "waiting"  # waiting, running, done
     cases: int = 0
+    #: new failures found (shrunk and saved once each)
     failures: int = 0
+    #: corpus entries replayed that still fail
+    still_failing: int = 0
     compiles: int = 0
     #: number of specialization classes seen (a coverage signal)
     coverage: int = 0
@@ -171,12 +174,13 @@ class _Slot:
 
     def snapshot(self, piece_cases: int = 0, piece_failures: int = 0, piece_compiles: int = 0,
                  piece_specs: tuple[str, ...] = (), piece_seconds: float = 0.0,
-                 state: str = "running") -> Progress:
+                 state: str = "running", piece_still_failing: int = 0) -> Progress:
         t = self.total
         p = self.progress
         p.state = state
         p.cases = t.cases + piece_cases
         p.failures = sum(not f.replayed for f in t.failures) + piece_failures
+        p.still_failing = sum(bool(f.replayed) for f in t.failures) + piece_still_failing
         p.compiles = t.compiles + piece_compiles
         p.coverage = len(set(t.specializations) | set(piece_specs))
         p.seconds = t.seconds + piece_seconds
@@ -248,8 +252,11 @@ def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions, *,
         runner = _Serial(opts, pool, emit)
     else:
         runner = _Parallel(opts, jobs, database_spec, devices, emit)
+    # One target has no one to share with: one slice, one Hypothesis run, whose draws a seed
+    # and a case count repeat whatever the budget (slices are cut by time)
+    rounds = 1 if len(slots) == 1 else ROUNDS
     try:
-        for rnd in range(ROUNDS):
+        for rnd in range(rounds):
             if interrupted():
                 break
             left = opts.budget - (time.monotonic() - start)
@@ -257,19 +264,24 @@ def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions, *,
                 break
             if not any(s.active for s in slots):
                 break
-            round_seconds = max(left, 0.0) / (ROUNDS - rnd)
+            round_seconds = max(left, 0.0) / (rounds - rnd)
             plan = _plan(slots, round_seconds, jobs)
-            pieces = runner.run_round(plan, first=rnd == 0)
-            for slot, piece in pieces:
+
+            def finish(slot: _Slot, piece: TargetResult, last: bool = rnd == rounds - 1
+                       ) -> None:
+                """A slice ended: its target is done at once when it retires or this was
+                the last round (the display counts targets done as they finish)."""
                 gain = novelty(slot.total, piece)
                 merge(slot.total, piece)
                 slot.weight = BASE_WEIGHT + gain
-                if _retire_reason(slot, opts):
+                if _retire_reason(slot, opts) or last or time.monotonic() - start >= opts.budget:
                     slot.active = False
                     slot.snapshot(state="done")
                     emit("done", slot.total, None)
                 else:
                     emit("progress", slot.snapshot(state="waiting"), None)
+
+            runner.run_round(plan, first=rnd == 0, finish=finish)
     finally:
         runner.close()
     for s in slots:
@@ -298,9 +310,8 @@ class _Serial:
                 pool = WorkerPool()
         self.pool = pool
 
-    def run_round(self, plan: list[tuple[_Slot, float]], first: bool
-                  ) -> list[tuple[_Slot, TargetResult]]:
-        out = []
+    def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
+                  finish: Callable[[_Slot, TargetResult], None]) -> None:
         for slot, share in plan:
             last = [0.0]
             t0 = time.monotonic()
@@ -312,17 +323,13 @@ class _Serial:
                     last[0] = now
                     self.emit("progress", slot.snapshot(
                         piece.cases, 0, piece.compiles, tuple(piece.specializations),
-                        now - t0), outcome)
+                        now - t0, piece_still_failing=len(piece.corpus_failing)), outcome)
 
             self.emit("progress", slot.snapshot(), None)
             piece = fuzz_target(slot.lt, self.pool, _slice_opts(self.opts, slot), share,
                                 on_case, replay_corpus=slot.total.slices == 0,
                                 known=_known(slot))
-            self.emit("progress", slot.snapshot(
-                piece.cases, 0, piece.compiles, tuple(piece.specializations), piece.seconds,
-                state="waiting"), None)
-            out.append((slot, piece))
-        return out
+            finish(slot, piece)
 
     def close(self) -> None:
         if self.own_pool:
@@ -407,8 +414,8 @@ class _Parallel:
             max_workers=jobs, mp_context=ctx, initializer=_child_init,
             initargs=(self.events, device_queue, opts.sanitize))
 
-    def run_round(self, plan: list[tuple[_Slot, float]], first: bool
-                  ) -> list[tuple[_Slot, TargetResult]]:
+    def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
+                  finish: Callable[[_Slot, TargetResult], None]) -> None:
         futures: dict[Future[TargetResult], _Slot] = {}
         by_ref: dict[str, _Slot] = {}
         for slot, share in plan:
@@ -417,7 +424,6 @@ class _Parallel:
                 share, slot.total.slices == 0, _known(slot))
             futures[fut] = slot
             by_ref[slot.lt.ref] = slot
-        out = []
         pending = set(futures)
         forwarded: float | None = None
         while pending:
@@ -441,9 +447,8 @@ class _Parallel:
                 except Exception as e:  # a broken process pool, an unpicklable result
                     piece = TargetResult(slot.lt.id, slot.lt.ref, slices=1,
                                          error=f"fuzzing process failed: {type(e).__name__}: {e}")
-                out.append((slot, piece))
+                finish(slot, piece)
         self._drain(by_ref)
-        return out
 
     def _drain(self, by_ref: dict[str, _Slot]) -> None:
         while True:

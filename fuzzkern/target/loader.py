@@ -114,17 +114,40 @@ def load(spec: str) -> list[LoadedTarget]:
         default = modname
     targets = _targets_in(module, prefix, default)
     if name:
-        targets = [t for t in targets if t.ref == prefix + name]
-        if not targets:
-            value = getattr(module, name, None)
-            if value is None:
-                raise TargetError(f"{spec!r}: no name {name!r} in {module.__name__}")
-            raise TargetError(
-                f"{spec!r}: {name!r} is a {type(value).__name__}, not a fuzzkern.Target"
-            )
-    elif not targets:
+        return _named(spec, module, name, prefix, targets)
+    if not targets:
         raise TargetError(f"{spec!r} defines no module-level fuzzkern.Target")
     return targets
+
+
+def _named(spec: str, module: ModuleType, name: str, prefix: str,
+           targets: list[LoadedTarget]) -> list[LoadedTarget]:
+    """The target ``::NAME`` (or ``:NAME``) names: the module-level variable, else the target
+    whose ``name=`` it is. A name that is neither is an error saying what the file holds and
+    the nearest names ("did you mean ...")."""
+    import difflib
+
+    chosen = [t for t in targets if t.ref == prefix + name]
+    if not chosen:
+        chosen = [t for t in targets if t.target.name == name]
+    if chosen:
+        return chosen[:1]
+    value = getattr(module, name, None)
+    if value is not None:
+        raise TargetError(f"{spec!r}: {name!r} is a {type(value).__name__}, not a "
+                          "fuzzkern.Target")
+    where = spec.rpartition("::")[0] if "::" in spec else spec.rpartition(":")[0]
+    names = {t.ref[len(prefix):]: t.target.name for t in targets}
+    candidates = list(names) + [n for n in names.values() if n and "::" not in n]
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    listed = ", ".join(f"{attr} (name={n!r})" if n and "::" not in n else attr
+                       for attr, n in names.items())
+    raise TargetError(
+        f"{where} has no target {name!r}"
+        + (f"; did you mean {' or '.join(map(repr, close))}?" if close else ".")
+        + (f" Its targets: {listed}" if listed else " It defines no module-level "
+           "fuzzkern.Target")
+        + " (::NAME is the variable a Target is bound to, or its name=)")
 
 
 def load_all(specs: list[str]) -> list[LoadedTarget]:

@@ -59,19 +59,26 @@ def test_every_run_prints_its_seed_and_failures_a_relative_repeat_command(tmp_pa
                                "--no-corpus", "-j", "1", "--max-examples", "20"],
                     env={"COLUMNS": "70"})
     assert res.returncode == 1, res.stdout + res.stderr
-    seed = re.search(r"seed (\d+) \(--seed \1 repeats the draws\)", res.stdout)
+    seed = re.search(r"seed (\d+)\n", res.stdout)
     assert seed, res.stdout
-    assert (f"replay: fuzzkern run misbehaving.py::raises --budget 30s --seed {seed.group(1)}"
-            in res.stdout.splitlines())
+    # the failure's repeat command: the seed, the cases the run drew, no database, and a budget
+    # that the case count reaches first
+    assert (f"to repeat: fuzzkern run misbehaving.py::raises --seed {seed.group(1)} "
+            "--max-examples 20 --no-db --budget 600s" in res.stdout.splitlines()), res.stdout
+    assert re.search(rf"^to repeat: fuzzkern run misbehaving.py::raises --no-corpus --seed "
+                     rf"{seed.group(1)} --max-examples 20 --no-db --budget \d+s$", res.stdout,
+                     re.MULTILINE), res.stdout
     assert "fuzzkern summary (" in res.stdout and f"seed {seed.group(1)})" in res.stdout
     seeded = _fuzzkern(tmp_path, ["run", "misbehaving.py::raises", "--budget", "60s", "--no-db",
                                   "--no-corpus", "-j", "1", "--seed", "3", "--report", "r.json",
                                   "--max-examples", "20"])
     report = json.loads((tmp_path / "work" / "r.json").read_text())
     assert (report["seed"], report["seeded"]) == (3, True)
-    assert "seed 3 (" not in seeded.stdout and ", seed 3\n" in seeded.stdout
-    assert ("replay: fuzzkern run misbehaving.py::raises --budget 30s --seed 3"
-            in seeded.stdout.splitlines())
+    assert report["repeat"].startswith("fuzzkern run misbehaving.py::raises --no-corpus --seed 3 "
+                                       "--max-examples 20 --no-db --budget ")
+    assert ", seed 3\n" in seeded.stdout
+    assert ("to repeat: fuzzkern run misbehaving.py::raises --seed 3 --max-examples 20 --no-db "
+            "--budget 600s" in seeded.stdout.splitlines())
 
 
 def test_logs_get_a_heartbeat_line_at_a_steady_interval(tmp_path):
@@ -84,7 +91,7 @@ def test_logs_get_a_heartbeat_line_at_a_steady_interval(tmp_path):
     beats = [ln for ln in res.stdout.splitlines() if ln.startswith("[")]
     assert len(beats) >= 3, res.stdout
     pattern = re.compile(r"\[(\d+):(\d\d) of 0:09, (\d+):(\d\d) left\] (\d)/2 targets done, "
-                         r"(\d+) cases, (\d+) failures?(; running: builtin\.\w+ \(\d+ cases\)"
+                         r"(\d+) cases, (\d+) new failures?(; running: builtin\.\w+ \(\d+ cases\)"
                          r"(, builtin\.\w+ \(\d+ cases\))*)?$")
     elapsed = []
     for line in beats:
