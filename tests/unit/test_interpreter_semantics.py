@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 import torch
 import triton
@@ -174,3 +175,50 @@ def test_a_head_dim_below_the_dot_minimum_is_found_and_shrunk_to_the_smallest():
     assert failure.case.dims == {"D": 1}
     assert "K >= 16" in failure.outcome.message and "tl.dot" in failure.outcome.message
     assert result.counts.get("pass", 0) >= 1  # D > 8 compiles and is right
+
+
+# -- fastpath: Triton's interpreter with less work, the same results -----------------------------
+
+
+@triton.jit
+def _mixed_ops(a_ptr, b_ptr, h_ptr, out_ptr, q_ptr):
+    offs = tl.arange(0, 4)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    h = tl.load(h_ptr + offs)
+    tl.store(out_ptr + offs, a * b + a)  # one type: no promotion
+    tl.store(out_ptr + 4 + offs, a + 1)  # a Python scalar: upstream's path
+    tl.store(q_ptr + offs, (h / h).to(tl.float32))  # fp16 division computes in fp32
+    tl.store(q_ptr + 4 + offs, tl.join(a, b).reshape(8).to(tl.float32).sum(0)
+             + tl.zeros((4,), tl.float32))
+
+
+def test_the_fast_paths_keep_triton_results_and_types():
+    import triton.runtime.interpreter as _interp
+    from triton.language.semantic import TritonSemantic
+
+    from fuzzkern.execution import fastpath
+
+    a, b = torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([0.5, -1.0, 2.0, 0.0])
+    h = torch.tensor([3.0, 7.0, 1.0, 5.0], dtype=torch.float16)
+    out, q = torch.zeros(8), torch.zeros(8)
+    assert fastpath.np_dtype(tl.block_type(tl.float16, [4])) == np.float16
+    with interpreter_mode() as session:
+        _mixed_ops[(1,)](a, b, h, out, q)
+        sem = _interp.interpreter_semantic
+        x16 = sem.to_tensor(2.0)
+        half = sem.cast(x16, tl.float16)
+        lhs, rhs = TritonSemantic.binary_op_type_checking_impl(sem, half, half,
+                                                                div_or_mod=True)
+        assert lhs.dtype == rhs.dtype == tl.float32  # upstream's promotion, not the fast path
+        same = sem.cast(x16, tl.float32)
+        assert TritonSemantic.binary_op_type_checking_impl(sem, same, same) == (same, same)
+        block = tl.core.tensor(_interp.TensorHandle(np.zeros(4, np.float32), tl.float32),
+                               tl.block_type(tl.float32, [4]))
+        assert isinstance(block.shape, tl.core.tuple) and [int(s) for s in block.shape] == [4]
+        assert int(block.numel) == 4
+    assert session.leaked == ()
+    assert _interp._get_np_dtype is fastpath._ORIG_NP_DTYPE  # put back
+    assert TritonSemantic.binary_op_type_checking_impl is fastpath._ORIG_BINARY
+    assert out.tolist() == [1.5, 0.0, 9.0, 4.0, 2.0, 3.0, 4.0, 5.0]
+    assert q.tolist() == [1.0, 1.0, 1.0, 1.0] + [11.5] * 4
