@@ -47,6 +47,7 @@ import linecache
 import operator
 import os
 import sys
+import textwrap
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -63,11 +64,18 @@ from fuzzkern.execution.coverage import PROBES, instrument
 
 __all__ = ["CompileError", "ConstFloat", "ConstInt", "FidelityRewriter",
            "InterpreterUnsupported", "LoopRange", "as_constexpr", "compile_refusal",
-           "grouped_patches", "interpreter_limitation", "libdevice_modules"]
+           "grouped_patches", "interpreter_limitation", "libdevice_modules",
+           "static_limitation"]
 
 
 class InterpreterUnsupported(NotImplementedError):
-    """The interpreter cannot run this construct; the case is ``unsupported``, with the reason."""
+    """The interpreter cannot run this construct; the case is ``unsupported``, with the reason.
+    ``static``: found in the kernel's source before it ran, on a path every launch takes (every
+    case of the kernel would end so)."""
+
+    def __init__(self, message: str, static: bool = False) -> None:
+        super().__init__(message)
+        self.static = static
 
 
 #: what Triton's interpreter raises for a construct it does not implement (3.6 to 3.9): the
@@ -103,6 +111,66 @@ def interpreter_limitation(e: BaseException) -> bool:
         low = text.lower()
         return any(t in low for t in _LIMITATION_TEXTS)
     return "not supported in interpreter" in text
+
+
+#: what Triton's interpreter cannot run, by the name a kernel calls it with, in words
+_UNRUNNABLE = {"inline_asm_elementwise": "inline assembly (`tl.inline_asm_elementwise`)"}
+#: per kernel function: what it runs on every launch that the interpreter cannot run
+_STATIC: dict[Any, str | None] = {}
+
+
+class _Unconditional(ast.NodeVisitor):
+    """The first call of :data:`_UNRUNNABLE` outside every ``if`` (and conditional
+    expression) of a function's body: reached by every launch."""
+
+    def __init__(self) -> None:
+        self.found: tuple[str, int] | None = None
+
+    def visit_If(self, node: ast.AST) -> None:  # a branch some launches skip
+        return None
+
+    visit_IfExp = visit_If
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if self.found is None:
+            for stmt in node.body:
+                self.visit(stmt)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if self.found is None and name in _UNRUNNABLE:
+            self.found = (_UNRUNNABLE[name], node.lineno)
+        self.generic_visit(node)
+
+
+def static_limitation(fn: Callable[..., Any]) -> str | None:
+    """What kernel ``fn`` (its Python function) runs on every launch and Triton's interpreter
+    cannot (a call of :data:`_UNRUNNABLE` outside every ``if``), in words with its line; None
+    when there is none or no source. Found before the kernel runs: the case is ``unsupported``
+    at once, and a run that can only interpret the kernel skips its target."""
+    if fn in _STATIC:
+        return _STATIC[fn]
+    found = None
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    if tree is not None:
+        visitor = _Unconditional()
+        for node in tree.body:
+            visitor.visit(node)
+        if visitor.found is not None:
+            what, line = visitor.found
+            line += start - 1
+            filename = fn.__code__.co_filename
+            text = linecache.getline(filename, line).strip()
+            found = (f"{what} at {os.path.basename(filename)}:{line}" + (f": {text}" if text
+                                                                         else "")
+                     + ": Triton's interpreter cannot run it; run the target compiled")
+    _STATIC[fn] = found
+    return found
 
 
 # ---------------------------------------------------------------------------------------------

@@ -114,6 +114,8 @@ def run_interpreted(run: Any) -> ModeResult:
         elif interpreter_limitation(inner) or "not supported in interpreter" in str(e):
             # Triton's interpreter, not the kernel: never an error, shrunk or saved
             status = "unsupported"
+            if getattr(inner, "static", False):  # every case of the kernel: skip the target
+                detail["static"] = True
         return ModeResult("interpret", status, error=f"{type(inner).__name__}: {inner}",
                           detail={**detail, "traceback": short_traceback(e)},
                           seconds=time.perf_counter() - start)

@@ -376,6 +376,9 @@ def _jit_run(self: JITFunction, *args: Any, grid: Any, warmup: bool, **kwargs: A
             return _ORIG_JIT_RUN(self, *args, grid=grid, warmup=warmup, **kwargs)
     if warmup:
         return _LaunchHandle(self, args, kwargs)
+    limitation = interp_fidelity.static_limitation(self.fn)
+    if limitation is not None:  # every launch would raise it: say so before running any
+        raise interp_fidelity.InterpreterUnsupported(limitation, static=True)
     session = _STATE.session
     session.launches += 1
     debug = bool(session.debug or kwargs.get("debug", getattr(self, "debug", False))

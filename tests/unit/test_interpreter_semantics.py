@@ -222,3 +222,53 @@ def test_the_fast_paths_keep_triton_results_and_types():
     assert TritonSemantic.binary_op_type_checking_impl is fastpath._ORIG_BINARY
     assert out.tolist() == [1.5, 0.0, 9.0, 4.0, 2.0, 3.0, 4.0, 5.0]
     assert q.tolist() == [1.0, 1.0, 1.0, 1.0] + [11.5] * 4
+
+
+# -- what the interpreter cannot run: unsupported, found before the kernel runs -----------------
+
+
+@triton.jit
+def _asm_kernel(x_ptr, y_ptr, FAST: tl.constexpr):
+    offs = tl.arange(0, 4)
+    x = tl.load(x_ptr + offs)
+    if FAST:  # a branch: not every launch takes it
+        x = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32,
+                                      is_pure=True, pack=1)
+    tl.store(y_ptr + offs, tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x],
+                                                     dtype=tl.float32, is_pure=True, pack=1))
+
+
+@triton.jit
+def _asm_in_branch(x_ptr, y_ptr, FAST: tl.constexpr):
+    offs = tl.arange(0, 4)
+    x = tl.load(x_ptr + offs)
+    if FAST:
+        x = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32,
+                                      is_pure=True, pack=1)
+    tl.store(y_ptr + offs, x)
+
+
+def test_inline_asm_on_every_path_is_unsupported_before_any_program_runs():
+    from fuzzkern.execution.fidelity import InterpreterUnsupported, static_limitation
+
+    assert static_limitation(_asm_in_branch.fn) is None
+    why = static_limitation(_asm_kernel.fn)
+    assert why is not None and why.startswith("inline assembly")
+    assert "test_interpreter_semantics.py:" in why and "tl.store(y_ptr + offs" in why
+    x, y = torch.ones(4), torch.zeros(4)
+    with interpreter_mode() as session, pytest.raises(InterpreterUnsupported) as info:
+        _asm_kernel[(1,)](x, y, FAST=False)
+    assert info.value.static and session.launches == 0
+    with interpreter_mode():
+        _asm_in_branch[(1,)](x, y, FAST=False)  # the branch not taken: runs
+    assert y.tolist() == [1.0] * 4
+
+    def launcher(x):
+        out = torch.empty_like(x)
+        _asm_kernel[(1,)](x, out, FAST=False)
+        return out
+
+    o = run_case(_target(launcher), _case(), {"modes": ["interpret"]})
+    assert o.verdict == Verdict.UNSUPPORTED
+    assert o.modes["interpret"].detail["static"] is True
+    assert "inline assembly" in o.modes["interpret"].error
