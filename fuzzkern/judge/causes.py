@@ -20,8 +20,11 @@ verdict:
   negative into ``sqrt`` under FMA): still ``kernel-bug``, a robustness bug, and the message says
   why and what to do;
 - nondeterminism: ``nondeterministic``;
-- a compiled-only failure that none explains: ``compiled-only``, saying what was ruled out and
-  what is left: a race between programs, a read of memory not yet written, a compiler hint
+- a compiled-only failure whose every mismatch is a number where the reference holds NaN:
+  ``compiled-only``, naming the likely cause (``tl.maximum``/``tl.minimum`` drop NaN on the GPU
+  unless ``propagate_nan=tl.PropagateNan.ALL``);
+- any other compiled-only failure that none explains: ``compiled-only``, saying what was ruled
+  out and what is left: a race between programs, a read of memory not yet written, a compiler hint
   that does not hold (``tl.multiple_of``, ``tl.max_contiguous``), or a compiler bug. fuzzkern
   cannot tell these apart from the outside, so it does not blame Triton; the corpus entry's
   reproducer (``fuzzkern repro ENTRY``) is what an upstream issue needs if it is the compiler.
@@ -29,6 +32,7 @@ verdict:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from fuzzkern.judge.outcome import Outcome, Verdict
@@ -50,10 +54,23 @@ def _nonfinite(outcome: Outcome) -> bool:
                 and c.comparison.nonfinite_mismatches)
 
 
+def _drops_nan(outcome: Outcome) -> bool:
+    """Every mismatch the comparison shows is a finite value where the reference holds NaN."""
+    c = outcome.modes.get("compiled")
+    comparison = c.comparison if c is not None else None
+    if comparison is None or not comparison.first:
+        return False
+    return (comparison.nonfinite_mismatches == comparison.mismatched
+            and all(math.isnan(m.expected) and not math.isnan(m.got) for m in comparison.first))
+
+
 def attributed(outcome: Outcome, causes: list[Cause], compiled_only: bool) -> Outcome:
-    """``outcome`` with the verdict its compiled-only causes give (see the module doc);
-    ``compiled_only``: the interpreter passes the same case (else nothing changes)."""
-    if not compiled_only or outcome.verdict not in (Verdict.KERNEL_BUG, Verdict.COMPILED_ONLY):
+    """``outcome`` with the verdict its compiled causes give (see the module doc).
+    ``compiled_only``: the interpreter passes the same case; without it only a cause found
+    changes the verdict (a re-run that passes compiled is evidence of its own)."""
+    if outcome.verdict not in (Verdict.KERNEL_BUG, Verdict.COMPILED_ONLY):
+        return outcome
+    if not causes and not compiled_only:
         return outcome
     kinds = [c.kind for c in causes]
     if "nondeterministic" in kinds:
@@ -73,6 +90,12 @@ def attributed(outcome: Outcome, causes: list[Cause], compiled_only: bool) -> Ou
         return replace(outcome, verdict=Verdict.ACCURACY, strict=strict, message=(
             f"compiled-only rounding difference, {why} (the interpreter passes: not a logic "
             f"bug); was: {outcome.message}"))
+    if _drops_nan(outcome):
+        return replace(outcome, verdict=Verdict.COMPILED_ONLY, message=(
+            f"{outcome.message}; the compiled kernel returns a number where torch and the "
+            "interpreter give NaN: the GPU's tl.maximum/tl.minimum return the other operand "
+            "for a NaN unless propagate_nan=tl.PropagateNan.ALL (and a comparison-based "
+            "select drops it the same way); the kernel drops NaN inputs"))
     return replace(outcome, verdict=Verdict.COMPILED_ONLY, message=(
         f"{outcome.message}; the interpreter passes, and neither fused multiply-add, flushed "
         "subnormals, the reduction order nor repeated launches explain it: a race between "

@@ -983,7 +983,7 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
     from fuzzkern.corpus import store as corpus
     from fuzzkern.errors import FuzzkernError
 
-    found = _confirm_hangs(lt, pool, result, found, run_options, timeout)
+    found = _confirm_hangs(lt, pool, result, _distinct(found), run_options, timeout)
     found = _confirm_plain(lt, pool, result, found, run_options, timeout)
     for f in found:
         if result.stopped:
@@ -1010,6 +1010,54 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
         if not f.outcome.failed and f.outcome.verdict == Verdict.ACCURACY:
             result.counts[Verdict.ACCURACY] += 1
             result.note_case(f.case, f.outcome)
+    if opts.explain and not result.stopped and result.interrupted is None:
+        _accuracy_cause(lt, pool, result, run_options, timeout)
+
+
+def _distinct(found: list[Failure]) -> list[Failure]:
+    """One failure per shrunk case and verdict family: a bug whose minimal case shows at several
+    locations (two outputs of one NaN, say) is reported once."""
+    import json
+
+    from fuzzkern.judge.verdict import verdict_family
+
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for f in found:
+        key = (verdict_family(f.outcome.verdict), json.dumps(f.case.to_json(), sort_keys=True))
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def _accuracy_cause(lt: LoadedTarget, pool: WorkerPool, result: TargetResult,
+                    run_options: dict[str, Any], timeout: float) -> None:
+    """Name the cause of the worst compiled accuracy finding, when it has not one yet
+    (:func:`fuzzkern.search.explain.compiled_causes`): its message gets the cause."""
+    from fuzzkern.search import explain
+
+    if not result.accuracy:
+        return
+    case, outcome = result.accuracy[0]
+    compiled = outcome.modes.get("compiled")
+    if compiled is None or compiled.status != "accuracy" or "caused by" in outcome.message:
+        return
+    try:
+        with interruptible():
+            causes, _ = explain.compiled_causes(lt.ref, case, outcome, pool, run_options,
+                                                target=lt.target, timeout=timeout,
+                                                max_seconds=10.0)
+    except Interrupted as e:
+        result.interrupted = e.signum
+        return
+    except StopTime:
+        result.stopped = True
+        return
+    except Exception:  # a cause is a bonus on a finding that is not a failure
+        return
+    if causes:
+        outcome.message += "; " + "; ".join(c.line for c in causes)
 
 
 def _confirm_plain(lt: LoadedTarget, pool: WorkerPool, result: TargetResult,

@@ -295,7 +295,7 @@ def compiled_causes(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
     compiled re-run of ``case`` (:data:`_CAUSE_RUNS`), and whether the difference is compiled-only
     (the interpreter passes the same case: from ``outcome``, else from an interpreted run).
     Nothing is tried for a failure that is not a compiled mismatch, or that the interpreter
-    shares."""
+    shares; an interpreter that cannot run the case (an error) does not stop the re-runs."""
     from fuzzkern.judge.causes import Cause
 
     compiled = outcome.modes.get("compiled")
@@ -304,18 +304,18 @@ def compiled_causes(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
     timeout = timeout or target.timeout
     deadline = time.monotonic() + max_seconds
     causes: list[Cause] = []
+    only = False
     with tempfile.TemporaryDirectory(prefix="fuzzkern-causes-") as folder:
         v = _Variants(ref, case, pool, options, timeout, folder, deadline)
         interp = outcome.modes.get("interpret")
-        if interp is not None:
-            only = interp.status == "ok"
-        elif "interpret" in target.modes:
+        if interp is None and "interpret" in target.modes:
             alone = v.run(case, v.base, ["interpret"])
-            only = alone is not None and alone.verdict == Verdict.PASS
-        else:
-            only = False
-        if not only:
-            return [], False
+            interp = None if alone is None else alone.modes.get("interpret")
+        if interp is not None and interp.status in ("mismatch", "precision"):
+            return [], False  # the interpreter disagrees too: not a compiled-only difference
+        # (an interpreter that could not run the case says nothing either way: the re-runs
+        # below are compiled, and a cause they find stands on its own)
+        only = interp is not None and interp.status in ("ok", "accuracy")
         subnormal = any(_subnormal(v.view(n)) for n in case.tensors)
         for extra, kind, line in _CAUSE_RUNS:
             if extra.get("flush_subnormals") and not subnormal:
@@ -332,7 +332,7 @@ def compiled_causes(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
                 causes.append(Cause(kind, line))
                 if kind == "ordering":
                     break
-    return causes, True
+    return causes, only
 
 
 def _cuda() -> bool:

@@ -6,7 +6,7 @@ import os
 from fuzzkern.execution.launching import short_traceback
 from fuzzkern.execution.pool import WorkerPool
 from fuzzkern.judge.causes import Cause, attributed
-from fuzzkern.judge.outcome import Comparison, ModeResult, Outcome, Verdict
+from fuzzkern.judge.outcome import Comparison, Mismatch, ModeResult, Outcome, Verdict
 from fuzzkern.judge.verdict import error_text
 from fuzzkern.search import engine
 from fuzzkern.target import loader
@@ -47,8 +47,9 @@ def test_an_error_message_names_the_innermost_frame_of_the_code_under_test():
                    "(_library_function))"
 
 
-def _compiled_mismatch(nonfinite=0):
-    c = Comparison(ok=False, mismatched=1, total=4, nonfinite_mismatches=nonfinite)
+def _compiled_mismatch(nonfinite=0, first=()):
+    c = Comparison(ok=False, mismatched=1, total=4, nonfinite_mismatches=nonfinite,
+                   first=list(first))
     return Outcome(Verdict.KERNEL_BUG, "compiled disagrees with the reference",
                    {"compiled": ModeResult("compiled", "mismatch", c)})
 
@@ -73,5 +74,10 @@ def test_a_compiled_only_cause_gives_the_verdict():
     # nothing explains it: compiled-only, saying what was ruled out and what is left
     left = attributed(_compiled_mismatch(), [], True)
     assert left.verdict == Verdict.COMPILED_ONLY and "race between programs" in left.message
-    # the interpreter fails too: not a compiled-only difference, nothing changes
-    assert attributed(_compiled_mismatch(), [fma], False).verdict == Verdict.KERNEL_BUG
+    # a NaN dropped compiled only: the likely cause is named, the finding stays
+    dropped = _compiled_mismatch(1, [Mismatch(0, (0,), 0.0, float("nan"))])
+    got = attributed(dropped, [], True)
+    assert got.verdict == Verdict.COMPILED_ONLY and "propagate_nan" in got.message
+    # the interpreter could not run it: only a cause found changes the verdict
+    assert attributed(_compiled_mismatch(), [], False).verdict == Verdict.KERNEL_BUG
+    assert attributed(_compiled_mismatch(), [fma], False).verdict == Verdict.ACCURACY
