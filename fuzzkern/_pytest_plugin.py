@@ -65,6 +65,9 @@ _OPTIONS = {
 }
 
 
+_COVERAGE_HELP = ("Fail a fuzz item whose kernel coverage (interpreter) is under P percent "
+                  "(default: off)")
+
 _STRICT_HELP = ("Accuracy findings (beyond the tolerance, within a small factor of what "
                 "rounding explains) fail the item like kernel bugs")
 
@@ -77,6 +80,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fuzzkern-strict-accuracy", dest="fuzzkern_strict_accuracy",
                     action="store_true", default=False, help=_STRICT_HELP)
     parser.addini("fuzzkern_strict_accuracy", _STRICT_HELP, type="bool", default=False)
+    group.addoption("--fuzzkern-fail-under-coverage", dest="fuzzkern_fail_under_coverage",
+                    default=None, metavar="P", help=_COVERAGE_HELP)
+    parser.addini("fuzzkern_fail_under_coverage", _COVERAGE_HELP, default=None)
 
 
 # -- session state ---------------------------------------------------------------------------
@@ -103,6 +109,8 @@ class _Settings:
     #: the database spec given (command line or ini), or None for the profile's default
     db: str | None = None
     strict_accuracy: bool = False
+    #: fuzz items under this kernel coverage (percent) fail (docs/coverage.md)
+    fail_under_coverage: float | None = None
     default_db: str = ".hypothesis/examples"
     #: Hypothesis's own options (its pytest plugin): ``--hypothesis-profile`` replaces the
     #: fuzzkern profile's Hypothesis profile, ``--hypothesis-seed`` is a seed below
@@ -248,6 +256,8 @@ def _settings(config: pytest.Config) -> _Settings:
     corpus, _ = _option(config, "fuzzkern_corpus", lambda v, cli: _path(config, v, cli))
     s.corpus = corpus or s.corpus
     s.db, _ = _option(config, "fuzzkern_db", _database_spec(config))
+    s.fail_under_coverage, _ = _option(
+        config, "fuzzkern_fail_under_coverage", lambda v, _: testing.check_percent(v))
     _hypothesis_options(config, s)
     return s
 
@@ -443,6 +453,12 @@ class FuzzkernItem(pytest.Item):
             self.user_properties.append((NEW_CORPUS_PROPERTY, path))
         if result.status == "failed":
             raise FuzzkernFailed(result.headline)
+        under = state.settings.fail_under_coverage
+        if (self.kind == "fuzz" and under is not None and result.status == "passed"
+                and (result.coverage is None or result.coverage < under)):
+            got = "not measured" if result.coverage is None else f"{result.coverage:.1f}%"
+            raise FuzzkernFailed(f"{target.id}: kernel coverage {got} is under "
+                                 f"--fuzzkern-fail-under-coverage {under:g}")
         if result.status == "skipped":
             pytest.skip(result.headline)
 

@@ -168,6 +168,11 @@ def main() -> None:
               help="Fail (exit 2) when a target ran fewer cases than this. Without it, a "
                    f"target that ran fewer than {20} cases gets a warning (it tested little: "
                    "raise --budget).")
+@click.option("--fail-under-coverage", type=click.FloatRange(0, 100), default=None,
+              metavar="P", help="Exit 1 when a target's kernel coverage (measured in the "
+                                "interpreter) is under P percent.")
+@click.option("--no-guide", is_flag=True,
+              help="Do not steer generation by kernel coverage (it is still measured).")
 def run(**params: Any) -> None:
     """Fuzz TARGETS (path.py, path.py::name, package.module[:name], or a folder: every .py
     file under it that defines targets) for a wall-clock budget spread across them.
@@ -205,6 +210,7 @@ def run(**params: Any) -> None:
     elapsed = time.monotonic() - start
     done = _Done(results, elapsed, run_seed, _repeat_cases(results, a.max_examples))
     _print_results(console, a, done)
+    _print_coverage(console, a, done, modes)
     _write_reports(console, a, done, loaded, seconds, modes)
     sys.exit(_run_exit(console, a, done, opts, signum))
 
@@ -237,6 +243,8 @@ class _RunArgs:
     corpus_dir: str
     no_corpus: bool
     min_cases: int | None = None
+    fail_under_coverage: float | None = None
+    no_guide: bool = False
 
     def argv(self) -> list[str]:
         """The command line that names the same targets and modes (for a repeat command)."""
@@ -361,6 +369,7 @@ def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
         strict_accuracy=a.strict_accuracy)
     if a.compile_timeout is not None:
         opts.compile_timeout = a.compile_timeout
+    opts.guide = not a.no_guide
     return opts, loaded, jobs, devices
 
 
@@ -476,6 +485,29 @@ def _write_text(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _print_coverage(console: Console, a: _RunArgs, done: _Done, modes: tuple[str, ...]
+                    ) -> None:
+    """Each target's kernel coverage and what it never reached (docs/coverage.md)."""
+    from fuzzkern.report.coverage import coverage_lines
+
+    for line in coverage_lines(done.results, modes, most=0 if a.quiet else 6):
+        console.print(line, markup=False, soft_wrap=True)
+
+
+def _under_coverage(a: _RunArgs, results: list[Any]) -> bool:
+    """``--fail-under-coverage``: whether a target's kernel coverage is under it, each said."""
+    if a.fail_under_coverage is None:
+        return False
+    from fuzzkern.report.coverage import below
+
+    low = below(results, a.fail_under_coverage)
+    for target_id, p in low:
+        got = "not measured" if p is None else f"{p:.1f}%"
+        click.echo(f"fuzzkern: kernel coverage of {target_id} is {got}, under "
+                   f"--fail-under-coverage {a.fail_under_coverage:g}", err=True)
+    return bool(low)
+
+
 def _run_exit(console: Console, a: _RunArgs, done: _Done, opts: Any,
               signum: int | None) -> int:
     """The exit status, after the notes and warnings that explain it."""
@@ -514,7 +546,7 @@ def _run_exit(console: Console, a: _RunArgs, done: _Done, opts: Any,
                           "(all unsupported, slow, rejected by a precondition or empty: no "
                           "element in any tensor input)")
     few = _too_few_cases(console, a, results)
-    if failures:
+    if failures or _under_coverage(a, results):
         return EXIT_FAILURES
     return EXIT_USAGE if few and a.min_cases else EXIT_OK
 

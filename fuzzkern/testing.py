@@ -174,6 +174,8 @@ class ItemResult:
     new_corpus: list[str] = field(default_factory=list)
     #: one line of statistics (cases, time, seed, verdicts), also part of ``details``
     stats: str = ""
+    #: a fuzz item's kernel coverage in percent (None: not measured; docs/coverage.md)
+    coverage: float | None = None
 
 
 def default_modes() -> tuple[str, ...]:
@@ -214,7 +216,25 @@ def _stats(result: Any, opts: Any) -> str:
             f"modes {','.join(opts.modes)}, seed {seed}){minimized}; verdicts: {counts}")
     if result.devices:
         text += "\ncompiled on: " + devices_text(result.devices)
-    return text
+    from fuzzkern.report.coverage import coverage_lines
+
+    return "\n".join([text, *coverage_lines([result], opts.modes)])
+
+
+def check_percent(value: Any) -> float:
+    """A percentage from 0 to 100 (``--fail-under-coverage``).
+
+    >>> check_percent("80")
+    80.0
+    """
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        p = math.nan
+    if not (math.isfinite(p) and 0 <= p <= 100):
+        raise InvalidArgument(f"Expected a percentage between 0 and 100 but got "
+                              f"{describe('fail_under_coverage', value)}.")
+    return p
 
 
 def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
@@ -223,12 +243,22 @@ def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
     Only failures this run found count: corpus entries the engine replays first are each an
     item of their own (:func:`run_replay`), so a known regression fails once, by name.
     """
-    from fuzzkern.report import text as reporting
     from fuzzkern.search import engine
 
     corpus_dir = getattr(opts, "corpus", None)
     before = {os.path.abspath(p) for p in _corpus_files(corpus_dir)}
     result = engine.fuzz_target(lt, pool, opts, opts.budget)
+    item = _judge_fuzz(lt, opts, result, before)
+    from fuzzkern.report.coverage import percent_of
+
+    item.coverage = percent_of(result)
+    return item
+
+
+def _judge_fuzz(lt: Any, opts: Any, result: Any, before: set[str]) -> ItemResult:
+    """A fuzz item's result from its target's: failed, untested or passed."""
+    from fuzzkern.report import text as reporting
+
     stats = _stats(result, opts)
     problems = list(getattr(result, "corpus_problems", []))
     if problems:

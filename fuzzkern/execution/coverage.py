@@ -591,7 +591,7 @@ class KernelCoverage:
         names = {"lines": "lines", "branches": "branches", "loops": "loop trips",
                  "masks": "masks", "wheres": "where"}
         parts = [f"{names[k]} {r}/{t}" for k, (r, t) in self.counts().items() if t]
-        return f"{self.percent():.0f}% ({', '.join(parts)})" if parts else "nothing to cover"
+        return f"{self.percent():.1f}% ({', '.join(parts)})" if parts else "nothing to cover"
 
     def distances(self) -> dict[str, float]:
         """Per branch side never taken that has a measured distance (``file:line|41:8 if

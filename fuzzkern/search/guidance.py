@@ -29,7 +29,7 @@ from fuzzkern.execution.coverage import KernelCoverage
 __all__ = ["OPEN_SIDES", "Guide"]
 
 #: branch sides with a distance that one slice climbs toward at once (each is a target label)
-OPEN_SIDES = 4
+OPEN_SIDES = 2
 
 
 class Guide:
@@ -68,10 +68,9 @@ class Guide:
                 break
             if side not in self.open:
                 self.open.append(side)
-        for side in self.open:
-            d = near.get(side)
-            if d is not None and math.isfinite(d):
-                self._observe(-float(d), label=f"reach {_short(side)}")
+        measured = [near[s] for s in self.open if s in near and math.isfinite(near[s])]
+        if measured:  # one label: Hypothesis spends its climbing budget per label
+            self._observe(-float(min(measured)), label="reach")
 
 
 def _short(side: str) -> str:
