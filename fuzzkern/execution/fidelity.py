@@ -246,9 +246,62 @@ def _fk_chain(left: Any, *rest: Any) -> Any:
     return _fk_and(*(functools.partial(lambda r: r, r) for r in results))
 
 
+def _fk_live(scope: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The values a loop's body reassigns, as they are before the loop (its live-ins)."""
+    return {name: scope[name] for name in names if name in scope}
+
+
+def _same_carried_type(a: Any, b: Any) -> bool:
+    """``a == b``, or one shape of floats where the interpreter may compute bf16 or fp8 in
+    fp32 (their copies in interpreter mode, docs/architecture.md) while compiled code keeps
+    the narrow format: never a compile error that only the interpreter would see."""
+    if a == b:
+        return True
+    sa, sb = a.scalar, b.scalar
+    wide = {"fp32", "bf16", "fp8e4nv", "fp8e5", "fp8e4b15", "fp8e5b16", "fp8e4b8"}
+    shape_a = a.get_block_shapes() if a.is_block() else ()
+    shape_b = b.get_block_shapes() if b.is_block() else ()
+    return (tuple(shape_a) == tuple(shape_b) and sa.name in wide and sb.name in wide
+            and "fp32" in (sa.name, sb.name))
+
+
+def _fk_carried(live: dict[str, Any], scope: dict[str, Any]) -> None:
+    """After an iteration: a loop-carried variable must keep its type, and a compile-time
+    value (a constexpr) cannot be reassigned in a loop; the code generator refuses both
+    (``_verify_loop_carried_variable``), in these words."""
+    for name, before in live.items():
+        after = scope.get(name, before)
+        if after is before:
+            continue
+        if isinstance(before, tl_core.tensor):
+            if isinstance(after, tl_core.tensor) and not _same_carried_type(before.type,
+                                                                            after.type):
+                raise CompileError(f"Loop-carried variable {name} has initial type "
+                                   f"{before.type} but is re-assigned to {after.type} in loop! "
+                                   "Please make sure that the type stays consistent.")
+        elif isinstance(before, (int, float)) and not isinstance(before, bool):
+            raise CompileError(f"Loop carried variable {name} is not a triton value (a "
+                               "constexpr cannot be reassigned in a loop)")
+
+
 #: names the rewritten code calls; they live in the globals the rewritten kernel runs with
 HELPERS = {"__fuzzkern_and": _fk_and, "__fuzzkern_or": _fk_or, "__fuzzkern_not": _fk_not,
-           "__fuzzkern_chain": _fk_chain}
+           "__fuzzkern_chain": _fk_chain, "__fuzzkern_live": _fk_live,
+           "__fuzzkern_carried": _fk_carried}
+
+
+def _assigned(body: list[ast.stmt]) -> tuple[str, ...]:
+    """Names a loop body assigns (outside nested functions), in order of first assignment."""
+    names: dict[str, None] = {}
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.setdefault(node.id, None)
+        todo.extend(ast.iter_child_nodes(node))
+    return tuple(names)
 
 
 def _call(name: str, args: list[ast.expr]) -> ast.Call:
@@ -311,6 +364,28 @@ class _Transformer(_upstream_transformer()):  # type: ignore[misc]
         if isinstance(node.op, ast.Not):
             return ast.copy_location(_call("__fuzzkern_not", [node.operand]), node)
         return node
+
+    def visit_For(self, node: ast.For) -> Any:
+        """A loop over ``range``/``tl.range`` checks, after each iteration, what the compiler
+        checks of its loop-carried variables (:func:`_fk_carried`); ``tl.static_range`` is
+        unrolled compiled: no loop, nothing carried."""
+        node = self.generic_visit(node)
+        func = node.iter.func if isinstance(node.iter, ast.Call) else None
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        target = node.target.id if isinstance(node.target, ast.Name) else None
+        names = tuple(n for n in _assigned(node.body) if n != target)
+        if name == "static_range" or not names or _has_walrus(node):
+            return node
+        live = f"__fuzzkern_live_{node.lineno}_{node.col_offset}"
+        scope = _call("locals", [])
+        before = ast.Assign(targets=[ast.Name(id=live, ctx=ast.Store())],
+                            value=_call("__fuzzkern_live", [
+                                scope, ast.Tuple(elts=[ast.Constant(n) for n in names],
+                                                 ctx=ast.Load())]))
+        check = ast.Expr(value=_call("__fuzzkern_carried", [ast.Name(id=live, ctx=ast.Load()),
+                                                             _call("locals", [])]))
+        node.body.append(ast.copy_location(check, node))
+        return [ast.copy_location(before, node), node]
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         if self._upstream_compare:

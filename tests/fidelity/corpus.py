@@ -568,6 +568,29 @@ case(name="multiple_assignment", construct="a multiple assignment `a = b = ...`"
      rejected=lambda: "a = b = ")(_multiple_assignment_run)
 
 
+@triton.jit
+def _carried_type(x_ptr, out_ptr, n):
+    offs = tl.arange(0, 4)
+    acc = 0.0  # a scalar; the loop makes it a block
+    for _ in range(n):
+        acc += tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, acc)
+
+
+def _carried_type_run(device: str) -> list[torch.Tensor]:
+    x = torch.ones(4, device=device)
+    out = torch.zeros(4, device=device)
+    _carried_type[(1,)](x, out, 2)
+    return [out]
+
+
+case(name="loop_carried_type", construct="a loop-carried variable whose type the loop changes "
+     "(`acc = 0.0`, then `acc += block`)", upstream="runs (Python rebinds the name)", issue=None,
+     expected=lambda: [torch.full((4,), 2.0)],
+     rejected=lambda: "Loop-carried variable acc has initial type fp32 but is re-assigned to",
+     )(_carried_type_run)
+
+
 def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> int:
     """Largest distance in units in the last place between float tensors ``a`` and ``b``
     (equal NaN positions count as 0); integers must be equal (0, else a large number)."""

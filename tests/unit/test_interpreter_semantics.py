@@ -272,3 +272,36 @@ def test_inline_asm_on_every_path_is_unsupported_before_any_program_runs():
     assert o.verdict == Verdict.UNSUPPORTED
     assert o.modes["interpret"].detail["static"] is True
     assert "inline assembly" in o.modes["interpret"].error
+
+
+@triton.jit
+def _carried(x_ptr, out_ptr, n, SCALAR_START: tl.constexpr):
+    offs = tl.arange(0, 4)
+    if SCALAR_START:
+        acc = 0.0
+    else:
+        acc = tl.zeros((4,), tl.float32)
+    k = 0
+    for i in range(n):
+        acc += tl.load(x_ptr + offs)
+        k += i  # int32 + int32: the type stays
+    tl.store(out_ptr + offs, acc + k)
+
+
+@triton.jit
+def _constexpr_reassigned(out_ptr, n, B: tl.constexpr):
+    for _ in range(n):
+        B = B + 1
+    tl.store(out_ptr, B)
+
+
+def test_a_loop_carried_variable_must_keep_its_type_as_compiled():
+    x, out = torch.ones(4), torch.zeros(4)
+    with interpreter_mode():
+        _carried[(1,)](x, out, 3, SCALAR_START=False)
+    assert out.tolist() == [6.0] * 4  # 3 loads, k = 0 + 1 + 2
+    with interpreter_mode(), pytest.raises(Exception, match="Loop-carried variable acc has "
+                                            "initial type fp32 but is re-assigned to"):
+        _carried[(1,)](x, out, 3, SCALAR_START=True)
+    with interpreter_mode(), pytest.raises(Exception, match="Loop carried variable B is not"):
+        _constexpr_reassigned[(1,)](out, 2, B=4)
