@@ -57,6 +57,9 @@ _OPTIONS = {
                          "Comma-separated modes: interpret, compiled (default: interpret, "
                          "plus compiled when CUDA is present)"),
     "--fuzzkern-seed": ("fuzzkern_seed", "SEED", "Fixed Hypothesis seed for repeatable fuzz items"),
+    "--fuzzkern-min-cases": ("fuzzkern_min_cases", "N",
+                             "Fail a fuzz item that ran fewer cases (default: a warning below "
+                             "20)"),
     "--fuzzkern-corpus": ("fuzzkern_corpus", "DIR",
                           "Regression corpus folder (default: <rootdir>/corpus)"),
     "--fuzzkern-db": ("fuzzkern_db", "SPEC",
@@ -99,6 +102,7 @@ class _Settings:
     max_examples: int | None = None
     max_examples_from_cli: bool = False
     max_failures: int | None = None
+    min_cases: int | None = None
     amortize: float | None = None
     modes: tuple[str, ...] | None = None
     modes_from_cli: bool = False
@@ -247,6 +251,9 @@ def _settings(config: pytest.Config) -> _Settings:
     s.max_failures, _ = _option(
         config, "fuzzkern_max_failures",
         lambda v, _: testing.check_positive_int("max_failures", _int(v)))
+    s.min_cases, _ = _option(
+        config, "fuzzkern_min_cases",
+        lambda v, _: testing.check_positive_int("min_cases", _int(v)))
     s.amortize, _ = _option(
         config, "fuzzkern_amortize", lambda v, _: testing.check_amortize(v))
     s.modes, s.modes_from_cli = _option(
@@ -441,7 +448,8 @@ class FuzzkernItem(pytest.Item):
         try:
             if self.kind == "fuzz":
                 opts = self._campaign_options(state, runnable)
-                result = testing.run_fuzz(self.loaded, state.pool(), opts)
+                result = testing.run_fuzz(self.loaded, state.pool(), opts,
+                                          state.settings.min_cases)
             else:
                 result = testing.run_replay(self.entry_path or "", self.entry,
                                             self.loaded.ref, state.pool(), runnable)

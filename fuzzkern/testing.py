@@ -204,7 +204,7 @@ def _stats(result: Any, opts: Any) -> str:
     if opts.seed is not None:
         seed = f"{opts.seed}, no database"
     elif getattr(opts, "draw_seed", None) is not None:
-        seed = f"{opts.draw_seed}; --fuzzkern-seed {opts.draw_seed} repeats the draws"
+        seed = f"{opts.draw_seed}"
     else:
         seed = "random"
     limit = f", max {opts.max_examples} cases" if opts.max_examples else ""
@@ -214,6 +214,9 @@ def _stats(result: Any, opts: Any) -> str:
     minimized = f"; {runs} of the cases minimized the failure" if runs else ""
     text = (f"{result.cases} cases in {result.seconds:.1f} s (budget {opts.budget:g} s{limit}, "
             f"modes {','.join(opts.modes)}, seed {seed}){minimized}; verdicts: {counts}")
+    repeat = repeat_options(result, opts)
+    if repeat:
+        text += f"\nto repeat: {repeat}"
     if result.devices:
         text += "\ncompiled on: " + devices_text(result.devices)
     from fuzzkern.report.coverage import coverage_lines
@@ -237,7 +240,50 @@ def check_percent(value: Any) -> float:
     return p
 
 
-def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
+def repeat_options(result: Any, opts: Any) -> str:
+    """The pytest options that repeat a fuzz item's draws: its seed, its case count (so the
+    budget does not decide where the repeat stops) and no example database."""
+    seed = opts.seed if opts.seed is not None else getattr(opts, "draw_seed", None)
+    if seed is None:
+        return ""
+    if opts.max_examples is not None and result.cases >= opts.max_examples:
+        cases = opts.max_examples
+    else:
+        cases = max(1, result.cases - result.minimize_runs)
+    return (f"--fuzzkern-seed {seed} --fuzzkern-max-examples {cases} --fuzzkern-db none "
+            "--fuzzkern-budget 10m")
+
+
+#: a fuzz item that ran fewer cases than this gets a :class:`FewCasesWarning`
+#: (``--fuzzkern-min-cases`` makes it fail)
+MIN_CASES = 20
+
+
+class FewCasesWarning(UserWarning):
+    """A fuzz item ran fewer cases than :data:`MIN_CASES` (or its ``max_examples``): it
+    passed, but tested little."""
+
+
+def _few_cases(lt: Any, result: Any, opts: Any, min_cases: int | None) -> str | None:
+    """Why the item ran too few cases (None when it ran enough): a failure with
+    ``min_cases``, else a :class:`FewCasesWarning` below :data:`MIN_CASES`."""
+    floor = min_cases or min(MIN_CASES, opts.max_examples or MIN_CASES)
+    if result.cases >= floor:
+        return None
+    text = (f"{lt.id} ran {result.cases} case{'s' if result.cases != 1 else ''} in "
+            f"{result.seconds:.1f} s, fewer than "
+            + (f"--fuzzkern-min-cases {floor}" if min_cases else str(floor))
+            + ": it tested little; raise --fuzzkern-budget")
+    if min_cases:
+        return text
+    import warnings
+
+    warnings.warn(FewCasesWarning(text + " (--fuzzkern-min-cases N makes this a failure)"),
+                  stacklevel=2)
+    return None
+
+
+def run_fuzz(lt: Any, pool: Any, opts: Any, min_cases: int | None = None) -> ItemResult:
     """Fuzz one target for ``opts.budget`` seconds and judge it as a test.
 
     Only failures this run found count: corpus entries the engine replays first are each an
@@ -249,6 +295,9 @@ def run_fuzz(lt: Any, pool: Any, opts: Any) -> ItemResult:
     before = {os.path.abspath(p) for p in _corpus_files(corpus_dir)}
     result = engine.fuzz_target(lt, pool, opts, opts.budget)
     item = _judge_fuzz(lt, opts, result, before)
+    few = _few_cases(lt, result, opts, min_cases) if item.status == "passed" else None
+    if few:
+        item.status, item.headline = "failed", few
     from fuzzkern.report.coverage import percent_of
 
     item.coverage = percent_of(result)

@@ -32,7 +32,8 @@ def test_last_failed_and_failed_first_include_fuzzkern_items(pytester):
     first.assert_outcomes(passed=2, failed=2)
     # the ci profile saves no corpus entry: the repeat command names the file relative to here
     # and the profile's seed
-    first.stdout.fnmatch_lines(["replay: fuzzkern run test_ops.py::bad --budget 30s --seed 0"])
+    first.stdout.fnmatch_lines(["to repeat: fuzzkern run test_ops.py::bad --seed 0 --no-db "
+                                "--budget 30s"])
 
     lf = _run(pytester, *CI, "-p", "cacheprovider", "--lf", "-v")
     lf.assert_outcomes(failed=2)
@@ -56,16 +57,51 @@ def test_node_ids_and_k_select_fuzzkern_items(pytester):
     assert _ids(k) == ["test_ops.py::add[fuzz]"]
 
 
-def test_every_item_prints_a_seed_that_repeats_its_draws(pytester):
-    pytester.makepyfile(test_ops=TARGETS)
-    first = _run(pytester, *FAST, "-k", "add", "-rP", "--fuzzkern-db", "none")
+# The add target, its launcher logging each case it gets (from the worker process).
+LOGGED = TARGETS.replace("def add_ok(x, y):\n", "def add_ok(x, y):\n"
+                         "    import os\n"
+                         "    with open(os.environ['DRAWS_LOG'], 'a') as log:\n"
+                         "        log.write(f'{tuple(x.shape)} {x.stride()} '\n"
+                         "                  f'{float(x.sum())}\\n')\n")
+
+
+def test_every_item_prints_a_line_that_repeats_its_draws(pytester, monkeypatch):
+    """Unseeded, with an example database and a budget that cuts it: the item's "to repeat"
+    options (seed, case count, no database) draw the same cases again."""
+    assert LOGGED != TARGETS
+    pytester.makepyfile(test_ops=LOGGED)
+    monkeypatch.setenv("DRAWS_LOG", str(pytester.path / "first.log"))
+    first = _run(pytester, "-k", "add", "-rP", "--fuzzkern-budget", "3s")
     first.assert_outcomes(passed=1, deselected=2)
-    m = re.search(r"seed (\d+); --fuzzkern-seed \1 repeats the draws", first.stdout.str())
+    m = re.search(r"^to repeat: (--fuzzkern-seed (\d+) --fuzzkern-max-examples (\d+) "
+                  r"--fuzzkern-db none --fuzzkern-budget 10m)$", first.stdout.str(), re.M)
     assert m, first.stdout.str()
-    again = _run(pytester, *FAST, "-k", "add", "-rP", "--fuzzkern-seed", m.group(1))
+    monkeypatch.setenv("DRAWS_LOG", str(pytester.path / "again.log"))
+    again = _run(pytester, "-k", "add", "-rP", *m.group(1).split())
     again.assert_outcomes(passed=1, deselected=2)
-    again.stdout.fnmatch_lines([f"fuzzkern: seed {m.group(1)} (--fuzzkern-seed); *",
-                                f"8 cases in * seed {m.group(1)}, no database*"])
+    again.stdout.fnmatch_lines([f"fuzzkern: seed {m.group(2)} (--fuzzkern-seed); *",
+                                f"{m.group(3)} cases in * seed {m.group(2)}, no database*"])
+    drawn = (pytester.path / "first.log").read_text().splitlines()
+    repeated = (pytester.path / "again.log").read_text().splitlines()
+    assert len(repeated) == int(m.group(3)) and drawn[:len(repeated)] == repeated
+
+
+def test_an_item_with_too_few_cases_warns_and_min_cases_fails_it(pytester):
+    pytester.makepyfile(test_ops=TARGETS)
+    # asked for 3 cases and ran them: no warning
+    asked = _run(pytester, "-k", "add", "--fuzzkern-max-examples", "3", "-W", "error")
+    asked.assert_outcomes(passed=1, deselected=2)
+    few = _run(pytester, "-k", "add", "--fuzzkern-max-examples", "30", "--fuzzkern-budget",
+               "0.5s")
+    few.assert_outcomes(passed=1, deselected=2, warnings=1)
+    few.stdout.fnmatch_lines(["*FewCasesWarning: test_ops::add ran * case* in * s, fewer than "
+                              "20: it tested little; raise --fuzzkern-budget (--fuzzkern-min-"
+                              "cases N makes this a failure)"])
+    failed = _run(pytester, "-k", "add", "--fuzzkern-max-examples", "30", "--fuzzkern-budget",
+                  "0.5s", "--fuzzkern-min-cases", "25")
+    failed.assert_outcomes(failed=1, deselected=2)
+    failed.stdout.fnmatch_lines(["FAILED test_ops.py::add[[]fuzz[]] - test_ops::add ran * "
+                                 "fewer than --fuzzkern-min-cases 25: it tested little*"])
 
 
 def test_hypothesis_seed_option_seeds_fuzzkern_items(pytester):

@@ -156,7 +156,8 @@ def test_fuzz_items_pass_and_fail_with_the_diagnosis(pytester):
     assert "minimal case: x=float32[1]" in section
     assert "dims: N=1" in section
     (entry,) = _corpus_files(pytester.path, "test_ops_bad")
-    assert re.search(rf"^replay: fuzzkern replay \S*corpus/test_ops_bad/{entry.name}$", section,
+    assert re.search(rf"^to reproduce this failure: fuzzkern replay \S*corpus/test_ops_bad/"
+                     rf"{entry.name}$", section,
                      re.M)
     assert re.search(r"\d+ cases in [\d.]+ s \(budget 120 s, max 8 cases", section)
     # The terminal summary lists the new regression case to review and commit.

@@ -43,7 +43,7 @@ def test_check_raises_the_diagnosis_for_a_bug(tmp_path):
         fuzzkern.check(lt.target, case)
     text = str(e.value)
     assert text.startswith(f"{lt.id}: oob — interpret: load from x_ptr")
-    assert "minimal case: x=float32[3]" in text and "replay: fuzzkern run" not in text
+    assert "minimal case: x=float32[3]" in text and "to repeat: fuzzkern run" not in text
 
 
 def test_compare_is_the_oracle():
