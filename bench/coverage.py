@@ -116,7 +116,9 @@ def fuzz_once(lt: Any, pool: Any, seed: int, guide: bool, max_examples: int,
                          verdict=outcome.verdict)
 
     r = engine.fuzz_target(lt, pool, opts, budget, on_event)
-    return {"seed": seed, "guide": guide, "found": bool(first), **first,
+    # equal budgets: a failure past the case budget (climbing runs cases of its own) is none
+    found = bool(first) and first["cases"] <= max_examples
+    return {"seed": seed, "guide": guide, "found": found, **first,
             "cases_run": r.cases, "seconds_run": round(r.seconds, 2),
             "coverage": round(r.coverage.percent(), 1) if r.coverage else None}
 

@@ -46,7 +46,7 @@ from fuzzkern.execution.pool import (
 )
 from fuzzkern.judge.outcome import Outcome, Verdict, tested_cases
 from fuzzkern.judge.verdict import failure_key
-from fuzzkern.search.guidance import Guide
+from fuzzkern.search.guidance import Climbed, Guide
 from fuzzkern.target.declare import Target
 from fuzzkern.target.loader import LoadedTarget
 
@@ -761,7 +761,7 @@ class _Slice:
             raise
         if outcome.score:
             hypothesis.target(outcome.score, label="error")
-        self.guide.steer(outcome.coverage)
+        self.guide.steer(outcome.coverage, case.variant(k) if k else case, outcome)
         if outcome.failed:
             key = failure_key(outcome)
             if key in self.known_keys:
@@ -780,6 +780,26 @@ class _Slice:
             exc = _failure_type(key)(f"{outcome.verdict}: {outcome.message}")
             exc.outcome = outcome
             raise exc
+        if not self.replaying:
+            self._climb()
+
+    def _climb(self) -> None:
+        """A round of coverage guidance's own climbing (:meth:`Guide.climb`); a climbed case
+        that fails ends the Hypothesis run (the drawn case did not fail: nothing to save in
+        its database) and is shrunk by fuzzkern.search.minimize."""
+        most = self.opts.max_examples
+        if most is not None and self.result.cases >= most:
+            return  # climbing counts against --max-examples too
+        found = self.guide.climb(self.target, lambda c: self.run_case(c, capped=True))
+        if found is None:
+            return
+        key = failure_key(found[1])
+        if key in self.known_keys or key in self.last_failure:
+            return
+        self.first_seen.setdefault(key, time.time())
+        self.last_failure[key] = found
+        self._stop_recording()
+        raise Climbed
 
     def _hypothesis_test(self, attempt: int) -> Callable[[], None]:
         """The Hypothesis test of one attempt, over the target's cases."""
@@ -832,7 +852,7 @@ class _Slice:
             return True, False
         except (hypothesis.errors.FlakyFailure, hypothesis.errors.Flaky):
             return False, True
-        except (KernelFailure, BaseExceptionGroup):
+        except (KernelFailure, BaseExceptionGroup, Climbed):
             pass
         except Exception as e:  # misuse surfacing at draw time (InvalidArgument, CaseError,
             result.error = f"{type(e).__name__}: {e}"  # a HypothesisException, ...)

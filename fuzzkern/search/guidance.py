@@ -13,7 +13,15 @@ phase climbs by mutating the best cases it saw (it interleaves that with generat
   it (the *branch distance*, as search-based testing tools use): Hypothesis climbs the inputs
   toward the comparison's other side. At most :data:`OPEN_SIDES` sides at once, the nearest.
 
-The case itself stays a function of Hypothesis's choices, so replaying and shrinking are as
+Hypothesis's climbing is spread over every label and every choice of a case (its values' seeds
+too), so between its passes :meth:`Guide.climb` climbs the nearest open side itself: every
+:data:`CLIMB_EVERY` drawn cases, from the case that came closest to it, it moves one dim or
+integer scalar at a time (by 1, 2, 4, ... in the direction that brings the side nearer, within
+the strategy's bounds) for at most :data:`CLIMB_RUNS` runs. A climbed case that fails ends the
+Hypothesis run (:class:`Climbed`) and is shrunk by :mod:`fuzzkern.search.minimize` instead of
+Hypothesis.
+
+The drawn cases stay a function of Hypothesis's choices, so replaying and shrinking are as
 without guidance. ``CampaignOptions.guide=False`` (``fuzzkern run --no-guide``) turns the
 observations off; coverage is still measured and reported.
 """
@@ -26,10 +34,18 @@ from typing import Any
 
 from fuzzkern.execution.coverage import KernelCoverage
 
-__all__ = ["OPEN_SIDES", "Guide"]
+__all__ = ["CLIMB_EVERY", "CLIMB_RUNS", "OPEN_SIDES", "Climbed", "Guide"]
 
 #: branch sides with a distance that one slice climbs toward at once (each is a target label)
-OPEN_SIDES = 2
+OPEN_SIDES = 3
+#: drawn cases between two rounds of :meth:`Guide.climb`, and the runs a round may make
+CLIMB_EVERY = 10
+CLIMB_RUNS = 8
+
+
+class Climbed(BaseException):  # noqa: N818 - a signal to the engine, like StopIteration
+    """A case :meth:`Guide.climb` ran failed: the engine ends the Hypothesis run (the drawn
+    case did not fail) and shrinks that case with :mod:`fuzzkern.search.minimize`."""
 
 
 class Guide:
@@ -45,6 +61,9 @@ class Guide:
         self._observe: Callable[..., Any] = hypothesis.target if observe is None else observe
         #: the sides climbed toward, chosen when first seen open (stable labels)
         self.open: list[str] = []
+        #: per open side: the case that came nearest, its outcome and its distance
+        self.nearest: dict[str, tuple[Any, Any, float]] = {}
+        self._drawn = 0
 
     def add(self, case_coverage: Mapping[str, Any] | None) -> list[str]:
         """Merge one case's coverage (its JSON); returns the features it reached first."""
@@ -52,13 +71,16 @@ class Guide:
             return []
         return self.coverage.merge(case_coverage)
 
-    def steer(self, case_coverage: Mapping[str, Any] | None) -> None:
-        """The ``hypothesis.target()`` observations of one case (inside the test body)."""
+    def steer(self, case_coverage: Mapping[str, Any] | None, case: Any = None,
+              outcome: Any = None) -> None:
+        """The ``hypothesis.target()`` observations of one drawn case (inside the test
+        body); ``case`` and ``outcome`` are kept when it came nearest to an open side."""
         if not self.enabled or not case_coverage:
             return
-        case = KernelCoverage.from_json(case_coverage)
-        self._observe(float(len(case.features())), label="coverage")
-        near = case.distances()
+        self._drawn += 1
+        cov = KernelCoverage.from_json(case_coverage)
+        self._observe(float(len(cov.features())), label="coverage")
+        near = cov.distances()
         if not near:
             return
         opened = self.coverage.distances()
@@ -68,9 +90,96 @@ class Guide:
                 break
             if side not in self.open:
                 self.open.append(side)
-        measured = [near[s] for s in self.open if s in near and math.isfinite(near[s])]
-        if measured:  # one label: Hypothesis spends its climbing budget per label
-            self._observe(-float(min(measured)), label="reach")
+        for side in self.open:  # a label per side: each climbs its own distance
+            d = near.get(side)
+            if d is not None and math.isfinite(d):
+                self._observe(-float(d), label=f"reach {_short(side)}")
+                if case is not None and d < self.nearest.get(side, (None, None, math.inf))[2]:
+                    self.nearest[side] = (case, outcome, d)
+
+    def climb(self, target: Any, run: Callable[[Any], Any]) -> tuple[Any, Any] | None:
+        """One round of climbing toward the nearest open side, every :data:`CLIMB_EVERY`
+        drawn cases: ``run(case)`` runs a case and returns its outcome (merged into the
+        coverage by the caller). Returns (case, outcome) of a climbed case that failed."""
+        if not self.enabled or self._drawn % CLIMB_EVERY or not self.open:
+            return None
+        opened = self.coverage.distances()
+        sides = [s for s in self.open if s in opened and s in self.nearest]
+        if not sides:
+            return None
+        side = min(sides, key=lambda s: self.nearest[s][2])
+        return _Climb(target, side, *self.nearest[side], run, self).round()
+
+
+class _Climb:
+    """One round from one case toward one branch side (see :meth:`Guide.climb`)."""
+
+    def __init__(self, target: Any, side: str, case: Any, outcome: Any, d: float,
+                 run: Callable[[Any], Any], guide: Guide) -> None:
+        from fuzzkern.search.minimize import _dim_domain, _hypothesis_kind, _Minimizer
+
+        self.side, self.case, self.outcome, self.d = side, case, outcome, d
+        self.run, self.guide = run, guide
+        self.builder = _Minimizer(target, case, outcome, run, None, CLIMB_RUNS)
+        named = target.inputs.named
+        #: ("dim" | "scalar", name, lo, hi) of every int the round may move
+        self.knobs: list[tuple[str, str, int, int]] = []
+        for dim in case.dims:
+            dom = _dim_domain(target.dims.get(dim))
+            if dim not in self.builder.derived and dom is not None and dom.choices is None \
+                    and dom.step == 1 and dom.hi is not None:
+                self.knobs.append(("dim", dim, dom.lo or 0, dom.hi))
+        for name, v in case.scalars.items():
+            kind = _hypothesis_kind(named.get(name))
+            if kind is not None and kind[0] == "range" and isinstance(v, int) \
+                    and not isinstance(v, bool) and None not in kind[1]:
+                self.knobs.append(("scalar", name, kind[1][0], kind[1][1]))
+        self.runs = 0
+
+    def _moved(self, knob: tuple[str, str, int, int], value: int) -> Any:
+        kind, name, lo, hi = knob
+        if not lo <= value <= hi:
+            return None
+        if kind == "dim":
+            return self.builder.build(self.case, dims={**self.case.dims, name: value})
+        return self.builder.build(self.case, scalars={**self.case.scalars, name: value})
+
+    def _try(self, knob: tuple[str, str, int, int], value: int) -> bool | tuple[Any, Any]:
+        """Run the case moved to ``value``: True when it came nearer (it is the new base), a
+        (case, outcome) when it failed."""
+        moved = self._moved(knob, value)
+        if moved is None or self.runs >= CLIMB_RUNS:
+            return False
+        self.runs += 1
+        outcome = self.run(moved)
+        if getattr(outcome, "failed", False):
+            return moved, outcome
+        cov = KernelCoverage.from_json(getattr(outcome, "coverage", None))
+        d = cov.distances().get(self.side)
+        if self.side not in self.guide.coverage.distances():
+            d = 0.0  # taken: the caller merged its coverage
+        if d is None or d >= self.d:
+            return False
+        self.case, self.outcome, self.d = moved, outcome, d
+        self.guide.nearest[self.side] = (moved, outcome, d)
+        return True
+
+    def round(self) -> tuple[Any, Any] | None:
+        for knob in self.knobs:
+            for sign in (1, -1):
+                step = 1
+                while self.runs < CLIMB_RUNS and self.d > 0:
+                    now = self.case.dims[knob[1]] if knob[0] == "dim" else \
+                        self.case.scalars[knob[1]]
+                    got = self._try(knob, now + sign * step)
+                    if isinstance(got, tuple):
+                        return got
+                    if not got:
+                        break
+                    step *= 2
+                if self.d <= 0 or self.runs >= CLIMB_RUNS:
+                    return None
+        return None
 
 
 def _short(side: str) -> str:
