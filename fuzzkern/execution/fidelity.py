@@ -85,14 +85,19 @@ _LIMITATION_TEXTS = ("not supported in interpreter", "unsupported semantic", "un
                      "unsupported padding", "unsupported type", "are not supported")
 
 
-def _raised_in_interpreter(e: BaseException) -> bool:
-    """Whether the innermost frame of ``e``'s traceback is Triton's interpreter module."""
+def _innermost_file(e: BaseException) -> str:
+    """The file of the innermost frame of ``e``'s traceback, with forward slashes."""
     tb = e.__traceback__
     last = ""
     while tb is not None:
         last = tb.tb_frame.f_code.co_filename
         tb = tb.tb_next
-    return last.replace("\\", "/").endswith("triton/runtime/interpreter.py")
+    return last.replace("\\", "/")
+
+
+def _raised_in_interpreter(e: BaseException) -> bool:
+    """Whether the innermost frame of ``e``'s traceback is Triton's interpreter module."""
+    return _innermost_file(e).endswith("triton/runtime/interpreter.py")
 
 
 def interpreter_limitation(e: BaseException) -> bool:
@@ -647,12 +652,7 @@ _REFUSALS = ("must be a power of 2", "exceeds triton maximum tensor numel",
 
 
 def _raised_in_language(e: BaseException) -> bool:
-    tb = e.__traceback__
-    last = ""
-    while tb is not None:
-        last = tb.tb_frame.f_code.co_filename
-        tb = tb.tb_next
-    return "/triton/language/" in last.replace("\\", "/")
+    return "/triton/language/" in _innermost_file(e)
 
 
 def compile_refusal(e: BaseException) -> str | None:
