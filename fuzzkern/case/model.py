@@ -395,11 +395,15 @@ class Case:
     - ``dims``: the symbolic dims drawn for this case (``{"N": 17}``).
     - ``inputs``: argument name → :class:`TensorCase` or a scalar, in declaration order.
     - ``configs``: autotuned kernel name → index of the ``triton.Config`` forced in every mode.
+    - ``compile``: Triton compile options drawn for this case (:data:`COMPILE_CHOICES`), only
+      those that differ from Triton's default; compiled mode gives them to every launch that
+      does not set them itself (an autotuned config does). The interpreter has none.
     """
 
     dims: Mapping[str, int]
     inputs: Mapping[str, TensorCase | Any]
     configs: Mapping[str, int] = field(default_factory=dict)
+    compile: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def tensors(self) -> dict[str, TensorCase]:
@@ -416,6 +420,7 @@ class Case:
             parts.append(f"{name}={v.describe() if isinstance(v, TensorCase) else repr(v)}")
         for name, idx in self.configs.items():
             parts.append(f"{name}.config[{idx}]")
+        parts += [f"{k}={v!r}" for k, v in sorted(self.compile.items())]
         return "; ".join(parts)
 
     def variant(self, k: int) -> Case:
@@ -439,7 +444,7 @@ class Case:
             name: _variant_of(v, k, i) if isinstance(v, TensorCase) else v
             for i, (name, v) in enumerate(self.inputs.items())
         }
-        return Case(self.dims, inputs, self.configs)
+        return Case(self.dims, inputs, self.configs, self.compile)
 
     def to_json(self) -> dict[str, Any]:
         inputs: dict[str, Any] = {}
@@ -448,12 +453,15 @@ class Case:
                 inputs[k] = {"tensor": v.to_json()}
             else:
                 inputs[k] = {"scalar": encode_scalar(v)}
-        return {
+        out = {
             "version": CASE_VERSION,
             "dims": dict(self.dims),
             "inputs": inputs,
             "configs": dict(self.configs),
         }
+        if self.compile:  # (absent when every option is Triton's default, as in older cases)
+            out["compile"] = dict(self.compile)
+        return out
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Case:
@@ -476,9 +484,40 @@ class Case:
                     raise CaseError(f"input {k!r} is neither a tensor nor a scalar")
             dims = {str(k): int(n) for k, n in d.get("dims", {}).items()}
             configs = {str(k): int(n) for k, n in d.get("configs", {}).items()}
+            compile_options = checked_compile(d.get("compile") or {})
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CaseError(f"malformed case: {e!r}") from e
-        return Case(dims, inputs, configs)
+        return Case(dims, inputs, configs, compile_options)
+
+
+#: the Triton compile options a case may carry, each with the values it may take, Triton's
+#: default first (what a drawn option shrinks to)
+COMPILE_CHOICES: dict[str, tuple[Any, ...]] = {
+    "num_warps": (4, 1, 2, 8, 16),
+    "num_stages": (3, 1, 2, 4),
+    "enable_fp_fusion": (True, False),
+}
+
+
+def checked_compile(given: Any) -> dict[str, Any]:
+    """``given`` (a case's ``compile``, e.g. read from a corpus entry) checked against
+    :data:`COMPILE_CHOICES`: known names, allowed values, nothing else (CaseError).
+
+    >>> checked_compile({"num_warps": 2})
+    {'num_warps': 2}
+    """
+    if not isinstance(given, Mapping):
+        raise CaseError(f"a case's compile options must be an object, got {given!r}")
+    out: dict[str, Any] = {}
+    for name, value in given.items():
+        choices = COMPILE_CHOICES.get(name)
+        if choices is None:
+            raise CaseError(f"unknown compile option {name!r}; expected one of "
+                            f"{sorted(COMPILE_CHOICES)}")
+        if type(value) is not type(choices[0]) or value not in choices:
+            raise CaseError(f"compile option {name}={value!r} is not one of {choices}")
+        out[str(name)] = value
+    return out
 
 
 def _variant_seed(seed: int, k: int, position: int) -> int:

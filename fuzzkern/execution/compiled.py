@@ -475,17 +475,22 @@ COMPILE_OPTIONS = frozenset({"enable_fp_fusion", "enable_reflect_ftz", "num_warp
 
 
 @contextlib.contextmanager
-def compile_options(overrides: Mapping[str, Any] | None) -> Iterator[None]:
+def compile_options(overrides: Mapping[str, Any] | None,
+                    defaults: Mapping[str, Any] | None = None) -> Iterator[None]:
     """While active, every JIT launch in this process compiles with ``overrides`` (Triton's
     kernel options, :data:`COMPILE_OPTIONS`) over what the launch or its autotuner config asks:
     the re-runs that attribute a compiled-only difference (``enable_fp_fusion=False``: no
     fused multiply-add; ``enable_reflect_ftz=False``: libdevice keeps subnormals; another
     ``num_warps``: another reduction order). The options are part of Triton's cache key, so
-    each set compiles a binary of its own and never replaces the usual one."""
-    if not overrides:
+    each set compiles a binary of its own and never replaces the usual one. ``defaults``
+    (a case's drawn options, :attr:`fuzzkern.case.model.Case.compile`) apply only to launches
+    that do not set the option themselves (an autotuned kernel's config does)."""
+    overrides = dict(overrides or {})
+    defaults = dict(defaults or {})
+    if not overrides and not defaults:
         yield
         return
-    unknown = sorted(set(overrides) - COMPILE_OPTIONS)
+    unknown = sorted((set(overrides) | set(defaults)) - COMPILE_OPTIONS)
     if unknown:
         raise ValueError(f"Expected compile options among {sorted(COMPILE_OPTIONS)} but got "
                          f"{unknown}.")
@@ -494,7 +499,7 @@ def compile_options(overrides: Mapping[str, Any] | None) -> Iterator[None]:
     original = JITFunction.run
 
     def run(self: Any, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
-        kwargs.update(overrides)
+        kwargs = {**defaults, **kwargs, **overrides}
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     JITFunction.run = run  # type: ignore[method-assign]
@@ -620,7 +625,7 @@ class OnDevice:
         with captured_output(self.debug, self.captured), debug_knob(self.debug), \
                 poisoned_allocations(self.checks["poison"], guard_bytes=self.guard) \
                 as allocations, forced_configs(forced), \
-                compile_options(run.options.get("compile")):
+                compile_options(run.options.get("compile"), run.case.compile):
             result = call_with(run.target.launcher, {**run.scalars, **inputs.views})
             self.sync()
         return result, allocations
@@ -799,7 +804,8 @@ def launches(ones: list[OnDevice]) -> Iterator[Allocations]:
     first = ones[0]
     with poisoned_allocations(first.checks["poison"], guard_bytes=first.guard,
                               arena=True) as record, \
-            forced_configs(dict(first.run.case.configs)):
+            forced_configs(dict(first.run.case.configs)), \
+            compile_options(first.run.options.get("compile"), first.run.case.compile):
         for one in ones:
             one.shared = record
         try:

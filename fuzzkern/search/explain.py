@@ -170,7 +170,7 @@ def explain(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
                              tc.values, Layout.contiguous(len(tc.shape)))
             storages = dict(v.base)
             storages[name] = v.view(name).contiguous().reshape(-1)
-            variant = Case(case.dims, {**case.inputs, name: new}, case.configs)
+            variant = replace(case, inputs={**case.inputs, name: new})
             line = _judge(v.run(variant, storages), outcome,
                           f"fails only when `{name}` is {_how(tc)} "
                           f"(passes with `{name}` contiguous)",
@@ -185,7 +185,7 @@ def explain(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
                 inputs[name] = TensorCase(tc.shape, tc.dtype, contiguous_strides(tc.shape), 0,
                                           tc.numel, tc.values, Layout.contiguous(len(tc.shape)))
                 storages[name] = v.view(name).contiguous().reshape(-1)
-            line = _judge(v.run(Case(case.dims, inputs, case.configs), storages), outcome,
+            line = _judge(v.run(replace(case, inputs=inputs), storages), outcome,
                           f"fails only with non-contiguous inputs (passes with {_names(strided)} "
                           "all contiguous)",
                           "still fails with every tensor contiguous")
@@ -213,7 +213,7 @@ def explain(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
             else:
                 passes = (f"fails only with special values (passes without the "
                           f"{', '.join(words)} in {where})")
-            line = _judge(v.run(Case(case.dims, inputs, case.configs), storages), outcome,
+            line = _judge(v.run(replace(case, inputs=inputs), storages), outcome,
                           passes, f"still fails without the special values ({', '.join(words)})")
             if line:
                 lines.append(line)
@@ -232,7 +232,7 @@ def explain(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
                 inputs[name] = replace(tc, dtype=wider)
                 storages[name] = v.base[name].to(getattr(torch, wider))
             was = "/".join(sorted({tc.dtype for tc in group.values()}))
-            line = _judge(v.run(Case(case.dims, inputs, case.configs), storages), outcome,
+            line = _judge(v.run(replace(case, inputs=inputs), storages), outcome,
                           f"fails only in {was} (passes with {_names(sorted(group))} upcast to "
                           f"{wider})",
                           f"still fails with {_names(sorted(group))} upcast to {wider}")

@@ -326,7 +326,8 @@ class _Minimizer:
                          for _, k in t.values.specials)),
         )
         scalars = tuple(self.scalar_rank(n, v) for n, v in case.scalars.items())
-        return (numel, dims, values, scalars, tuple(sorted(case.configs.items())))
+        return (numel, dims, values, scalars, tuple(sorted(case.configs.items())),
+                len(case.compile))
 
     def scalar_rank(self, name: str, value: Any) -> int:
         kind = self.scalars.get(name)
@@ -390,7 +391,8 @@ class _Minimizer:
             n = _positions(tc.shape, tc.strides)
             specials = tuple((p % n, k) for p, k in recipe.specials) if n else ()
             inputs[name] = replace(tc, values=replace(recipe, specials=specials))
-        return Case(dims, inputs, dict(base.configs) if configs is None else dict(configs))
+        return Case(dims, inputs, dict(base.configs) if configs is None else dict(configs),
+                    base.compile)
 
     def dim_moves(self, case: Case) -> list[dict[str, int]]:
         """Pass 3's dims: one dim lowered, or one dim to its floor while another grows."""
@@ -499,7 +501,11 @@ class _Minimizer:
             return [self.build(c, values=v) for v in self.simpler_values(c)]
 
         def scalars(c: Case) -> list[Case | None]:
-            return [self.build(c, scalars=s, configs=k) for s, k in self.scalar_moves(c)]
+            moves: list[Case | None] = [self.build(c, scalars=s, configs=k)
+                                        for s, k in self.scalar_moves(c)]
+            if c.compile:  # Triton's default compile options
+                moves.append(replace(c, compile={}))
+            return moves
 
         def dims(c: Case) -> list[Case | None]:
             return [self.build(c, dims=d) for d in self.dim_moves(c)]

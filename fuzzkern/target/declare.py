@@ -161,6 +161,29 @@ def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
+#: what ``Target(compile_options=None)`` draws: the warp count, which changes how a kernel's
+#: work (and its reductions) are split, from Triton's default down and up
+DEFAULT_COMPILE_OPTIONS: dict[str, tuple[Any, ...]] = {"num_warps": (4, 1, 2, 8)}
+
+
+def _compile_options(given: Any) -> dict[str, tuple[Any, ...]]:
+    from fuzzkern.case.model import COMPILE_CHOICES
+
+    if given is None:
+        return dict(DEFAULT_COMPILE_OPTIONS)
+    ok = isinstance(given, Mapping) and all(
+        name in COMPILE_CHOICES and isinstance(values, (tuple, list)) and values
+        and all(type(v) is type(COMPILE_CHOICES[name][0]) and v in COMPILE_CHOICES[name]
+                for v in values)
+        for name, values in given.items())
+    if not ok:
+        raise InvalidArgument(
+            "Expected compile_options to map option names to non-empty lists of values, among "
+            + "; ".join(f"{k}: {v}" for k, v in COMPILE_CHOICES.items())
+            + f", but got {describe('compile_options', given)}.")
+    return {str(k): tuple(v) for k, v in given.items()}
+
+
 @dataclass(frozen=True, eq=False)
 class Target:
     """A kernel to fuzz: host launcher, torch reference, and how to draw its inputs.
@@ -202,6 +225,13 @@ class Target:
       run in the interpreter (docs/interpreter.md, "A declared GPU"). Where CUDA is present
       the real GPU answers. Import such a library inside the launcher: the target file
       itself loads before the GPU is assumed (``fuzzkern run --assume-gpu`` applies earlier).
+    - ``compile_options``: Triton compile options drawn per case in compiled mode, by name, with
+      the values to draw from (first: what a failing case shrinks to), among
+      :data:`fuzzkern.case.model.COMPILE_CHOICES` (``num_warps``, ``num_stages``,
+      ``enable_fp_fusion``). Each launch that does not set the option itself gets the drawn
+      value (an autotuned kernel's configs set ``num_warps`` and ``num_stages``, so this is for
+      kernels that are not autotuned). Default: ``{"num_warps": (4, 1, 2, 8)}``; ``{}`` turns
+      it off. The case shows the options it drew (``num_warps=2``).
     """
 
     launcher: Callable[..., Any]
@@ -222,6 +252,7 @@ class Target:
     strict_accuracy: bool = False
     shadow: bool = True
     assume_gpu: str | None = None
+    compile_options: Mapping[str, Sequence[Any]] | None = None
 
     def __post_init__(self) -> None:
         from fuzzkern.strategies._internal.inputs import InputsStrategy
@@ -274,6 +305,7 @@ class Target:
             )
         if self.assume_gpu is not None:
             object.__setattr__(self, "assume_gpu", check_gpu_name(self.assume_gpu))
+        object.__setattr__(self, "compile_options", _compile_options(self.compile_options))
         self.inputs.validate_against(self)
         for name in self.clobber_names:
             if name not in self.inputs.tensors:

@@ -54,3 +54,22 @@ def test_nan_that_fma_exposes_stays_the_kernels_bug_and_says_why():
     assert "fused multiply-add" in f.outcome.message
     assert "clamp" in f.outcome.message
     assert f.case.dims["N"] == 1 and f.case.dims["M"] == 1
+
+
+def test_drawn_compile_options_reach_launches_that_do_not_set_them():
+    import torch
+
+    from fuzzkern.execution.compiled import compile_options
+
+    (lt,) = loader.load(f"{PLANTED}::ftz_rsqrt")
+    _rsqrt = lt.target.launcher.__globals__["_rsqrt"]
+
+    x = torch.ones(128, device="cuda")
+    out = torch.empty_like(x)
+    with compile_options(None, {"num_warps": 2}):
+        drawn = _rsqrt[(1,)](x, out, 128, BLOCK=128)
+        own = _rsqrt[(1,)](x, out, 128, BLOCK=128, num_warps=8)  # the launch's own choice
+    with compile_options({"num_warps": 1}, {"num_warps": 2}):
+        forced = _rsqrt[(1,)](x, out, 128, BLOCK=128, num_warps=8)  # a re-run's override
+    assert (drawn.metadata.num_warps, own.metadata.num_warps,
+            forced.metadata.num_warps) == (2, 8, 1)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hypothesis import strategies as st
 
 from fuzzkern.case.codec import encode_scalar
-from fuzzkern.case.model import Case, TensorCase
+from fuzzkern.case.model import COMPILE_CHOICES, Case, TensorCase
 from fuzzkern.errors import CaseError, InvalidArgument, describe
 from fuzzkern.strategies._internal.base import FuzzkernStrategy
 from fuzzkern.strategies._internal.tensors import (
@@ -39,6 +39,8 @@ class Target(Protocol):
     def inplace_names(self) -> tuple[str, ...]: ...
     @property
     def id(self) -> str: ...
+    @property
+    def compile_options(self) -> Mapping[str, Sequence[Any]] | None: ...
 
 
 def canonical_scalar(value: Any) -> Any:
@@ -197,7 +199,8 @@ class InputsStrategy(FuzzkernStrategy[Case]):
 
     def cases_for(self, target: Target) -> st.SearchStrategy[Case]:
         """The strategy of :class:`~fuzzkern.case.model.Case` for ``target``: dims, then inputs in
-        order, then one config index per autotuned kernel (shrinks to config 0)."""
+        order, then one config index per autotuned kernel (shrinks to config 0), then the
+        target's compile options (shrink to the first value given)."""
         self.validate_against(target)
         return CasesStrategy(
             self,
@@ -205,6 +208,7 @@ class InputsStrategy(FuzzkernStrategy[Case]):
             target.inplace_names,
             autotune_counts(target.launcher),
             shown=f"{self!r}.cases_for({target.id!r})",
+            compile_choices=target.compile_options,
         )
 
     def draw_case(
@@ -213,6 +217,7 @@ class InputsStrategy(FuzzkernStrategy[Case]):
         dims: Mapping[str, st.SearchStrategy[int]],
         inplace: Sequence[str] = (),
         configs: Mapping[str, int] | None = None,
+        compile_choices: Mapping[str, Sequence[Any]] | None = None,
     ) -> Case:
         self.check()
         limits = [lim for t in self.tensors.values() if (lim := t.limit()) is not None]
@@ -232,7 +237,12 @@ class InputsStrategy(FuzzkernStrategy[Case]):
                 chosen[kernel] = data.draw(st.integers(0, n - 1))
             elif n == 1:
                 chosen[kernel] = 0
-        return Case(sizes, drawn, chosen)
+        options: dict[str, Any] = {}
+        for option, choices in sorted((compile_choices or {}).items()):
+            value = data.draw(st.sampled_from(tuple(choices)))  # shrinks to the first: default
+            if value != COMPILE_CHOICES[option][0]:
+                options[option] = value
+        return Case(sizes, drawn, chosen, options)
 
     def _draw(self, data: ConjectureData) -> Case:
         return self.draw_case(data, dict.fromkeys(self.symbols, STANDALONE_DIM))
@@ -262,19 +272,22 @@ class CasesStrategy(st.SearchStrategy[Case]):
         inplace: Sequence[str],
         configs: Mapping[str, int],
         shown: str,
+        compile_choices: Mapping[str, Sequence[Any]] | None = None,
     ) -> None:
         super().__init__()
         self.inputs = inputs
         self.dims = dims
         self.inplace = tuple(inplace)
         self.configs = dict(configs)
+        self.compile_choices = dict(compile_choices or {})
         self._shown = shown
 
     def __repr__(self) -> str:
         return self._shown
 
     def do_draw(self, data: ConjectureData) -> Case:
-        return self.inputs.draw_case(data, self.dims, self.inplace, self.configs)
+        return self.inputs.draw_case(data, self.dims, self.inplace, self.configs,
+                                     self.compile_choices)
 
 
 def inputs(**named: Any) -> InputsStrategy:
