@@ -522,3 +522,27 @@ def test_corpus_item_ids_are_short_and_unique():
     paths = ["c/t/1a2b3c4d5e6f7a8b.json", "c/t/1a2b3c4d00000000.json", "c/t/ffff000011112222.json"]
     assert _short_ids(paths) == {paths[0]: "1a2b3c4d5e6f", paths[1]: "1a2b3c4d0000",
                                  paths[2]: "ffff0000"}
+
+
+# -- kernel coverage (docs/coverage.md) ------------------------------------------------------
+
+
+def test_items_report_kernel_coverage_and_fail_under_it(pytester):
+    # `add` never takes the unmasked branch: its coverage stays under 100%
+    pytester.makepyfile(test_cov=KERNELS + '''
+add = fuzzkern.Target(launcher=add_ok, reference=lambda x, y: x + y, inputs=INPUTS, dims=DIMS)
+''')
+    result = _run(pytester, "-rA", *FAST, "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*kernel coverage:*", "*test_cov::add: *% (lines 4/5, *",
+                                 "*never reached: add_kernel (test_cov.py:*): line * `if "
+                                 "MASKED:` false branch never taken*"])
+    result = _run(pytester, *FAST, "--fuzzkern-fail-under-coverage", "100")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*test_cov::add: kernel coverage *% is under "
+                                 "--fuzzkern-fail-under-coverage 100*"])
+    result = _run(pytester, *FAST, "--fuzzkern-fail-under-coverage", "1")
+    result.assert_outcomes(passed=1)
+    result = _run(pytester, *FAST, "--fuzzkern-fail-under-coverage", "lots")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--fuzzkern-fail-under-coverage*percentage*"])

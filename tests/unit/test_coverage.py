@@ -5,6 +5,7 @@ real Triton interpreter."""
 from __future__ import annotations
 
 import os
+import types
 
 import pytest
 import torch
@@ -114,3 +115,82 @@ def test_outcome_carries_coverage_beside_its_json():
     assert again.coverage == outcome.coverage
     off = run_case(branchy_target, case, {"modes": ["interpret"], "coverage": False})
     assert off.coverage == {}
+
+
+def _fuzz(path: str, **opts: object):
+    from fuzzkern.execution.pool import WorkerPool
+    from fuzzkern.search import engine
+    from fuzzkern.target import loader
+
+    (lt,) = loader.load(path)
+    pool = WorkerPool()
+    try:
+        options = engine.CampaignOptions(budget=120, database=None, explain=False,
+                                         max_failures=1, **opts)  # type: ignore[arg-type]
+        return engine.fuzz_target(lt, pool, options, 120)
+    finally:
+        pool.close()
+
+
+def test_guidance_finds_a_bug_behind_two_comparisons():
+    """``shift > LIMIT`` then ``shift % 128 == 8`` (tests/unit/targets/coverage_deep.py): the
+    branch distance leads there; fuzzkern's minimizer shrinks what the climb found."""
+    path = os.path.join(os.path.dirname(__file__), "targets", "coverage_deep.py")
+    r = _fuzz(path, seed=3, max_examples=150, minimize_runs=40)
+    (f,) = r.failures
+    assert f.outcome.verdict == "kernel-bug"
+    shift = f.case.scalars["shift"]
+    assert shift > 3 * 4096 + 5 and shift % 128 == 8
+    assert f.case.dims["N"] == 1  # minimized: one element shows it
+    assert r.cases <= 150 + 8
+    branch = next(s for fn in r.coverage.functions.values() for s in fn["sites"]
+                  if s["kind"] == "if" and s["line"] == 18)
+    assert branch["true"] >= 1
+
+
+def test_the_report_marks_the_kernel_source(tmp_path):
+    from fuzzkern.report import coverage as report
+    from fuzzkern.report.html import render
+
+    _, small = _run(K.branchy, torch.ones(8), big=100)
+    r = types.SimpleNamespace(target_id="t", coverage=small)
+    page = report.source_html(r, ("interpret",))
+    assert "<tr class='never' data-line='23' title='never reached'>" in page
+    assert "<tr class='partly' data-line='21'" in page and "mask never all lanes off" in page
+    assert "<tr class='reached' data-line='25'>" in page
+    assert "<tr class='partly' data-line='22' title='line 22 `if n &gt; BIG:` true branch " \
+        "never taken'>" in page
+    both = report.source_html(r, ("interpret", "compiled"))
+    assert "compiled mode has no line coverage" in both
+    none = report.source_html(types.SimpleNamespace(target_id="t", coverage=KernelCoverage()),
+                              ("compiled",))
+    assert report.COMPILED_ONLY in none
+    assert report.coverage_lines([r], ("compiled",)) == [report.COMPILED_ONLY]
+    row = report.coverage_row(r)
+    assert row["measured"] and row["never_reached"] == small.unreached()
+    assert report.below([r], 100.0) == [("t", small.percent())] and not report.below([r], 1.0)
+    from fuzzkern.search.engine import TargetResult
+
+    result = TargetResult("t", "t.py::t", cases=1, coverage=small)
+    html = render([result], budget=1.0, elapsed=1.0, modes=("interpret",))
+    assert "class='kernel-source'" in html and "branchy_kernel" in html
+
+
+def test_fail_under_coverage_exits_1_and_reports_json(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "fuzzkern", "run", "fuzzkern.targets.builtin:axpy",
+         "--max-examples", "6", "--budget", "120s", "--no-db", "--no-corpus", "-q",
+         "--fail-under-coverage", "99.5", "--report", "r.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "kernel coverage of builtin.axpy is" in res.stderr
+    assert "under --fail-under-coverage 99.5" in res.stderr
+    assert "builtin.axpy: " in res.stdout and "kernel coverage" in res.stdout
+    row = json.loads((tmp_path / "r.json").read_text())["targets"][0]["kernel_coverage"]
+    assert row["measured"] and 0 < row["percent"] < 99.5
+    assert row["counts"]["lines"]["total"] == 11
+    assert any("axpy_kernel" in t for t in row["never_reached"])
