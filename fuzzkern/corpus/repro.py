@@ -174,6 +174,8 @@ def script(entry: Entry, script_path: str | None = None) -> str:
         "dims": dict(entry.case.dims),
         # autotuned kernels: the config forced in every mode
         "configs": configs,
+        # Triton compile options drawn for this case (compiled mode), e.g. {"num_warps": 2}
+        "compile": dict(entry.case.compile),
         "inplace": list(info.get("inplace", ())),
         "clobbers": list(info.get("clobbers", ())),
         "upcast": bool(info.get("upcast", True)),
@@ -210,6 +212,7 @@ def script(entry: Entry, script_path: str | None = None) -> str:
         'ORDER = ENTRY["order"]',
         'DIMS = ENTRY["dims"]',
         'CONFIGS = ENTRY["configs"]',
+        'COMPILE = ENTRY.get("compile", {})',
         'INPLACE = tuple(ENTRY["inplace"])',
         'CLOBBERS = tuple(ENTRY.get("clobbers", ()))  # may be overwritten: not checked',
         'UPCAST = bool(ENTRY["upcast"])',
