@@ -17,7 +17,9 @@ Hypothesis's climbing is spread over every label and every choice of a case (its
 too), so between its passes :meth:`Guide.climb` climbs the nearest open side itself: every
 :data:`CLIMB_EVERY` drawn cases, from the case that came closest to it, it moves one dim or
 integer scalar at a time (by 1, 2, 4, ... in the direction that brings the side nearer, within
-the strategy's bounds) for at most :data:`CLIMB_RUNS` runs. A climbed case that fails ends the
+the strategy's bounds; the knob that helped last goes first) for at most :data:`CLIMB_RUNS` runs,
+and gives a side up after :data:`GIVE_UP` rounds that came no nearer (a side no input reaches,
+such as a trip count a branch above the loop forbids). A climbed case that fails ends the
 Hypothesis run (:class:`Climbed`) and is shrunk by :mod:`fuzzkern.search.minimize` instead of
 Hypothesis.
 
@@ -34,13 +36,15 @@ from typing import Any
 
 from fuzzkern.execution.coverage import KernelCoverage
 
-__all__ = ["CLIMB_EVERY", "CLIMB_RUNS", "OPEN_SIDES", "Climbed", "Guide"]
+__all__ = ["CLIMB_EVERY", "CLIMB_RUNS", "GIVE_UP", "OPEN_SIDES", "Climbed", "Guide"]
 
 #: branch sides with a distance that one slice climbs toward at once (each is a target label)
 OPEN_SIDES = 3
 #: drawn cases between two rounds of :meth:`Guide.climb`, and the runs a round may make
 CLIMB_EVERY = 10
 CLIMB_RUNS = 8
+#: rounds in a row that come no nearer to a side before the climb gives up on it
+GIVE_UP = 2
 
 
 class Climbed(BaseException):  # noqa: N818 - a signal to the engine, like StopIteration
@@ -63,6 +67,12 @@ class Guide:
         self.open: list[str] = []
         #: per open side: the case that came nearest, its outcome and its distance
         self.nearest: dict[str, tuple[Any, Any, float]] = {}
+        #: rounds in a row that came no nearer, per side; sides given up on (unreachable
+        #: ones: a loop inside a branch that forbids its trip count)
+        self.stalls: dict[str, int] = {}
+        self.abandoned: set[str] = set()
+        #: per side, the knob that last brought it nearer (tried first)
+        self.last_knob: dict[str, str] = {}
         self._drawn = 0
 
     def add(self, case_coverage: Mapping[str, Any] | None) -> list[str]:
@@ -88,7 +98,7 @@ class Guide:
         for side in sorted(opened, key=opened.__getitem__):
             if len(self.open) >= OPEN_SIDES:
                 break
-            if side not in self.open:
+            if side not in self.open and side not in self.abandoned:
                 self.open.append(side)
         for side in self.open:  # a label per side: each climbs its own distance
             d = near.get(side)
@@ -108,7 +118,17 @@ class Guide:
         if not sides:
             return None
         side = min(sides, key=lambda s: self.nearest[s][2])
-        return _Climb(target, side, *self.nearest[side], run, self).round()
+        climb = _Climb(target, side, *self.nearest[side], run, self)
+        before = climb.d
+        found = climb.round()
+        if climb.d < before:
+            self.stalls[side] = 0
+        else:
+            self.stalls[side] = self.stalls.get(side, 0) + 1
+            if self.stalls[side] >= GIVE_UP:
+                self.abandoned.add(side)
+                self.open = [s for s in self.open if s != side]
+        return found
 
 
 class _Climb:
@@ -162,10 +182,12 @@ class _Climb:
             return False
         self.case, self.outcome, self.d = moved, outcome, d
         self.guide.nearest[self.side] = (moved, outcome, d)
+        self.guide.last_knob[self.side] = knob[1]
         return True
 
     def round(self) -> tuple[Any, Any] | None:
-        for knob in self.knobs:
+        last = self.guide.last_knob.get(self.side)
+        for knob in sorted(self.knobs, key=lambda k: k[1] != last):
             for sign in (1, -1):
                 step = 1
                 while self.runs < CLIMB_RUNS and self.d > 0:
