@@ -1035,5 +1035,60 @@ def repro(entry_path: str, output: str | None, allow_outside_root: bool = False)
                "another one does)")
 
 
+@main.command("init-ci")
+@click.argument("targets", nargs=-1)
+@click.option("--budget", default="30m", show_default=True,
+              help="Wall-clock budget of each nightly job (a manual run's input overrides it).")
+@click.option("--cron", default="17 3 * * *", show_default=True, help="When it runs (UTC).")
+@click.option("--python", "python_version", default="3.11", show_default=True)
+@click.option("--torch", "torch_version", default="2.13.0", show_default=True,
+              help="The torch version to install (the CPU build in the CPU job).")
+@click.option("--fuzzkern-spec", default=None,
+              help="What pip installs fuzzkern from: a version on your index, a wheel's URL, "
+                   "a git URL (default: fuzzkern==<this version>).")
+@click.option("--gpu-label", default="gpu", show_default=True,
+              help="The label of the self-hosted GPU runner the GPU job asks for.")
+@click.option("--install", "install_command",
+              default="if [ -f requirements.txt ]; then pip install -r requirements.txt; fi",
+              show_default=True, help="One line that installs your project's requirements.")
+@click.option("--corpus", "corpus_dir", default="corpus", show_default=True)
+@click.option("--root", default=".", show_default=True,
+              help="The repository to write the workflow into.")
+@click.option("--force", is_flag=True, help="Replace the files if they exist.")
+def init_ci(targets: tuple[str, ...], budget: str, cron: str, python_version: str,
+            torch_version: str, fuzzkern_spec: str | None, gpu_label: str,
+            install_command: str, corpus_dir: str, root: str, force: bool) -> None:
+    """Write a nightly fuzzing workflow for TARGETS (your target files, folders or modules):
+    .github/workflows/fuzzkern-nightly.yml and its script .github/fuzzkern/nightly.sh.
+
+    A CPU job runs every night; the GPU job only when a manual run's `gpu` input or the
+    repository variable FUZZKERN_GPU=true turns it on. See docs/ci.md.
+    """
+    from fuzzkern import initci
+    from fuzzkern._version import __version__
+    from fuzzkern.target import loader
+
+    opts = initci.NightlyOptions(
+        targets=targets, budget=budget, cron=cron, python=python_version, torch=torch_version,
+        fuzzkern=fuzzkern_spec or f"fuzzkern=={__version__}", gpu_label=gpu_label,
+        install=install_command, corpus=corpus_dir)
+    try:
+        opts.check()
+        here = os.getcwd()
+        os.chdir(root)
+        try:
+            loaded = loader.expand(list(targets))  # a mistyped target fails now, not at night
+        finally:
+            os.chdir(here)
+        written = initci.write(opts, root, force=force)
+    except FuzzkernError as e:
+        _fail_usage(str(e))
+    for path in written:
+        click.echo(f"wrote {os.path.relpath(path, root)}")
+    click.echo(f"{len(loaded)} target(s): {', '.join(lt.id for lt in loaded)}. Commit both "
+               "files; set the repository variable FUZZKERN_GPU=true once a self-hosted runner "
+               f"labelled {gpu_label} exists (docs/ci.md).")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -31,7 +31,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("execution", ("fuzzkern.execution",)),
     ("corpus", ("fuzzkern.corpus",)),
     ("search", ("fuzzkern.search",)),
-    ("front", ("fuzzkern", "fuzzkern.__main__", "fuzzkern.cli", "fuzzkern.testing",
+    ("front", ("fuzzkern", "fuzzkern.__main__", "fuzzkern.cli", "fuzzkern.initci",
+               "fuzzkern.testing",
                "fuzzkern._pytest_plugin", "fuzzkern.report", "fuzzkern.targets")),
 ]
 

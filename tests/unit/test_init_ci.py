@@ -1,0 +1,140 @@
+"""``fuzzkern init-ci`` (issue 32, item 2): a nightly workflow for a user's own repository,
+written for their targets, actionlint-clean, with the GPU job behind a switch; its script
+part runs here on a scratch repository and tells failures from a clean run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from fuzzkern import cli
+from fuzzkern._version import __version__
+from tests.unit.test_workflows import _actionlint
+
+yaml = pytest.importorskip("yaml")
+
+# A user's target file: `scale` ignores x's stride (a bug), `add` is correct.
+TARGETS = '''
+import torch
+import triton
+import triton.language as tl
+
+import fuzzkern
+from fuzzkern import strategies as fks
+from fuzzkern.targets.kernels import vector_add
+
+
+@triton.jit
+def _scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, 3 * tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def scale(x):
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    _scale_kernel[(triton.cdiv(x.numel(), 16),)](x, out, x.numel(), BLOCK=16)
+    return out
+
+
+X = fks.inputs(x=fks.tensors(("N",), dtypes=["float32"]))
+scale_t = fuzzkern.Target(launcher=scale, reference=lambda x: 3 * x, inputs=X,
+                          dims={"N": fks.sizes(max_value=16)})
+add = fuzzkern.Target(
+    launcher=lambda x, y: vector_add(x, y, 64), reference=lambda x, y: x + y,
+    inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"]),
+                      y=fks.tensors(("N",), dtype_of="x")),
+    dims={"N": fks.sizes(max_value=64)})
+'''
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A scratch repository of the user's, with their target file."""
+    root = tmp_path / "myrepo"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_kernels.py").write_text(textwrap.dedent(TARGETS))
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def _init(repo, *args):
+    return CliRunner().invoke(cli.main, ["init-ci", *args, "--root", str(repo)])
+
+
+def test_the_workflow_is_the_users_and_the_gpu_job_is_switched(repo):
+    res = _init(repo, "tests/test_kernels.py")
+    assert res.exit_code == 0, res.output
+    assert "2 target(s): test_kernels::scale_t, test_kernels::add" in res.output
+    path = repo / ".github" / "workflows" / "fuzzkern-nightly.yml"
+    wf = yaml.safe_load(path.read_text())
+    interpret, compiled = wf["jobs"]["interpret"], wf["jobs"]["compiled"]
+    # the CPU job always runs; the GPU job only when an input or a variable turns it on
+    assert "if" not in interpret and interpret["runs-on"] == "ubuntu-latest"
+    assert compiled["if"] == "${{ inputs.gpu || vars.FUZZKERN_GPU == 'true' }}"
+    assert compiled["runs-on"] == ["self-hosted", "gpu"]
+    assert wf[True]["workflow_dispatch"]["inputs"]["gpu"]["type"] == "boolean"
+    for job in (interpret, compiled):
+        steps = {s.get("name", s.get("uses")): s for s in job["steps"]}
+        install = steps["Install torch, fuzzkern (a package) and the project"]["run"]
+        assert f"pip install fuzzkern=={__version__}\n" in install and " -e " not in install
+        assert steps["Restore the Hypothesis example database"]["uses"].startswith(
+            "actions/cache/restore@")
+        assert steps["Save the Hypothesis example database"]["if"] == "always()"
+        upload = steps["Upload the reports, the corpus and the database"]["with"]["path"]
+        assert "report.html" in upload and "corpus" in upload
+        pr = steps["Propose new corpus entries"]
+        assert pr["uses"].startswith("peter-evans/create-pull-request@")
+        assert pr["if"] == "steps.fuzz.outputs.outcome == 'failures'"
+        assert pr["with"]["add-paths"] == "corpus/**"
+        assert steps["Fuzz"]["run"] == "bash .github/fuzzkern/nightly.sh"
+    script = (repo / ".github" / "fuzzkern" / "nightly.sh").read_text()
+    assert "fuzzkern run tests/test_kernels.py \\" in script
+    # no silent overwrite
+    again = _init(repo, "tests/test_kernels.py")
+    assert again.exit_code == 2 and "exists; pass --force" in again.output
+
+
+def test_the_written_workflow_is_actionlint_clean(repo):
+    assert _init(repo, "tests/test_kernels.py", "--gpu-label", "gpu").exit_code == 0
+    assert _actionlint([str(repo / ".github" / "workflows" / "fuzzkern-nightly.yml")]) == []
+
+
+def test_a_mistyped_target_or_bad_option_writes_nothing(repo):
+    res = _init(repo, "tests/test_kernels.py::scale_tt")
+    assert res.exit_code == 2 and "did you mean 'scale_t'?" in res.output, res.output
+    res = _init(repo, "tests/test_kernels.py", "--budget", "5x")
+    assert res.exit_code == 2 and "unknown unit 'x'" in res.output, res.output
+    res = _init(repo, "tests/test_kernels.py", "--fuzzkern-spec", "fuzzkern; rm -rf /")
+    assert res.exit_code == 2 and "--fuzzkern-spec" in res.output
+    assert not (repo / ".github").exists()
+
+
+def _script(repo, budget, *args):
+    out = repo / "github_output"
+    out.write_text("")
+    env = {**os.environ, "GITHUB_OUTPUT": str(out), "FUZZKERN_BUDGET": budget,
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    proc = subprocess.run(["bash", ".github/fuzzkern/nightly.sh", *args], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return dict(line.split("=", 1) for line in out.read_text().splitlines()), proc.stdout
+
+
+def test_the_script_part_runs_on_a_scratch_repository(repo):
+    assert _init(repo, "tests/test_kernels.py::add").exit_code == 0
+    outputs, log = _script(repo, "5s", "--no-db", "--max-examples", "10")
+    assert outputs == {"status": "0", "outcome": "clean"}, log
+    assert (repo / "report.html").exists() and not (repo / "corpus").exists()
+    assert _init(repo, "tests/test_kernels.py", "--force").exit_code == 0
+    outputs, log = _script(repo, "60s", "--no-db", "--max-examples", "60", "--seed", "1")
+    assert outputs == {"status": "1", "outcome": "failures"}, log
+    assert list((repo / "corpus" / "test_kernels_scale_t").glob("*.json")), log
+    assert "test_kernels::scale_t" in (repo / "report.html").read_text()
+    outputs, log = _script(repo, "soon")
+    assert outputs["outcome"] == "error" and outputs["status"] == "2", log
