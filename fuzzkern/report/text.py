@@ -195,6 +195,7 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "cases_per_s": round(rate, 2),
         "passed": r.counts.get(Verdict.PASS, 0),
         "accuracy": r.counts.get(Verdict.ACCURACY, 0),
+        "fuzzkern_limits": list(r.limits),
         "pass_ratio": round(r.pass_ratio, 4),
         "accuracy_findings": [
             {"case": case.to_json(), "message": o.message, "score": o.score,
@@ -211,6 +212,7 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "stopped_at_budget": r.stopped,
         "interpreter_divergences": r.counts.get(Verdict.INTERPRETER_DIVERGENCE, 0),
         "failures": [f.outcome.verdict for f in r.failures],
+        "failure_messages": [f.outcome.message for f in r.failures],
         "failures_found_at": [None if f.found_at is None else round(f.found_at, 3)
                               for f in r.failures],
         "seconds": round(r.seconds, 2),
