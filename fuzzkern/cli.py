@@ -173,6 +173,9 @@ def main() -> None:
                                 "interpreter) is under P percent.")
 @click.option("--no-guide", is_flag=True,
               help="Do not steer generation by kernel coverage (it is still measured).")
+@click.option("--tracebacks", is_flag=True,
+              help="Print each failure's whole traceback (an error's message names only where "
+                   "it was raised).")
 def run(**params: Any) -> None:
     """Fuzz TARGETS (path.py, path.py::name, package.module[:name], or a folder: every .py
     file under it that defines targets) for a wall-clock budget spread across them.
@@ -245,6 +248,7 @@ class _RunArgs:
     min_cases: int | None = None
     fail_under_coverage: float | None = None
     no_guide: bool = False
+    tracebacks: bool = False
 
     def argv(self) -> list[str]:
         """The command line that names the same targets and modes (for a repeat command)."""
@@ -393,6 +397,10 @@ def _print_results(console: Console, a: _RunArgs, done: _Done) -> None:
         console.rule(Text(f"{f.target_id}: {f.outcome.verdict}", style="bold red"))
         console.print(reporting.failure_text(f, done.ref(f.target_id), done.seed,
                                              done.repeat_cases), markup=False, soft_wrap=True)
+        for mode, m in f.outcome.modes.items() if a.tracebacks else ():
+            if m.detail.get("traceback"):
+                console.print(f"[{mode}] traceback:\n{m.detail['traceback']}", markup=False,
+                              soft_wrap=True)
     for r in done.results:
         for case, outcome in r.accuracy[:1]:
             console.rule(Text(f"{r.target_id}: accuracy (not a failure; --strict-accuracy "
@@ -405,6 +413,10 @@ def _print_results(console: Console, a: _RunArgs, done: _Done) -> None:
             console.print(note, markup=False, soft_wrap=True)
     console.print(summary_table(done.results, f"fuzzkern summary ({done.elapsed:.1f} s, seed "
                                 f"{done.seed})", console.width))
+    limits = sum(len(r.limits) for r in done.results)
+    if limits:
+        console.print(f"fuzzkern-limit: {limits} finding(s) were fuzzkern's own, not the "
+                      "kernels' (above; not failures)", markup=False)
     _print_corpus(console, done.results)
     for r in done.results:
         if r.error:

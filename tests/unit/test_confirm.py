@@ -81,3 +81,55 @@ def test_a_compiled_only_cause_gives_the_verdict():
     # the interpreter could not run it: only a cause found changes the verdict
     assert attributed(_compiled_mismatch(), [], False).verdict == Verdict.KERNEL_BUG
     assert attributed(_compiled_mismatch(), [fma], False).verdict == Verdict.ACCURACY
+
+
+LIBRARY = '''
+import torch
+import fuzzkern
+from fuzzkern import strategies as fks
+
+
+def _rows(x):
+    return x.shape[0] // (x.shape[0] - 1)  # the library's host code: a 1-row input divides by 0
+
+
+def launch(x):
+    _rows(x)
+    return x.clone()
+
+
+broken = fuzzkern.Target(name="lib.broken", launcher=launch, reference=lambda x: x.clone(),
+                         inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
+                         dims={"N": fks.sizes(min_value=1, max_value=3)}, modes=("interpret",))
+'''
+
+
+def test_the_cli_names_where_an_error_was_raised_and_prints_the_traceback_on_request(tmp_path):
+    from click.testing import CliRunner
+
+    from fuzzkern.cli import main
+
+    target = tmp_path / "mylib_targets.py"
+    target.write_text(LIBRARY)
+    args = ["run", str(target), "--budget", "30s", "--max-examples", "20", "--no-db",
+            "--no-corpus", "--modes", "interpret", "-q"]
+    plain = CliRunner().invoke(main, args)
+    assert plain.exit_code == 1, plain.output
+    assert "ZeroDivisionError: integer division or modulo by zero (raised at " in plain.output
+    assert "mylib_targets.py:8 (_rows))" in plain.output
+    assert "Traceback (most recent call last)" not in plain.output
+    full = CliRunner().invoke(main, [*args, "--tracebacks"])
+    assert "[interpret] traceback:\nTraceback (most recent call last)" in full.output
+
+
+def test_the_cli_reports_a_limitation_apart_and_exits_0():
+    from click.testing import CliRunner
+
+    from fuzzkern.cli import main
+
+    got = CliRunner().invoke(main, ["run", os.path.join(TARGETS, "pruning_library.py"),
+                                    "--budget", "30s", "--max-examples", "30", "--no-db",
+                                    "--no-corpus", "--modes", "interpret", "--seed", "1"])
+    assert got.exit_code == 0, got.output
+    assert "pruning_library.copy: fuzzkern-limit" in got.output
+    assert "fuzzkern-limit: 1 finding(s) were fuzzkern's own" in got.output
