@@ -67,7 +67,6 @@ import numpy as np, torch
 torch.set_num_threads(1)
 from fuzzkern.target import loader
 from fuzzkern.case.model import Case, materialize
-from fuzzkern.execution.interpret import INTERPRETER_SUBSTITUTES, _convert_keep_layout
 from fuzzkern.execution.interpreter import interpreter_mode
 from fuzzkern.calls import call_with
 from fuzzkern.introspect import forced_configs
@@ -82,10 +81,7 @@ def one_pass():
         case = Case.from_json(cj)
         tensors = {}
         for name, tc in case.tensors.items():
-            t = materialize(tc)
-            if mode != "compiled" and t.dtype in INTERPRETER_SUBSTITUTES:
-                t = _convert_keep_layout(t, INTERPRETER_SUBSTITUTES[t.dtype])
-            tensors[name] = t
+            tensors[name] = materialize(tc)
         start = time.perf_counter()
         ok = True
         try:

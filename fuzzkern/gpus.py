@@ -144,8 +144,8 @@ class _DeviceContext:
     def __enter__(self) -> _DeviceContext:
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
-        return False
+    def __exit__(self, *exc: Any) -> None:
+        return None
 
 
 def _answers(props: DeviceProperties) -> dict[str, Any]:

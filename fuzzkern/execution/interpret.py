@@ -32,24 +32,13 @@ from fuzzkern.execution.launching import (
 from fuzzkern.execution.stages import stage
 from fuzzkern.judge.outcome import ModeResult
 
-#: dtypes the Triton interpreter cannot compute with (bf16 arithmetic runs on raw bit patterns,
-#: fp8 conversions round wrongly; docs/architecture.md, execution): interpreted runs get exact
-#: float32 copies instead, compared with the original dtype's tolerance.
-INTERPRETER_SUBSTITUTES = {
-    torch.bfloat16: torch.float32,
-    torch.float8_e4m3fn: torch.float32,
-    torch.float8_e5m2: torch.float32,
-}
-for _name in ("float8_e4m3fnuz", "float8_e5m2fnuz"):
-    if hasattr(torch, _name):
-        INTERPRETER_SUBSTITUTES[getattr(torch, _name)] = torch.float32
-
 
 def run_interpreted(run: Any) -> ModeResult:
     """Run ``run`` (a :class:`fuzzkern.execution.runner._Run`: the target, the case, its
     inputs, reference and options) in the Triton interpreter, in this process: its own copy
-    of the inputs (dtypes the interpreter cannot compute with substituted), bounds and view
-    checks, poisoned allocations, mutation checks; then the comparison with the reference."""
+    of the inputs (in the dtypes given: bf16 and fp8 too, see
+    :mod:`fuzzkern.execution.formats`), bounds and view checks, poisoned allocations,
+    mutation checks; then the comparison with the reference."""
     from fuzzkern.execution.fidelity import interpreter_limitation
     from fuzzkern.execution.interpreter import (
         OOBAccess,
@@ -60,10 +49,8 @@ def run_interpreted(run: Any) -> ModeResult:
     )
 
     with stage("prepare"):
-        tensors, substituted = _inputs(run)
+        tensors = _inputs(run)
         detail: dict[str, Any] = {}
-        if substituted:
-            detail["substituted"] = substituted
         checks = checks_of(run.options, run.target)
         before = ({name: hygiene.storage_bytes(t).clone() for name, t in tensors.items()}
                   if checks["mutation"] else None)
@@ -125,7 +112,7 @@ def run_interpreted(run: Any) -> ModeResult:
             run.storage_checks({n: (t, before[n], hygiene.storage_bytes(t))
                                  for n, t in tensors.items()}, detail)
     outputs = run._outputs(result, tensors)
-    compared = run._compare("interpret", outputs, detail, seconds, substituted, allocations)
+    compared = run._compare("interpret", outputs, detail, seconds, {}, allocations)
     return _judge_view_reads(compared, session)
 
 
@@ -150,26 +137,9 @@ def _compile_error(inner: BaseException, e: BaseException, detail: dict[str, Any
                       detail=info, seconds=seconds)
 
 
-def _inputs(run: Any) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
-    """The interpreter's own copy of the case's inputs, and which were substituted (input
-    name -> the dtype asked for)."""
-    substituted: dict[str, str] = {}
-    tensors: dict[str, torch.Tensor] = {}
-    for name, t in run.base.items():
-        sub = INTERPRETER_SUBSTITUTES.get(t.dtype)
-        c = rebuild_like(t)
-        if sub is not None:
-            substituted[name] = str(t.dtype).replace("torch.", "")
-            c = _convert_keep_layout(c, sub)
-        tensors[name] = c
-    return tensors, substituted
-
-
-def _convert_keep_layout(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``t`` as ``dtype`` with the same strides, offset and gaps (values converted exactly)."""
-    n = t.untyped_storage().nbytes() // t.element_size()
-    flat = t.as_strided((n,), (1,), 0).to(dtype)
-    return flat.as_strided(t.shape, t.stride(), t.storage_offset())
+def _inputs(run: Any) -> dict[str, torch.Tensor]:
+    """The interpreter's own copy of the case's inputs, layouts kept, in their own dtypes."""
+    return {name: rebuild_like(t) for name, t in run.base.items()}
 
 
 def _oob_detail(e: Any) -> dict[str, Any]:

@@ -72,6 +72,7 @@ from triton.runtime.jit import JITFunction, TensorWrapper
 from fuzzkern.errors import ForcedConfigError
 from fuzzkern.execution import fidelity as interp_fidelity
 from fuzzkern.execution.fidelity import FidelityInterpretedFunction
+from fuzzkern.execution.formats import widened_patches
 from fuzzkern.execution.progress import LaunchMeter
 from fuzzkern.execution.stages import stage
 from fuzzkern.introspect import autotuner_classes, kernel_name
@@ -1072,6 +1073,8 @@ def _install() -> None:
         _set(_interp, "_patch_lang_tensor", _patch_lang_tensor)
     if _NEEDS_REDUCE_FIX:
         _set(_interp.ReduceScanOpInterface, "to_tensor", _reduce_to_tensor)
+    for obj, name, value in widened_patches():  # last: it wraps the ops set above
+        _set(obj, name, value)
     builder = _interp.interpreter_builder
     _STATE.saved_options = builder.options
     # sanitize_overflow only builds checks that a non-debug device_assert then drops: off is

@@ -42,7 +42,7 @@ import triton.runtime.interpreter as _interp
 from torch.overrides import TorchFunctionMode
 
 from fuzzkern.calls import call_with
-from fuzzkern.execution import fidelity
+from fuzzkern.execution import fidelity, formats
 
 __all__ = ["ExactReference", "ShadowRun", "Site", "attribute", "find_shadow", "launch_shadow",
            "shadow_mode"]
@@ -50,60 +50,13 @@ __all__ = ["ExactReference", "ShadowRun", "Site", "attribute", "find_shadow", "l
 _Handle = _interp.TensorHandle
 _Builder = _interp.InterpreterBuilder
 
-#: Triton's float dtypes and the torch dtype of each (None: torch has no such format)
-_TORCH_OF: dict[Any, torch.dtype | None] = {tl.float16: torch.float16, tl.float32: torch.float32,
-                                            tl.bfloat16: torch.bfloat16,
-                                            tl.float64: torch.float64}
-for _tl_name, _torch_name in (("float8e4nv", "float8_e4m3fn"), ("float8e5", "float8_e5m2"),
-                              ("float8e4b8", "float8_e4m3fnuz"),
-                              ("float8e5b16", "float8_e5m2fnuz"), ("float8e4b15", None)):
-    _tl_dtype = getattr(tl, _tl_name, None)
-    if _tl_dtype is not None:
-        _TORCH_OF[_tl_dtype] = getattr(torch, _torch_name, None) if _torch_name else None
-#: and back, for the launcher's outputs
-_TL_OF: dict[torch.dtype, Any] = {t: d for d, t in _TORCH_OF.items() if t is not None}
-_FP8 = frozenset(d for d in _TORCH_OF if d.primitive_bitwidth == 8)
-
-_NP_OF = {tl.float16: np.float16, tl.float32: np.float32, tl.float64: np.float64}
-
-
-def _is_float(dtype: Any) -> bool:
-    return isinstance(dtype, tl.dtype) and not isinstance(dtype, tl.pointer_type) and \
-        dtype.is_floating()
-
-
-def _widen(data: np.ndarray, dtype: Any) -> np.ndarray:
-    """Values of ``dtype`` as the interpreter stores them (bf16 and fp8 as raw bits), exactly
-    as float64."""
-    if data.dtype.kind == "f":
-        return data.astype(np.float64, copy=False)
-    if dtype == tl.bfloat16:
-        return (data.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    t = _TORCH_OF.get(dtype)
-    if t is None:
-        raise _Unshadowable(f"{dtype} values (no float64 decoding)")
-    flat = torch.from_numpy(np.ascontiguousarray(data).view(np.uint8).reshape(-1))
-    return flat.view(t).to(torch.float64).numpy().reshape(data.shape)
-
-
-def _bits(values: np.ndarray, dtype: Any) -> np.ndarray:
-    """float64 ``values`` correctly rounded to ``dtype``, as the interpreter stores them."""
-    np_dtype = _NP_OF.get(dtype)
-    if np_dtype is not None:
-        return values.astype(np_dtype)
-    t = _TORCH_OF.get(dtype)
-    if t is None:
-        raise _Unshadowable(f"{dtype} values (no rounding to it)")
-    flat = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64).reshape(-1)).to(t)
-    raw = flat.view(torch.uint16 if t.itemsize == 2 else torch.uint8).numpy()
-    return raw.reshape(np.shape(values))
-
-
-def rounded(values: np.ndarray, dtype: Any) -> np.ndarray:
-    """float64 ``values`` rounded to ``dtype``, as float64."""
-    if dtype == tl.float64:
-        return values
-    return _widen(_bits(np.asarray(values, dtype=np.float64), dtype), dtype)
+_TORCH_OF = formats.TORCH_OF
+_TL_OF = formats.TL_OF
+_FP8 = formats.FP8
+_is_float = formats.is_float
+_widen = formats.widen
+_bits = formats.bits
+rounded = formats.rounded
 
 
 def _in_range(values: np.ndarray, near: np.ndarray) -> np.ndarray:
@@ -116,8 +69,8 @@ def _in_range(values: np.ndarray, near: np.ndarray) -> np.ndarray:
     return np.where(over, near, values)
 
 
-class _Unshadowable(Exception):
-    pass
+#: a format the shadow can neither decode nor round to
+_Unshadowable = formats.Unrepresentable
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,10 +174,6 @@ class ShadowRun:
     #: (an FMA's rounding; approximate exp, log, sqrt and division); None: no probe
     perturb: str | None = None
     seed: int = 0
-    #: the rounding host-made values are perturbed by, relative (None: their storage dtype's);
-    #: set where the interpreter runs a dtype as a float32 stand-in (bf16, fp8), whose host
-    #: code then rounds to float32 where compiled host code rounds to the dtype itself
-    host_unit: float | None = None
     #: (storage address, dtype name) -> (float64 values, valid mask), one slot per element
     memory: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = dataclasses.field(
         default_factory=dict)
@@ -251,13 +200,11 @@ class ShadowRun:
     def _rounding_noise(self, values: np.ndarray, dtype: Any) -> np.ndarray:
         """About one rounding of ``dtype`` at each of ``values`` (Gaussian, clipped at 3),
         absolute: half an ulp, which in the subnormal range (and at 0, where a value may have
-        underflowed) is far more than a relative rounding. With :attr:`host_unit`, that of the
-        dtype the interpreter stands in for."""
+        underflowed) is far more than a relative rounding."""
         g = np.clip(self._rng.standard_normal(np.shape(values)), -3, 3)
         t = _TORCH_OF.get(dtype)
-        if self.host_unit is not None or t is None:
-            unit = self.host_unit or _unit(dtype)
-            return g * unit * np.maximum(np.abs(values), _tiny(dtype))
+        if t is None:
+            return g * _unit(dtype) * np.maximum(np.abs(values), _tiny(dtype))
         spacing = torch.from_numpy(np.abs(values)).to(t)
         ulp = (torch.nextafter(spacing, torch.tensor(float("inf"), dtype=t)) - spacing)
         return g * ulp.to(torch.float64).numpy() / 2
@@ -441,18 +388,12 @@ def _run() -> ShadowRun:
 # Patches: numpy dtypes of float values become float64, memory ops round and remember
 
 
-_ORIG_NP_DTYPE = _interp._get_np_dtype
-_ORIG_VALIDATE = _interp._validate_np_data_size
-_REAL = [0]  # > 0 while a memory op runs with the storage's own numpy dtypes
-
-
-@contextlib.contextmanager
-def _real_dtypes() -> Iterator[None]:
-    _REAL[0] += 1
-    try:
-        yield
-    finally:
-        _REAL[0] -= 1
+_ORIG_NP_DTYPE = formats.ORIG_NP_DTYPE
+_ORIG_VALIDATE = formats.ORIG_VALIDATE
+#: > 0 while a memory op runs with the storage's own numpy dtypes (shared with the widened
+#: formats below the shadow, which then pass raw bits through)
+_REAL = formats._REAL
+_real_dtypes = formats.real_dtypes
 
 
 def _np_dtype(tt_dtype: Any) -> Any:
@@ -882,12 +823,9 @@ def launch_shadow(run: Any, shadow: Any = None) -> list[tuple[torch.Tensor, torc
     from fuzzkern.execution.interpret import _inputs
     from fuzzkern.execution.interpreter import interpreter_mode
 
-    tensors, substituted = _inputs(run)
+    tensors = _inputs(run)
     if shadow is not None:
         shadow.inputs = {t.untyped_storage().data_ptr() for t in tensors.values()}
-        if substituted:
-            shadow.host_unit = max(float(torch.finfo(getattr(torch, n)).eps) / 2
-                                   for n in substituted.values())
     with np.errstate(all="ignore"), interpreter_mode(
             check_bounds=True, check_views=False, configs=dict(run.case.configs)):
         scope = shadow_mode(shadow) if shadow is not None else contextlib.nullcontext()
@@ -932,9 +870,33 @@ def find_shadow(run: Any, mode: str, outputs: Sequence[Any], comparison: Any, to
             # a range event (an exp underflowing to 0, then 0/0) is not rounding
             limits.append(f"output {i} is NaN or inf where the float64 shadow is finite: an "
                           "underflow or overflow of the kernel's dtypes")
+        if exact.host_reads:
+            _host_range(shadows, expected, i)
     if limits or expected is None:
         return None, limits
     return _findings(run, mode, outputs, shadows, expected, exact, tolerance, masks)
+
+
+def _host_range(shadows: list[tuple[torch.Tensor, torch.Tensor] | None],
+                expected: Sequence[Any] | None, i: int) -> None:
+    """Output ``i``'s shadow where it is NaN or inf and the exact reference is something else,
+    in a launch that read host-made values: the range of their rounding (a softmax rounded
+    to bf16 underflows to 0, and 0 * inf is NaN where the reference has inf), which the shadow
+    keeps, as it keeps every dtype's range. Those elements take the reference's value, so
+    the shadow judges the rest of the output (what their rounding explains is measured there
+    by the host perturbation probes)."""
+    sh = shadows[i]
+    if sh is None or expected is None or i >= len(expected) or \
+            not isinstance(expected[i], torch.Tensor):
+        return
+    ref = expected[i].detach().cpu().to(torch.float64)
+    if ref.numel() != sh[0].numel():
+        return
+    ref = ref.reshape(sh[0].shape)
+    same = (sh[0] == ref) | (torch.isnan(sh[0]) & torch.isnan(ref))
+    odd = ~torch.isfinite(sh[0]) & ~same
+    if bool(odd.any()):
+        shadows[i] = (torch.where(odd, ref, sh[0]), sh[1])
 
 
 def _findings(run: Any, mode: str, outputs: Sequence[Any],

@@ -1,0 +1,348 @@
+"""Floating-point formats in Triton's interpreter: one table of Triton and torch dtypes, exact
+widening and correct rounding, and the *widened* formats that let kernels take bf16 and fp8
+tensors as the user gave them (docs/interpreter.md, "Low-precision dtypes as given").
+
+Triton's interpreter holds a bfloat16 value as its raw 16 bits and an fp8 value as its raw 8
+bits, and computes on those bits as if they were integers, so ``a + b`` of two bf16 tensors is
+wrong. While :func:`~fuzzkern.execution.interpreter.interpreter_mode` is active the patches of
+:func:`widened_patches` hold such values as float32 numpy arrays under their real Triton dtype
+instead: a load reads the storage's own bits and widens them exactly, every float op whose
+result has a widened dtype rounds it to that dtype as the GPU does (round to nearest even),
+casts round as compiled (to fp8: saturating to the largest finite value, the NVIDIA backend's
+``cvt.rn.satfinite``), and a store writes the dtype's own bits. Host code (launchers, a
+library's own checks, ``torch.empty_like``) sees the bf16/fp8 tensors themselves.
+
+The float64 shadow (:mod:`fuzzkern.execution.shadow`) is the same mechanism with float64 for
+every float dtype; both share the table, the conversions and :func:`real_dtypes`, under which
+memory ops see the storage's own numpy dtypes (a widened patch then passes straight through,
+so the shadow, installed above it, reads raw bits as it expects).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+import triton.language as tl
+import triton.runtime.interpreter as _interp
+
+__all__ = ["FP8", "TL_OF", "TORCH_OF", "WIDENED", "Unrepresentable", "bits", "is_float",
+           "real_dtypes", "rounded", "widen", "widened_patches"]
+
+_Handle = _interp.TensorHandle
+_Builder = _interp.InterpreterBuilder
+
+#: Triton's float dtypes and the torch dtype of each (None: torch has no such format)
+TORCH_OF: dict[Any, torch.dtype | None] = {tl.float16: torch.float16, tl.float32: torch.float32,
+                                           tl.bfloat16: torch.bfloat16,
+                                           tl.float64: torch.float64}
+for _tl_name, _torch_name in (("float8e4nv", "float8_e4m3fn"), ("float8e5", "float8_e5m2"),
+                              ("float8e4b8", "float8_e4m3fnuz"),
+                              ("float8e5b16", "float8_e5m2fnuz"), ("float8e4b15", None)):
+    _tl_dtype = getattr(tl, _tl_name, None)
+    if _tl_dtype is not None:
+        TORCH_OF[_tl_dtype] = getattr(torch, _torch_name, None) if _torch_name else None
+#: and back, for the launcher's outputs
+TL_OF: dict[torch.dtype, Any] = {t: d for d, t in TORCH_OF.items() if t is not None}
+FP8 = frozenset(d for d in TORCH_OF if d.primitive_bitwidth == 8)
+#: the dtypes the interpreter holds as float32 values rather than raw bits (those torch can
+#: round to; fp8e4b15 keeps Triton's own handling)
+WIDENED = frozenset({tl.bfloat16} | {d for d in FP8 if TORCH_OF[d] is not None})
+
+_NP_OF = {tl.float16: np.float16, tl.float32: np.float32, tl.float64: np.float64}
+
+
+class Unrepresentable(Exception):
+    """A format torch can neither decode nor round to."""
+
+
+def is_float(dtype: Any) -> bool:
+    return isinstance(dtype, tl.dtype) and not isinstance(dtype, tl.pointer_type) and \
+        dtype.is_floating()
+
+
+def widen(data: np.ndarray, dtype: Any) -> np.ndarray:
+    """Values of ``dtype`` as float64, exactly: a float array as it is, raw bits (bf16, fp8:
+    how Triton's interpreter stores them) decoded."""
+    if data.dtype.kind == "f":
+        return data.astype(np.float64, copy=False)
+    if dtype == tl.bfloat16:
+        return (data.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    t = TORCH_OF.get(dtype)
+    if t is None:
+        raise Unrepresentable(f"{dtype} values (no float64 decoding)")
+    flat = torch.from_numpy(np.ascontiguousarray(data).view(np.uint8).reshape(-1))
+    return flat.view(t).to(torch.float64).numpy().reshape(data.shape)
+
+
+def bits(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """Float ``values`` correctly rounded to ``dtype``, as the interpreter stores them (bf16 and
+    fp8 as raw bits)."""
+    np_dtype = _NP_OF.get(dtype)
+    if np_dtype is not None:
+        return values.astype(np_dtype)
+    t = TORCH_OF.get(dtype)
+    if t is None:
+        raise Unrepresentable(f"{dtype} values (no rounding to it)")
+    flat = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64).reshape(-1)).to(t)
+    raw = flat.view(torch.uint16 if t.itemsize == 2 else torch.uint8).numpy()
+    return raw.reshape(np.shape(values))
+
+
+def rounded(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """Float ``values`` rounded to ``dtype``, as float64."""
+    if dtype == tl.float64:
+        return values
+    return widen(bits(np.asarray(values, dtype=np.float64), dtype), dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Storage formats
+
+
+ORIG_NP_DTYPE = _interp._get_np_dtype
+ORIG_VALIDATE = _interp._validate_np_data_size
+_REAL = [0]  # > 0 while a memory op runs with the storage's own numpy dtypes
+
+
+@contextlib.contextmanager
+def real_dtypes() -> Iterator[None]:
+    """Inside: numpy dtypes are the storage's own (bf16 and fp8 raw bits), for memory ops."""
+    _REAL[0] += 1
+    try:
+        yield
+    finally:
+        _REAL[0] -= 1
+
+
+def in_real_dtypes() -> bool:
+    return bool(_REAL[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Widened formats: bf16 and fp8 values as float32
+
+
+def _wide(dtype: Any) -> bool:
+    """Whether ``dtype`` (any Triton type) is one of :data:`WIDENED`."""
+    try:
+        return dtype in WIDENED
+    except TypeError:  # pointer and block types are not hashable
+        return False
+
+
+def _scalar(tt_dtype: Any) -> Any:
+    return tt_dtype.element_ty if isinstance(tt_dtype, tl.block_type) else tt_dtype
+
+
+def _np_dtype(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``_get_np_dtype`` (``inner``: the one in force, perhaps memoized) with float32 for the
+    widened dtypes, outside :func:`real_dtypes`."""
+    f32 = np.dtype(np.float32)
+
+    def get_np_dtype(tt_dtype: Any) -> Any:
+        if not _REAL[0] and _wide(_scalar(tt_dtype)):
+            return f32
+        return inner(tt_dtype)
+
+    return get_np_dtype
+
+
+def _validate(np_array: Any, tl_dtype: Any) -> bool:
+    if not _REAL[0] and _wide(tl_dtype) and np_array.dtype == np.float32:
+        return True
+    return bool(ORIG_VALIDATE(np_array, tl_dtype))
+
+
+def _widened(h: Any) -> bool:
+    """Whether ``h`` is a value this layer holds as float32 (not the shadow's float64)."""
+    return isinstance(h, _Handle) and _wide(h.dtype.scalar) and \
+        isinstance(h.data, np.ndarray) and h.data.dtype == np.float32
+
+
+def _to_bits(h: Any) -> Any:
+    """A widened value as Triton's interpreter holds it (raw bits)."""
+    if _widened(h):
+        return _Handle(bits(h.data, h.dtype.scalar), h.dtype.scalar)
+    return h
+
+
+def _to_float32(data: np.ndarray, dtype: Any) -> np.ndarray:
+    return widen(data, dtype).astype(np.float32)
+
+
+def _round(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """float32 ``values`` rounded to widened ``dtype`` (nearest even), as float32."""
+    return _to_float32(bits(values, dtype), dtype)
+
+
+def _saturated(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """Finite ``values`` beyond an fp8 format's range (and infinities) at its largest finite
+    value, NaN kept: the NVIDIA backend converts to fp8 with ``cvt.rn.satfinite``."""
+    t = TORCH_OF[dtype]
+    assert t is not None
+    big = float(torch.finfo(t).max)
+    return np.where(np.isnan(values), values, np.clip(values, -big, big))
+
+
+def _wrap_load(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_masked_load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any,
+                           **kw: Any) -> Any:
+        elem = ptrs.get_element_ty()
+        if _REAL[0] or not _wide(elem):
+            return orig(self, ptrs, mask, other, *rest, **kw)
+        with real_dtypes():
+            got = orig(self, ptrs, mask, _to_bits(other), *rest, **kw)
+        return _Handle(_to_float32(got.data, elem), elem)
+
+    return create_masked_load
+
+
+def _wrap_store(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any,
+                            **kw: Any) -> Any:
+        if _REAL[0] or not _widened(value):
+            return orig(self, ptrs, value, mask, *rest, **kw)
+        with real_dtypes():
+            return orig(self, ptrs, _to_bits(value), mask, *rest, **kw)
+
+    return create_masked_store
+
+
+def _cast(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """A conversion from or to a widened dtype: exact widening, rounding to nearest even (or
+    toward zero where asked), saturating to fp8."""
+
+    def cast(self: Any, src: Any, dst_type: Any, *rest: Any) -> Any:
+        dst = dst_type.scalar
+        src_ty = src.dtype.scalar
+        if _REAL[0] or not (_widened(src) or _wide(dst)):
+            return orig(self, src, dst_type, *rest)
+        data = np.asarray(src.data)
+        if not _wide(dst):  # widened -> another float, an int or a bool
+            np_dtype = _NP_OF.get(dst)
+            if np_dtype is not None or not is_float(dst):
+                return _Handle(data.astype(np_dtype or ORIG_NP_DTYPE(dst)), dst)
+            return orig(self, _to_bits(src), dst_type, *rest)
+        if is_float(src_ty) and not _widened(src) and data.dtype.kind != "f":
+            return orig(self, src, dst_type, *rest)  # raw bits of a format torch lacks
+        values = data.astype(np.float64)
+        if dst in FP8 and is_float(src_ty):
+            values = _saturated(values, dst)
+        mode = rest[0] if rest else None
+        if mode is not None and "RTZ" in str(mode).upper():
+            with real_dtypes():
+                raw = _interp._convert_float(values.astype(np.float32), tl.float32, dst, mode)
+            return _Handle(_to_float32(np.asarray(raw).view(ORIG_NP_DTYPE(dst)), dst), dst)
+        return _Handle(_to_float32(bits(values, dst), dst), dst)
+
+    return cast
+
+
+def _bitcast(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_bitcast(self: Any, src: Any, dst_type: Any) -> Any:
+        dst = dst_type.scalar
+        if _REAL[0] or not (_widened(src) or _wide(dst)):
+            return orig(self, src, dst_type)
+        data = _to_bits(src).data if _widened(src) else src.data
+        raw = np.asarray(data).view(ORIG_NP_DTYPE(dst))
+        return _Handle(_to_float32(raw, dst) if _wide(dst) else raw, dst)
+
+    return create_bitcast
+
+
+def _rounding(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """A float-producing op: a widened result rounded to its dtype."""
+
+    def op(self: Any, *args: Any) -> Any:
+        out = orig(self, *args)
+        if not _REAL[0] and _widened(out):
+            return _Handle(_round(out.data, out.dtype.scalar), out.dtype.scalar, out.attr)
+        return out
+
+    return op
+
+
+def _dot(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def create_dot(self: Any, a: Any, b: Any, d: Any, *rest: Any) -> Any:
+        if _REAL[0] or not (_widened(a) or _widened(b)):
+            return _rounding(orig)(self, a, b, d, *rest)
+        acc = np.asarray(d.data)
+        kind = d.dtype.scalar
+        # as the interpreter's own dot: products accumulated in the accumulator's dtype
+        out = np.matmul(a.data, b.data, dtype=acc.dtype) + acc
+        if _widened(d):
+            return _Handle(_round(out, kind), kind)
+        return _Handle(out, kind)
+
+    return create_dot
+
+
+def _reduce(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """``ReduceOps.sum`` / ``ScanOps.cumsum`` of widened values: their results rounded."""
+
+    def reduce(self: Any, input: Any) -> Any:
+        out = orig(self, input)
+        if _REAL[0]:
+            return out
+        for t in (out if isinstance(out, (list, tuple)) else [out]):
+            h: Any = getattr(t, "handle", None)
+            if _widened(h):
+                t.handle = _Handle(_round(h.data, h.dtype.scalar), h.dtype.scalar)
+        return out
+
+    return reduce
+
+
+def _refuse_atomic(orig: Callable[..., Any], what: str) -> Callable[..., Any]:
+    def atomic(self: Any, *args: Any) -> Any:
+        ptr = next((a for a in args if isinstance(a, _Handle) and
+                    isinstance(a.dtype.scalar, tl.pointer_type)), None)
+        if not _REAL[0] and ptr is not None and _wide(ptr.get_element_ty()):
+            raise NotImplementedError(
+                f"{what} on {ptr.get_element_ty()} memory is not supported in the interpreter")
+        return orig(self, *args)
+
+    return atomic
+
+
+#: builder ops whose float results round to their dtype
+ROUNDING_OPS = ("create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem",
+                "create_precise_divf", "create_fma", "create_exp", "create_exp2", "create_log",
+                "create_log2", "create_sqrt", "create_precise_sqrt", "create_rsqrt",
+                "create_sin", "create_cos", "create_erf", "create_extern_elementwise")
+_CASTS = ("cast_impl", "create_fp_to_fp", "create_fp_ext", "create_fp_trunc", "create_si_to_fp",
+          "create_ui_to_fp", "create_fp_to_si", "create_fp_to_ui")
+
+
+def widened_patches() -> list[tuple[Any, str, Any]]:
+    """(object, attribute, value) to set inside ``interpreter_mode``, after its own builder
+    patches (the bounds-checked memory ops this wraps): bf16 and fp8 values held as float32."""
+    b = vars(_Builder)
+    out: list[tuple[Any, str, Any]] = [
+        (_interp, "_get_np_dtype", _np_dtype(_interp._get_np_dtype)),
+        (_interp, "_validate_np_data_size", _validate),
+        (_Builder, "create_masked_load", _wrap_load(b["create_masked_load"])),
+        (_Builder, "create_masked_store", _wrap_store(b["create_masked_store"])),
+        (_Builder, "create_bitcast", _bitcast(b["create_bitcast"])),
+        (_Builder, "create_dot", _dot(b["create_dot"])),
+        (_interp.ReduceOps, "sum", _reduce(vars(_interp.ReduceOps)["sum"])),
+        (_interp.ScanOps, "cumsum", _reduce(vars(_interp.ScanOps)["cumsum"])),
+    ]
+    for name in _CASTS:
+        fn = b.get(name)
+        if fn is not None:
+            out.append((_Builder, name, _cast(fn)))
+    for name in ROUNDING_OPS:
+        fn = b.get(name)
+        if fn is not None:
+            out.append((_Builder, name, _rounding(fn)))
+    for name, what in (("create_atomic_rmw", "a float atomic"),
+                       ("create_atomic_cas", "a float compare-and-swap")):
+        fn = b.get(name)
+        if fn is not None:
+            out.append((_Builder, name, _refuse_atomic(fn, what)))
+    return out
