@@ -148,7 +148,8 @@ if [[ $what == attribution ]]; then
   python3 -c "import liger_kernel" 2>/dev/null \
     || python3 -m pip install -q --no-deps .whl/liger_kernel-0.8.5-py3-none-any.whl
   python3 -m pytest -m gpu tests/gpu/test_causes_gpu.py tests/gpu/test_compiled.py \
-    tests/gpu/test_fidelity_gpu.py -v -rs -p no:cacheprovider -n "${TEST_JOBS:-3}" \
+    tests/gpu/test_library_caches_gpu.py ${ATTRIBUTION_TESTS:-tests/gpu/test_fidelity_gpu.py} \
+    -v -rs -p no:cacheprovider -n "${TEST_JOBS:-3}" \
     > "$out/attribution-tests.log" 2>&1 &
   tests=$!
   for lib in liger flaggems; do
