@@ -14,8 +14,9 @@ Two parts (docs/coverage.md; issue 34):
   first failure.
 
 Usage: ``python bench/coverage.py [overhead|deep|all] [--cases 20] [--rounds 3] [--liger]
-[--seeds 5] [--max-examples 300] [--out F]``. Prints tables and writes JSON (default
-``bench/results/coverage-<host>-<date>.json``) with the date and machine.
+[--also PATH ...] [--seeds 5] [--max-examples 300] [--kernels NAME ...] [--out F]``.
+Prints tables and writes JSON (default ``bench/results/coverage-<host>-<date>.json``) with the
+date and machine.
 """
 
 from __future__ import annotations
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--liger", action="store_true", help="also examples/liger's targets")
+    ap.add_argument("--also", nargs="*", default=[], help="more target files or folders")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--max-examples", type=int, default=300)
     ap.add_argument("--budget", type=float, default=300.0,
@@ -176,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         targets = loader.load_all([])
         if args.liger:
             targets += loader.expand([os.path.join(ROOT, "examples", "liger")])
+        if args.also:
+            targets += loader.expand(list(args.also))
         out["overhead"] = overhead(targets, args.cases, args.rounds, print)
         done = [r["overhead_pct"] for r in out["overhead"] if "overhead_pct" in r]
         if done:

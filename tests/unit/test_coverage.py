@@ -133,9 +133,10 @@ def _fuzz(path: str, **opts: object):
 
 
 def test_guidance_finds_a_bug_behind_two_comparisons():
-    """``shift > LIMIT`` then ``shift % 128 == 8`` (tests/unit/targets/coverage_deep.py): the
-    branch distance leads there; fuzzkern's minimizer shrinks what the climb found."""
-    path = os.path.join(os.path.dirname(__file__), "targets", "coverage_deep.py")
+    """``shift > LIMIT`` then ``shift % 128 == 8`` (bench/deep/deep_far_phase.py): the branch
+    distance leads there; fuzzkern's minimizer shrinks what the climb found."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(root, "bench", "deep", "deep_far_phase.py")
     r = _fuzz(path, seed=3, max_examples=150, minimize_runs=40)
     (f,) = r.failures
     assert f.outcome.verdict == "kernel-bug"
@@ -143,8 +144,10 @@ def test_guidance_finds_a_bug_behind_two_comparisons():
     assert shift > 3 * 4096 + 5 and shift % 128 == 8
     assert f.case.dims["N"] == 1  # minimized: one element shows it
     assert r.cases <= 150 + 8
+    with open(path) as fh:
+        inner = next(i for i, ln in enumerate(fh, 1) if "if shift % BLOCK" in ln)
     branch = next(s for fn in r.coverage.functions.values() for s in fn["sites"]
-                  if s["kind"] == "if" and s["line"] == 18)
+                  if s["kind"] == "if" and s["line"] == inner)
     assert branch["true"] >= 1
 
 
