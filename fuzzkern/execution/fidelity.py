@@ -256,20 +256,6 @@ def _fk_live(scope: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     return {name: scope[name] for name in names if name in scope}
 
 
-def _same_carried_type(a: Any, b: Any) -> bool:
-    """``a == b``, or one shape of floats where the interpreter may compute bf16 or fp8 in
-    fp32 (their copies in interpreter mode, docs/architecture.md) while compiled code keeps
-    the narrow format: never a compile error that only the interpreter would see."""
-    if a == b:
-        return True
-    sa, sb = a.scalar, b.scalar
-    wide = {"fp32", "bf16", "fp8e4nv", "fp8e5", "fp8e4b15", "fp8e5b16", "fp8e4b8"}
-    shape_a = a.get_block_shapes() if a.is_block() else ()
-    shape_b = b.get_block_shapes() if b.is_block() else ()
-    return (tuple(shape_a) == tuple(shape_b) and sa.name in wide and sb.name in wide
-            and "fp32" in (sa.name, sb.name))
-
-
 def _fk_carried(live: dict[str, Any], scope: dict[str, Any]) -> None:
     """After an iteration: a loop-carried variable must keep its type, and a compile-time
     value (a constexpr) cannot be reassigned in a loop; the code generator refuses both
@@ -279,8 +265,7 @@ def _fk_carried(live: dict[str, Any], scope: dict[str, Any]) -> None:
         if after is before:
             continue
         if isinstance(before, tl_core.tensor):
-            if isinstance(after, tl_core.tensor) and not _same_carried_type(before.type,
-                                                                            after.type):
+            if isinstance(after, tl_core.tensor) and after.type != before.type:
                 raise CompileError(f"Loop-carried variable {name} has initial type "
                                    f"{before.type} but is re-assigned to {after.type} in loop! "
                                    "Please make sure that the type stays consistent.")
