@@ -829,7 +829,7 @@ def launch_shadow(run: Any, shadow: Any = None) -> list[tuple[torch.Tensor, torc
     with np.errstate(all="ignore"), interpreter_mode(
             check_bounds=True, check_views=False, configs=dict(run.case.configs)):
         scope = shadow_mode(shadow) if shadow is not None else contextlib.nullcontext()
-        with scope, torch.no_grad():
+        with scope:  # grad as the launch had it: a launcher may run a backward pass itself
             result = call_with(run.target.launcher, {**run.scalars, **tensors})
     outputs = run._outputs(result, tensors) or ()
     out: list[tuple[torch.Tensor, torch.Tensor] | None] = []
@@ -922,6 +922,10 @@ def _findings(run: Any, mode: str, outputs: Sequence[Any],
         if explained_by(shadows, expected, level, shadow_masks, plain):
             found.host_reads = exact.host_reads
             found.comparison = dataclasses.replace(found.comparison, ok=True)
+    dropped = _dropped_nan(outputs, shadows, masks)
+    if dropped:
+        # a number where the shadow (and the reference) hold NaN: no rounding does that
+        return None, [dropped]
     refs = [(e.detach().cpu().to(torch.float64), torch.ones(e.shape, dtype=torch.bool))
             if isinstance(e, torch.Tensor) and sh is not None else None
             for e, sh in zip(expected, shadows, strict=False)]
@@ -943,6 +947,22 @@ def _findings(run: Any, mode: str, outputs: Sequence[Any],
     own = float((o.detach().cpu().to(torch.float64)[idx] - sh[0][idx]).abs())
     _cause(run, found, exact, shadows, own)
     return found, []
+
+
+def _dropped_nan(outputs: Sequence[Any], shadows: Sequence[tuple[torch.Tensor, torch.Tensor]
+                                                             | None],
+                 masks: Sequence[torch.Tensor]) -> str | None:
+    """Where a failing output holds a number and its shadow NaN, in words (None: nowhere)."""
+    for i, (o, sh) in enumerate(zip(outputs, shadows, strict=False)):
+        if sh is None or not isinstance(o, torch.Tensor) or i >= len(masks):
+            continue
+        got = o.detach().cpu().to(torch.float64).reshape(sh[0].shape)
+        bad = masks[i].reshape(sh[0].shape) & torch.isnan(sh[0]) & ~torch.isnan(got)
+        if bool(bad.any()):
+            where = tuple(int(v) for v in bad.nonzero()[0].tolist())
+            return (f"output {i} holds {float(got[where]):.6g} at {list(where)} where the "
+                    "shadow holds NaN: a NaN dropped, not rounding")
+    return None
 
 
 def _twin(run: Any, found: Any, outputs: Sequence[Any],

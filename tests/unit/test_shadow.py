@@ -203,3 +203,16 @@ def test_compiled_code_is_judged_against_its_twin_and_what_gpu_math_adds():
     assert twin_within(far, interpreted, shadow, bad, torch.float32, level)
     # elements that did not fail are not judged
     assert twin_within(far, interpreted, shadow, torch.tensor([True, False]), torch.float32)
+
+
+def test_a_number_where_the_shadow_holds_nan_is_never_compiled_rounding():
+    """Compiled code's tl.maximum returns 0 for max(NaN, 0) where the interpreter and the
+    shadow propagate the NaN: a dropped NaN, which no rounding explains (it was accuracy)."""
+    from fuzzkern.judge.precision import twin_within
+
+    nan = float("nan")
+    shadow = torch.tensor([nan, 1.0], dtype=torch.float64)
+    interpreted = torch.tensor([nan, 1.0], dtype=torch.float64)
+    bad = torch.tensor([True, False])
+    assert not twin_within(torch.tensor([0.0, 1.0]), interpreted, shadow, bad, torch.float32)
+    assert twin_within(torch.tensor([nan, 1.0]), interpreted, shadow, bad, torch.float32)
