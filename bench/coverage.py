@@ -14,7 +14,7 @@ Two parts (docs/coverage.md; issue 34):
   first failure.
 
 Usage: ``python bench/coverage.py [overhead|deep|all] [--cases 20] [--rounds 3] [--liger]
-[--also PATH ...] [--seeds 5] [--max-examples 300] [--kernels NAME ...] [--out F]``.
+[--also PATH ...] [--only ID ...] [--seeds 5] [--max-examples 300] [--kernels NAME ...] [--out F]``.
 Prints tables and writes JSON (default ``bench/results/coverage-<host>-<date>.json``) with the
 date and machine.
 """
@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--liger", action="store_true", help="also examples/liger's targets")
     ap.add_argument("--also", nargs="*", default=[], help="more target files or folders")
+    ap.add_argument("--only", nargs="*", default=None,
+                    help="overhead of the targets whose id contains one of these")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--max-examples", type=int, default=300)
     ap.add_argument("--budget", type=float, default=300.0,
@@ -180,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             targets += loader.expand([os.path.join(ROOT, "examples", "liger")])
         if args.also:
             targets += loader.expand(list(args.also))
+        if args.only:
+            targets = [t for t in targets if any(o in t.id for o in args.only)]
         out["overhead"] = overhead(targets, args.cases, args.rounds, print)
         done = [r["overhead_pct"] for r in out["overhead"] if "overhead_pct" in r]
         if done:
