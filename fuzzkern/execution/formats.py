@@ -318,6 +318,13 @@ _CASTS = ("cast_impl", "create_fp_to_fp", "create_fp_ext", "create_fp_trunc", "c
           "create_ui_to_fp", "create_fp_to_si", "create_fp_to_ui")
 
 
+def _bf16_constant(self: Any, value: Any) -> Any:
+    """``InterpreterBuilder.get_bf16`` as Triton 3.9 has it, for 3.6's interpreter, which
+    lacks it (``semantic.scalar_constant`` asks for ``get_<dtype>``): the float32 constant
+    truncated to bf16."""
+    return self.create_fp_trunc(self.get_fp32(value), tl.bfloat16)
+
+
 def widened_patches() -> list[tuple[Any, str, Any]]:
     """(object, attribute, value) to set inside ``interpreter_mode``, after its own builder
     patches (the bounds-checked memory ops this wraps): bf16 and fp8 values held as float32."""
@@ -340,6 +347,8 @@ def widened_patches() -> list[tuple[Any, str, Any]]:
         fn = b.get(name)
         if fn is not None:
             out.append((_Builder, name, _rounding(fn)))
+    if "get_bf16" not in b:  # Triton 3.6: a bf16 constant (tl.full(..., 1.5, tl.bfloat16))
+        out.append((_Builder, "get_bf16", _bf16_constant))
     for name, what in (("create_atomic_rmw", "a float atomic"),
                        ("create_atomic_cas", "a float compare-and-swap")):
         fn = b.get(name)
