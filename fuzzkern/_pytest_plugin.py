@@ -65,6 +65,10 @@ _OPTIONS = {
     "--fuzzkern-db": ("fuzzkern_db", "SPEC",
                       "Example database: a folder, redis://host:port/n or none "
                       "(default: <rootdir>/.hypothesis/examples)"),
+    "--fuzzkern-assume-gpu": ("fuzzkern_assume_gpu", "GPU",
+                              "Without CUDA, torch.cuda's host queries answer as this GPU "
+                              "would (H200, H100, A100) while tensors stay on the CPU and "
+                              "kernels run in the interpreter (default: none)"),
 }
 
 
@@ -113,6 +117,8 @@ class _Settings:
     #: the database spec given (command line or ini), or None for the profile's default
     db: str | None = None
     strict_accuracy: bool = False
+    #: the GPU torch.cuda's host queries answer as, without CUDA (fuzzkern.gpus.GPUS)
+    assume_gpu: str | None = None
     #: fuzz items under this kernel coverage (percent) fail (docs/coverage.md)
     fail_under_coverage: float | None = None
     default_db: str = ".hypothesis/examples"
@@ -214,6 +220,12 @@ def _option(config: pytest.Config, ini: str, parse: Any) -> tuple[Any, bool]:
         raise FuzzkernError(f"{_source(ini, from_cli)}: {e}") from None
 
 
+def _gpu_name(value: str) -> str:
+    from fuzzkern.gpus import check_gpu_name
+
+    return check_gpu_name(value, "the GPU")
+
+
 def _int(value: str) -> Any:
     """An int when ``value`` spells one, else the text (for the error message)."""
     try:
@@ -265,6 +277,7 @@ def _settings(config: pytest.Config) -> _Settings:
     s.db, _ = _option(config, "fuzzkern_db", _database_spec(config))
     s.fail_under_coverage, _ = _option(
         config, "fuzzkern_fail_under_coverage", lambda v, _: testing.check_percent(v))
+    s.assume_gpu, _ = _option(config, "fuzzkern_assume_gpu", lambda v, _: _gpu_name(v))
     _hypothesis_options(config, s)
     return s
 
@@ -335,6 +348,15 @@ def pytest_configure(config: pytest.Config) -> None:
             "(torch.cuda.is_available() is False); use interpret")
     state = _State(settings)
     config.stash[_STATE] = state
+    if settings.assume_gpu:
+        # for the whole session: test files import libraries that ask at import
+        import contextlib
+
+        from fuzzkern.gpus import assumed_gpu
+
+        scope = contextlib.ExitStack()
+        scope.enter_context(assumed_gpu(settings.assume_gpu))
+        config.add_cleanup(scope.close)
     config.pluginmanager.register(_Reporter(state), "fuzzkern-reporter")
 
 
@@ -501,6 +523,7 @@ class FuzzkernItem(pytest.Item):
             "seed": pick(s.seed, s.seed_from_cli, own.seed, seed),
             "modes": modes,
             "strict_accuracy": s.strict_accuracy,
+            "assume_gpu": s.assume_gpu,
         }
         if s.max_failures is not None:
             kw["max_failures"] = s.max_failures

@@ -176,6 +176,11 @@ def main() -> None:
 @click.option("--tracebacks", is_flag=True,
               help="Print each failure's whole traceback (an error's message names only where "
                    "it was raised).")
+@click.option("--assume-gpu", "assume_gpu", default=None, metavar="GPU",
+              help="Without CUDA, torch.cuda's host queries (device context, properties, SM "
+                   "count, capability, device count, streams) answer as this GPU would: H200, "
+                   "H100 or A100; tensors stay on the CPU and kernels run in the interpreter. "
+                   "Ignored where a CUDA GPU is present.")
 def run(**params: Any) -> None:
     """Fuzz TARGETS (path.py, path.py::name, package.module[:name], or a folder: every .py
     file under it that defines targets) for a wall-clock budget spread across them.
@@ -194,6 +199,8 @@ def run(**params: Any) -> None:
         console.print(f"fuzzkern: {len(loaded)} target(s), budget {a.budget}, "
                       f"modes {','.join(modes)}, {jobs} process(es), seed {run_seed}",
                       markup=False, soft_wrap=True)
+        if a.assume_gpu:
+            console.print(_assumption(a.assume_gpu), markup=False, soft_wrap=True)
     if a.seed is not None and opts.database is not None:
         # hypothesis.seed() runs without the example database: say so rather than surprise
         console.print(f"note: --seed {a.seed} runs without the example database ({a.db_path}):"
@@ -249,6 +256,7 @@ class _RunArgs:
     fail_under_coverage: float | None = None
     no_guide: bool = False
     tracebacks: bool = False
+    assume_gpu: str | None = None
 
     def argv(self) -> list[str]:
         """The command line that names the same targets and modes (for a repeat command)."""
@@ -258,6 +266,8 @@ class _RunArgs:
                                     for t in self.targets]]
         if self.modes_text:
             out += ["--modes", self.modes_text]
+        if self.assume_gpu:
+            out += ["--assume-gpu", self.assume_gpu]
         if self.no_corpus:
             out.append("--no-corpus")
         elif self.corpus_dir != "corpus":
@@ -327,7 +337,26 @@ def _check_run(a: _RunArgs) -> tuple[float, tuple[str, ...]]:
     if a.sanitize and "compiled" not in modes:
         _fail_usage("--sanitize checks the compiled mode; add it with --modes "
                     "interpret,compiled")
+    if a.assume_gpu is not None:
+        from fuzzkern.gpus import check_gpu_name
+
+        try:
+            a.assume_gpu = check_gpu_name(a.assume_gpu, "--assume-gpu")
+        except FuzzkernError as e:
+            raise click.BadParameter(str(e), param_hint="--assume-gpu") from None
     return seconds, modes
+
+
+def _assumption(name: str) -> str:
+    """The line that says what ``--assume-gpu`` does on this machine."""
+    import torch
+
+    from fuzzkern.gpus import GPUS
+
+    if torch.cuda.is_available():
+        return f"note: --assume-gpu {name} is ignored: a CUDA GPU is present and answers itself"
+    return (f"assuming an {GPUS[name].name} (--assume-gpu): torch.cuda's host queries answer "
+            "as it would; tensors stay on the CPU and kernels run in the interpreter")
 
 
 def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
@@ -348,8 +377,11 @@ def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
     jobs = _jobs(a.jobs_text)
     if not a.no_corpus:
         _corpus_limits()
+    from fuzzkern.gpus import assumed_gpu
+
     try:
-        loaded = loader.expand(list(a.targets))
+        with assumed_gpu(a.assume_gpu):  # a target file may import a library that asks
+            loaded = loader.expand(list(a.targets))
     except FuzzkernError as e:
         _fail_usage(str(e))
     from fuzzkern.execution.devices import machine_devices
@@ -374,6 +406,7 @@ def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
     if a.compile_timeout is not None:
         opts.compile_timeout = a.compile_timeout
     opts.guide = not a.no_guide
+    opts.assume_gpu = a.assume_gpu
     return opts, loaded, jobs, devices
 
 

@@ -456,6 +456,9 @@ class CampaignOptions:
     #: a failed comparison is judged by the float64 shadow (docs/oracle.md); False: by the
     #: reference's conditioning alone (the rules from outside)
     shadow: bool = True
+    #: on a machine without CUDA, the GPU torch.cuda's host queries answer as (a key of
+    #: fuzzkern.gpus.GPUS; docs/interpreter.md, "A declared GPU"); None: none assumed
+    assume_gpu: str | None = None
     #: most worker runs fuzzkern.search.minimize may make per shrunk failure (0: keep Hypothesis's
     #: shrunk case as it is)
     minimize_runs: int = 60
@@ -506,6 +509,8 @@ def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
         options["strict_accuracy"] = True
     if not opts.shadow:
         options["shadow"] = False
+    if opts.assume_gpu:
+        options["assume_gpu"] = opts.assume_gpu
     if not opts.coverage:
         options["coverage"] = False
     return options

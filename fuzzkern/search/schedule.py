@@ -373,13 +373,15 @@ def _child_init(events: Any, device_queue: Any, sanitize: str | None) -> None:
 def _child_slice(ref: str, opts: CampaignOptions, database_spec: str | None, share: float,
                  replay_corpus: bool, known: tuple[str, ...] = ()) -> TargetResult:
     """One slice in a child process; runs Hypothesis in this process's main thread."""
+    from fuzzkern.gpus import assumed_gpu
     from fuzzkern.search.database import open_database
     from fuzzkern.target import loader
 
     if database_spec is not None and "db" not in _child:
         _child["db"] = open_database(database_spec)
     opts = dataclasses.replace(opts, database=_child.get("db"))
-    lt = loader.load(ref)[0]
+    with assumed_gpu(opts.assume_gpu):  # a target file may import a library that asks
+        lt = loader.load(ref)[0]
     events = _child["events"]
     last = [0.0]
     t0 = time.monotonic()
