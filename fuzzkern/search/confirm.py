@@ -20,7 +20,9 @@ is the instrumentation.
   other check, or none alone: a limitation, naming it and how to turn it off
   (``--no-check NAME``, ``Target(checks=...)``);
 - the error is raised in fuzzkern's own code and the unforced run passes (or nothing else
-  is at fault): a limitation, naming fuzzkern's frame.
+  is at fault): a limitation, naming fuzzkern's frame;
+- an exception escaped fuzzkern's worker (the runner turns what a launcher or kernel raises
+  into a mode's result, so what escapes it is fuzzkern's): a limitation.
 """
 
 from __future__ import annotations
@@ -80,6 +82,15 @@ def confirm(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
         return Confirmation()
     if outcome.verdict == Verdict.NONDETERMINISTIC:
         return Confirmation()  # repeats are its detector; red zones and poison do not vary
+    harness = outcome.modes.get("harness")  # an exception escaped fuzzkern's own worker code
+    what = outcome.message.removeprefix("fuzzkern worker error: ").splitlines()[0][:240]
+    if harness is not None and not what.startswith(("SystemExit", "KeyboardInterrupt")):
+        # (the runner turns whatever the launcher and kernel raise into a mode's result: what
+        # escapes it is fuzzkern's to handle, wherever it was raised)
+        where = raised_at(str(harness.error or "")).words()
+        return Confirmation(limit=f"fuzzkern's own worker code failed on this case ({what}"
+                            f"{'; ' + where if where else ''}): a fuzzkern defect, not the "
+                            "kernel's")
     erred = _error_mode(outcome)
     where = raised_at(str(erred.detail["traceback"])) if erred is not None else None
     family = verdict_family(outcome.verdict)

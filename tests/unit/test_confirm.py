@@ -133,3 +133,16 @@ def test_the_cli_reports_a_limitation_apart_and_exits_0():
     assert got.exit_code == 0, got.output
     assert "pruning_library.copy: fuzzkern-limit" in got.output
     assert "fuzzkern-limit: 1 finding(s) were fuzzkern's own" in got.output
+
+
+def test_an_exception_that_escaped_fuzzkerns_worker_is_a_limitation():
+    from fuzzkern.case.model import Case
+    from fuzzkern.search.confirm import confirm
+
+    outcome = Outcome(Verdict.ERROR, "fuzzkern worker error: InterpreterError: AttributeError("
+                      "\"'InterpreterBuilder' object has no attribute 'get_bf16'\")",
+                      {"harness": ModeResult("harness", "error", error="Traceback ...")})
+    (lt,) = loader.load(os.path.join(TARGETS, "pruning_library.py") + "::pruned")
+    got = confirm(lt.ref, Case({"N": 1}, {}), outcome, None, {}, lt.target, 10.0)
+    assert got.limit is not None and "fuzzkern's own worker code failed" in got.limit
+    assert "get_bf16" in got.limit
