@@ -374,6 +374,7 @@ def _child_slice(ref: str, opts: CampaignOptions, database_spec: str | None, sha
                  replay_corpus: bool, known: tuple[str, ...] = ()) -> TargetResult:
     """One slice in a child process; runs Hypothesis in this process's main thread."""
     from fuzzkern.gpus import assumed_gpu
+    from fuzzkern.gpus import assumed_gpu
     from fuzzkern.search.database import open_database
     from fuzzkern.target import loader
 
