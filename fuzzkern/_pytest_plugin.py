@@ -653,6 +653,60 @@ def pytest_pycollect_makeitem(collector: Any, name: str, obj: object) -> Any:
     return None
 
 
+# -- --lf ------------------------------------------------------------------------------------
+
+_SELECTED = pytest.StashKey[list[pytest.Item]]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """Under ``--lf``, pytest's cache provider keeps only a file's items that failed last time
+    (this wrapper runs outside it): a target's corpus items are collected again beside its
+    ``[fuzz]`` item, so the entry that item saved is not dropped as a never-failed item."""
+    report = yield
+    if (not isinstance(collector, pytest.Module) or not collector.config.getoption("lf", False)
+            or not report.result):
+        return report
+    present = {it.name for it in report.result if isinstance(it, FuzzkernItem)}
+    out: list[Any] = []
+    for it in report.result:
+        if isinstance(it, FuzzkernItem) and it.kind == "fuzz" and it.loaded is not None:
+            name = it.name.split("[", 1)[0]
+            out += [c for c in _corpus_items(collector, name, it.loaded, it.fuzz_settings)
+                    if c.name not in present]
+        out.append(it)
+    report.result[:] = out
+    return report
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the list --lf narrows (pytest's cache provider assigns items[:] and then reports the
+    # rest deselected): kept, so a target's corpus items can go back beside its [fuzz] item
+    config.stash[_SELECTED] = items
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Under ``--lf``, a target's corpus items run with its ``[fuzz]`` item: the entry a
+    failing ``[fuzz]`` item saved is a new item, which ``--lf`` alone would drop. Not with
+    ``-k``/``-m``, whose choices stand."""
+    if not items:
+        return
+    config = items[0].config
+    selected = config.stash.get(_SELECTED, None)
+    if (selected is None or not config.getoption("lf", False)
+            or config.getoption("keyword", "") or config.getoption("markexpr", "")):
+        return
+    fuzz = {(it.parent, it.name.split("[", 1)[0]) for it in selected
+            if isinstance(it, FuzzkernItem) and it.kind == "fuzz"}
+    for it in items:
+        if (isinstance(it, FuzzkernItem) and it.kind == "corpus"
+                and (it.parent, it.name.split("[", 1)[0]) in fuzz and it not in selected):
+            sibling = next(k for k, other in enumerate(selected) if other.parent is it.parent
+                           and isinstance(other, FuzzkernItem) and other.kind == "fuzz"
+                           and other.name.split("[", 1)[0] == it.name.split("[", 1)[0])
+            selected.insert(sibling, it)  # corpus items before their [fuzz] item
+
+
 # -- reporting -------------------------------------------------------------------------------
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis.database import ExampleDatabase
+from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 
 from fuzzkern.case.model import Case, TensorCase
 from fuzzkern.errors import BudgetError
@@ -47,6 +47,7 @@ from fuzzkern.execution.pool import (
 from fuzzkern.judge.outcome import Outcome, Verdict, tested_cases
 from fuzzkern.judge.verdict import failure_key
 from fuzzkern.search.guidance import Climbed, Guide
+from fuzzkern.search.misuse import launcher_misuse
 from fuzzkern.target.declare import Target
 from fuzzkern.target.loader import LoadedTarget
 
@@ -74,7 +75,9 @@ def parse_budget(text: str) -> float:
         total += float(m.group(1)) * units[m.group(2)]
         pos = m.end()
         if m.group(2) is None and pos < len(s):
-            raise BudgetError(f"Expected a unit after {m.group(1)!r} in budget={text!r}.")
+            unit = re.match(r"[^\d.\s]+", s[pos:])
+            raise BudgetError(f"unknown unit {unit.group(0) if unit else s[pos:]!r} in "
+                              f"{str(text).strip()!r}: use s, m or h (90s, 10m, 1h30m)")
     if not math.isfinite(total) or total <= 0:
         raise BudgetError(f"Expected a positive, finite duration but got budget={text!r}.")
     return total
@@ -144,6 +147,16 @@ def handle_interrupts() -> Iterator[None]:
 class _BudgetExhausted(BaseException):
     """Stops a Hypothesis run at the deadline. A BaseException, so Hypothesis does not treat it
     as a failure to shrink."""
+
+
+class _CasesDone(BaseException):
+    """Stops a Hypothesis run at ``max_examples`` cases (fuzzkern counts them, not Hypothesis,
+    whose draws depend on its own ``max_examples``: a repeat with a case count draws what an
+    unlimited run drew). A BaseException, so Hypothesis does not treat it as a failure."""
+
+
+class _Misuse(BaseException):
+    """Stops a Hypothesis run at a case that shows a usage error (search/misuse.py)."""
 
 
 class KernelFailure(AssertionError):
@@ -760,6 +773,10 @@ class _Slice:
         if now > (self.shrink_deadline if self.last_failure else self.deadline):
             self._stop_recording()
             raise _BudgetExhausted
+        limit = self.opts.max_examples
+        if limit is not None and self.result.cases >= limit and not self.last_failure:
+            self._stop_recording()
+            raise _CasesDone
         try:
             if not self.replaying:
                 k, outcome = self.explore(case)
@@ -769,6 +786,10 @@ class _Slice:
         except StopTime:  # the hard stop cut this case short: not a failure to keep
             self._stop_recording()
             raise
+        misuse = launcher_misuse(outcome)
+        if misuse:
+            self._stop_recording()
+            raise _Misuse(misuse)
         if outcome.score:
             hypothesis.target(outcome.score, label="error")
         self.guide.steer(outcome.coverage, case.variant(k) if k else case, outcome)
@@ -813,17 +834,20 @@ class _Slice:
 
     def _hypothesis_test(self, attempt: int) -> Callable[[], None]:
         """The Hypothesis test of one attempt, over the target's cases."""
-        opts, result = self.opts, self.result
-        left = None if opts.max_examples is None else opts.max_examples - result.cases
-        self.database = (None if opts.database is None
-                         else _RunDatabase(opts.database, keep_known=bool(self.known_keys)))
+        opts = self.opts
+        # A seeded run, or one without a database, gets an empty one of its own: Hypothesis
+        # draws differently with a database (its target observations go to a Pareto front),
+        # so `--seed N --no-db` repeats what an unseeded run with a fresh database drew.
+        stored = None if opts.seed is not None else opts.database
+        self.database = _RunDatabase(stored if stored is not None else InMemoryExampleDatabase(),
+                                     keep_known=bool(self.known_keys))
         def body(case: Case) -> None:  # a function of its own: Hypothesis marks it
             self.body(case)
 
         test = given(self.target.cases())(body)
         test = settings(
             database=self.database,
-            max_examples=10**9 if left is None else max(1, left),
+            max_examples=10**9,  # the body counts the cases (_CasesDone): see there
             deadline=None,
             derandomize=False,
             suppress_health_check=list(HealthCheck),
@@ -832,14 +856,13 @@ class _Slice:
             report_multiple_bugs=True,
             print_blob=False,
         )(test)
-        # later attempts of a slice must not repeat the first one's cases
-        if opts.seed is not None:
-            test = hypothesis.seed(opts.seed + 104729 * attempt)(test)
-        elif opts.draw_seed is not None:
-            # What hypothesis.seed sets, without its database=None: the draws repeat under
-            # `--seed N`, and this run still replays and records the example database.
+        # later attempts of a slice must not repeat the first one's cases. What hypothesis.seed
+        # sets, without its database=None: a seeded run and an unseeded one (its draw seed
+        # printed) draw alike, and an unseeded run still replays and records the database.
+        seed = opts.seed if opts.seed is not None else opts.draw_seed
+        if seed is not None:
             test._hypothesis_internal_use_seed = (  # type: ignore[attr-defined]
-                opts.draw_seed + 104729 * attempt)
+                seed + 104729 * attempt)
         # The database key is the target's stable id, so failures replay first on the next
         # run.
         test.hypothesis.inner_test._hypothesis_internal_add_digest = self.target.id.encode()  # type: ignore[attr-defined]
@@ -857,6 +880,11 @@ class _Slice:
             return True, False
         except _BudgetExhausted:
             return True, False
+        except _CasesDone:
+            return False, False
+        except _Misuse as e:
+            result.error = f"usage error: {e}"
+            return False, False
         except StopTime:
             result.stopped = True
             return True, False

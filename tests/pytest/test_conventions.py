@@ -57,32 +57,34 @@ def test_node_ids_and_k_select_fuzzkern_items(pytester):
     assert _ids(k) == ["test_ops.py::add[fuzz]"]
 
 
-# The add target, its launcher logging each case it gets (from the worker process).
+# The add target, its launcher logging each case it gets to draws.log beside the file (from
+# the worker process, which may have forked before this test: no environment variable).
 LOGGED = TARGETS.replace("def add_ok(x, y):\n", "def add_ok(x, y):\n"
                          "    import os\n"
-                         "    with open(os.environ['DRAWS_LOG'], 'a') as log:\n"
+                         "    with open(os.path.join(os.path.dirname(__file__), 'draws.log'),"
+                         " 'a') as log:\n"
                          "        log.write(f'{tuple(x.shape)} {x.stride()} '\n"
                          "                  f'{float(x.sum())}\\n')\n")
 
 
-def test_every_item_prints_a_line_that_repeats_its_draws(pytester, monkeypatch):
+def test_every_item_prints_a_line_that_repeats_its_draws(pytester):
     """Unseeded, with an example database and a budget that cuts it: the item's "to repeat"
     options (seed, case count, no database) draw the same cases again."""
     assert LOGGED != TARGETS
     pytester.makepyfile(test_ops=LOGGED)
-    monkeypatch.setenv("DRAWS_LOG", str(pytester.path / "first.log"))
+    log = pytester.path / "draws.log"
     first = _run(pytester, "-k", "add", "-rP", "--fuzzkern-budget", "3s")
     first.assert_outcomes(passed=1, deselected=2)
     m = re.search(r"^to repeat: (--fuzzkern-seed (\d+) --fuzzkern-max-examples (\d+) "
                   r"--fuzzkern-db none --fuzzkern-budget 10m)$", first.stdout.str(), re.M)
     assert m, first.stdout.str()
-    monkeypatch.setenv("DRAWS_LOG", str(pytester.path / "again.log"))
+    drawn = log.read_text().splitlines()
+    log.unlink()
     again = _run(pytester, "-k", "add", "-rP", *m.group(1).split())
     again.assert_outcomes(passed=1, deselected=2)
     again.stdout.fnmatch_lines([f"fuzzkern: seed {m.group(2)} (--fuzzkern-seed); *",
                                 f"{m.group(3)} cases in * seed {m.group(2)}, no database*"])
-    drawn = (pytester.path / "first.log").read_text().splitlines()
-    repeated = (pytester.path / "again.log").read_text().splitlines()
+    repeated = log.read_text().splitlines()
     assert len(repeated) == int(m.group(3)) and drawn[:len(repeated)] == repeated
 
 
@@ -187,3 +189,16 @@ def test_compiled_mode_without_cuda_is_a_usage_error(pytester, how):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: fuzzkern: {where}: the compiled mode needs a CUDA "
                                  "GPU, and torch sees none here*"])
+
+
+def test_last_failed_keeps_a_targets_new_corpus_items_with_its_fuzz_item(pytester):
+    """A failing [fuzz] item saves an entry: a new [corpus:...] item next time, which --lf
+    alone would deselect (it never failed). It runs with its target's [fuzz] item."""
+    pytester.makepyfile(test_ops=TARGETS)
+    first = _run(pytester, *FAST, "-p", "cacheprovider", "-k", "bad")
+    first.assert_outcomes(failed=1, deselected=2)
+    lf = _run(pytester, *FAST, "-p", "cacheprovider", "--lf", "-v")
+    lf.stdout.fnmatch_lines([_lit("test_ops.py::bad[corpus:*] FAILED*"),
+                             _lit("test_ops.py::bad[fuzz] *")])
+    assert "add[fuzz]" not in lf.stdout.str()
+    lf.assert_outcomes(failed=1, passed=1)
