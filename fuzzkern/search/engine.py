@@ -472,9 +472,6 @@ class CampaignOptions:
     #: on a machine without CUDA, the GPU torch.cuda's host queries answer as (a key of
     #: fuzzkern.gpus.GPUS; docs/interpreter.md, "A declared GPU"); None: none assumed
     assume_gpu: str | None = None
-    #: on a machine without CUDA, the GPU torch.cuda's host queries answer as (a key of
-    #: fuzzkern.gpus.GPUS; docs/interpreter.md, "A declared GPU"); None: none assumed
-    assume_gpu: str | None = None
     #: most worker runs fuzzkern.search.minimize may make per shrunk failure (0: keep Hypothesis's
     #: shrunk case as it is)
     minimize_runs: int = 60
@@ -525,8 +522,6 @@ def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
         options["strict_accuracy"] = True
     if not opts.shadow:
         options["shadow"] = False
-    if opts.assume_gpu:
-        options["assume_gpu"] = opts.assume_gpu
     if opts.assume_gpu:
         options["assume_gpu"] = opts.assume_gpu
     if not opts.coverage:
