@@ -82,6 +82,9 @@ def test_html_report_in_headless_chromium(tmp_path):
     assert ">permuted<" not in dom and 'class="pass-line"' in dom
     assert '<svg class="errors"' in dom and '<rect class="bin"' in dom
     assert '<svg class="verdicts"' in dom and 'data-verdict="pass"' in dom
+    # the kernel's source, its lines marked (docs/coverage.md)
+    assert re.search(r'<details class="kernel-source"', dom)
+    assert re.search(r'<tr class="reached" data-line="\d+"', dom)
     shot = tmp_path / "report.png"
     subprocess.run([chromium, *flags, f"--screenshot={shot}", url], capture_output=True,
                    timeout=120)
