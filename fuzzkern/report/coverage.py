@@ -118,7 +118,9 @@ table.source { border-collapse: collapse; font: 12px/1.35 ui-monospace, monospac
 table.source td { padding: 0 8px; white-space: pre; vertical-align: top; }
 table.source td.n { color: #9e9e9e; text-align: right; user-select: none; }
 tr.reached td.code { background: #e8f5e9; } tr.partly td.code { background: #fff8e1; }
-tr.never td.code { background: #ffebee; } td.gaps { color: #8d6e63; font-family: system-ui; }
+tr.never td.code { background: #ffebee; }
+table.source td.gaps { color: #8d6e63; font-family: system-ui; white-space: normal;
+  min-width: 260px; }
 .legend span { padding: 0 6px; margin-right: 6px; font-size: 12px; }
 """
 
