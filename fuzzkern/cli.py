@@ -573,6 +573,11 @@ def _run_exit(console: Console, a: _RunArgs, done: _Done, opts: Any,
         return 128 + signum
     if any(r.error for r in results) and not failures:
         return EXIT_USAGE
+    if not failures and results and all(r.skipped for r in results):
+        # every target was skipped, each said why in one line above
+        click.echo(f"fuzzkern: error: no case was tested: every target was skipped "
+                   f"({results[0].target_id}: {results[0].skipped})", err=True)
+        return EXIT_USAGE
     if not failures and sum(r.cases for r in results) == 0:
         # A run that tested nothing must not look green.
         click.echo(f"fuzzkern: error: no case ran within --budget {a.budget} (the budget ran "

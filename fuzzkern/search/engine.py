@@ -625,6 +625,13 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
 def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share: float,
                  on_event: Event | None, *, replay_corpus: bool,
                  known: Collection[str]) -> TargetResult:
+    if not set(opts.modes) & set(lt.target.modes):  # nothing to run: skipped at once
+        result = TargetResult(lt.target.id, lt.ref, slices=1, skipped=(
+            f"it runs in none of the modes asked (--modes {','.join(opts.modes)}; the target "
+            f"declares modes={tuple(lt.target.modes)!r})"))
+        if on_event is not None:
+            on_event("done", result, None)
+        return result
     s = _Slice(lt, pool, opts, share, on_event, known)
     if opts.corpus and replay_corpus and not s.replay_corpus():
         return s.result
@@ -781,6 +788,9 @@ class _Slice:
         except StopTime:  # the hard stop cut this case short: not a failure to keep
             self._stop_recording()
             raise
+        if self._never_runs(outcome):
+            self._stop_recording()
+            raise _BudgetExhausted  # every case would end so: stop drawing them
         misuse = launcher_misuse(outcome)
         if misuse:
             self._stop_recording()
@@ -808,6 +818,20 @@ class _Slice:
             raise exc
         if not self.replaying:
             self._climb()
+
+    def _never_runs(self, outcome: Outcome) -> bool:
+        """Whether ``outcome`` says the kernel cannot run in the only mode this run has for
+        the target: the interpreter found, before any program ran, a construct it cannot run
+        on every launch (fuzzkern.execution.fidelity.static_limitation). The target is then
+        skipped with the reason, after this one case."""
+        interp = outcome.modes.get("interpret")
+        if (outcome.verdict != Verdict.UNSUPPORTED or interp is None
+                or not interp.detail.get("static")
+                or set(self.opts.modes) & set(self.target.modes) != {"interpret"}):
+            return False
+        why = (interp.error or "").split(": ", 1)[-1].splitlines()[0]
+        self.result.skipped = f"the interpreter cannot run it: {why}"
+        return True
 
     def _climb(self) -> None:
         """A round of coverage guidance's own climbing (:meth:`Guide.climb`); a climbed case

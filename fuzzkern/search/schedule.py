@@ -126,6 +126,7 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.seconds += piece.seconds
     into.case_seconds += piece.case_seconds
     into.error = into.error or piece.error
+    into.skipped = into.skipped or piece.skipped
     into.compiles += piece.compiles
     into.cache_hits += piece.cache_hits
     into.devices.update(piece.devices)
@@ -373,7 +374,6 @@ def _child_init(events: Any, device_queue: Any, sanitize: str | None) -> None:
 def _child_slice(ref: str, opts: CampaignOptions, database_spec: str | None, share: float,
                  replay_corpus: bool, known: tuple[str, ...] = ()) -> TargetResult:
     """One slice in a child process; runs Hypothesis in this process's main thread."""
-    from fuzzkern.gpus import assumed_gpu
     from fuzzkern.gpus import assumed_gpu
     from fuzzkern.search.database import open_database
     from fuzzkern.target import loader
