@@ -164,6 +164,10 @@ def main() -> None:
               help="Regression corpus folder: a target's entries replay before it is fuzzed, "
                    "and each failure found is saved there.")
 @click.option("--no-corpus", is_flag=True, help="Neither replay nor save corpus entries.")
+@click.option("--shrink-time", "shrink_text", default="auto", show_default=True,
+              help="Time to shrink failures past the budget (the search ends at the budget; a "
+                   "failure found late is shrunk, not saved unshrunk): 30s, 2m; auto: a "
+                   "quarter of the budget, from 20 s to 10 min; 0: none.")
 @click.option("--min-cases", type=int, default=None,
               help="Fail (exit 2) when a target ran fewer cases than this. Without it, a "
                    f"target that ran fewer than {20} cases gets a warning (it tested little: "
@@ -194,9 +198,12 @@ def run(**params: Any) -> None:
         console = Console(highlight=False, width=_log_width(140))
     seconds, modes = _check_run(a)
     opts, loaded, jobs, devices = _campaign(a, seconds, modes)
+    opts.shrink_time = _shrink_time(a.shrink_text, seconds)
     run_seed = a.seed if a.seed is not None else opts.draw_seed
     if not a.quiet:
-        console.print(f"fuzzkern: {len(loaded)} target(s), budget {a.budget}, "
+        shrink = (f" (+ up to {opts.shrink_time:g} s to shrink failures)" if opts.shrink_time
+                  else "")
+        console.print(f"fuzzkern: {len(loaded)} target(s), budget {a.budget}{shrink}, "
                       f"modes {','.join(modes)}, {jobs} process(es), seed {run_seed}",
                       markup=False, soft_wrap=True)
         if a.assume_gpu:
@@ -255,6 +262,7 @@ class _RunArgs:
     corpus_dir: str
     no_corpus: bool
     min_cases: int | None = None
+    shrink_text: str = "auto"
     fail_under_coverage: float | None = None
     no_guide: bool = False
     tracebacks: bool = False
@@ -410,6 +418,20 @@ def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
     opts.guide = not a.no_guide
     opts.assume_gpu = a.assume_gpu
     return opts, loaded, jobs, devices
+
+
+def _shrink_time(text: str, budget: float) -> float:
+    """``--shrink-time``: seconds, or auto (a quarter of the budget, from 20 s to 10 min)."""
+    if text.strip().lower() == "auto":
+        return min(600.0, max(20.0, budget / 4))
+    if text.strip() in ("0", "0s"):
+        return 0.0
+    from fuzzkern.search import engine
+
+    try:
+        return engine.parse_budget(text)
+    except FuzzkernError as e:
+        raise click.BadParameter(str(e), param_hint="--shrink-time") from None
 
 
 def _repeat_cases(results: list[Any], max_examples: int | None) -> int:

@@ -1238,6 +1238,9 @@ def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
         else:
             reason = (f"verdict changed from {entry.verdict} to {outcome.verdict}: "
                       f"{outcome.message}")
+        if not entry.shrunk:
+            note += (" (not minimal: saved before its shrinking finished; the next fuzzkern run "
+                     "shrinks it)")
         return ReplayResult(STILL_FAILING, _first_line(reason) + note, outcome, entry, lt.ref)
     reason = "passes" if outcome.verdict == "pass" else f"{outcome.verdict}: {outcome.message}"
     return ReplayResult(NOW_PASSING, _first_line(reason) + note, outcome, entry, lt.ref)

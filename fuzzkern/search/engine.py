@@ -488,6 +488,13 @@ class CampaignOptions:
     #: the campaign's hard stop, a ``time.monotonic()`` instant (set by fuzzkern.search.schedule
     #: from the budget): a case running then is cut short, shrinking stops, what was found is saved
     stop_at: float | None = None
+    #: seconds of shrinking a campaign allows past its budget: fuzzkern.search.schedule moves
+    #: the hard stop out by it while the search still ends at the budget (``search_until``),
+    #: so a failure found late is shrunk, not saved unshrunk
+    shrink_time: float = 0.0
+    #: the end of the search, a ``time.monotonic()`` instant (the budget's end; set with
+    #: ``stop_at``): no new case is drawn after it, a failure found may still shrink
+    search_until: float | None = None
     #: measure kernel coverage in the interpreter (docs/coverage.md)
     coverage: bool = True
     #: feed it to the search as hypothesis.target() observations (fuzzkern.search.guidance)
@@ -656,6 +663,8 @@ class _Slice:
         if opts.stop_at is not None:  # the campaign's hard stop caps both
             self.deadline = min(self.deadline, opts.stop_at)
             self.shrink_deadline = min(self.shrink_deadline, opts.stop_at)
+        if opts.search_until is not None:  # the budget's end: shrinking may go on past it
+            self.deadline = min(self.deadline, opts.search_until)
         self.timeout = opts.timeout or lt.target.timeout
         # one drawn case may cost at most a quarter of the share: many cheap cases and some
         # expensive ones, never a few that take minutes (fuzzkern.execution.pool.COST_CAP_FRACTION)
@@ -1000,8 +1009,12 @@ def _replay_corpus(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
                           debug=opts.debug, checks=opts.checks)
         result.replayed += 1
         if r.status == corpus.STILL_FAILING and r.outcome is not None:
+            case, outcome, shrunk = entry.case, r.outcome, entry.shrunk
+            if not shrunk:  # saved unshrunk: this run shrinks it, if it has the time
+                path, case, outcome, shrunk = _shrink_again(lt, pool, opts, entry, r.outcome,
+                                                            result)
             result.corpus_failing.append(path)
-            result.failures.append(Failure(lt.id, entry.case, r.outcome, shrunk=entry.shrunk,
+            result.failures.append(Failure(lt.id, case, outcome, shrunk=shrunk,
                                            corpus_path=path,
                                            explanations=list(entry.explanations),
                                            replayed=True))
@@ -1009,6 +1022,55 @@ def _replay_corpus(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
             result.corpus_passing.append(path)
         else:
             result.corpus_problems.append(f"cannot replay {path}: {r.reason}")
+
+
+#: seconds a replay may spend shrinking one entry that was saved unshrunk
+RESHRINK_SECONDS = 30.0
+
+
+def _shrink_again(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, entry: Any,
+                  outcome: Outcome, result: TargetResult) -> tuple[str, Case, Outcome, bool]:
+    """An entry saved unshrunk (the budget ran out while shrinking) that still fails, shrunk
+    by fuzzkern.search.minimize within :data:`RESHRINK_SECONDS` (and the campaign's hard stop)
+    and saved as shrunk: the store then removes the unshrunk entry of the same failure. What
+    it gives: (path, case, outcome, shrunk); the entry as it was when nothing smaller fails."""
+    from fuzzkern.corpus import store as corpus
+    from fuzzkern.errors import FuzzkernError
+    from fuzzkern.search import minimize
+
+    assert entry.path is not None and opts.corpus is not None
+    until = time.monotonic() + RESHRINK_SECONDS
+    if opts.stop_at is not None:
+        until = min(until, opts.stop_at)
+    run_options = run_options_of(opts)
+    timeout = opts.timeout or lt.target.timeout
+
+    def run(case: Case) -> Outcome:
+        return pool.run(lt.ref, case.to_json(), run_options, timeout)
+
+    try:
+        m = minimize.minimize(lt.target, entry.case, outcome, run, deadline=until,
+                              max_runs=opts.minimize_runs)
+    except (StopTime, FuzzkernError):
+        return entry.path, entry.case, outcome, False
+    done = m.stopped is None
+    if not m.steps and not done:
+        return entry.path, entry.case, outcome, False
+    try:
+        if not m.steps:  # nothing smaller fails: the same entry, now marked shrunk
+            corpus._remove_entry(entry)
+        path = corpus.save(opts.corpus, lt.id, lt.ref, m.case, m.outcome, modes=opts.modes,
+                           explanations=entry.explanations, target=lt.target, shrunk=done,
+                           debug=opts.debug, run_options=run_options, lock_until=opts.stop_at,
+                           problems=result.corpus_problems)
+    except (OSError, FuzzkernError) as e:
+        result.corpus_problems.append(f"could not save {entry.path} shrunk again: {e}")
+        return entry.path, entry.case, outcome, False
+    result.minimize_runs += m.runs
+    result.corpus_problems.append(
+        f"{entry.path} was saved unshrunk; shrunk again to {m.case.describe()}: {path}"
+        + ("" if done else " (still not minimal: the time ran out)"))
+    return path, m.case, m.outcome, done
 
 
 #: a hang is re-run once with this many times the timeout before it is reported and saved

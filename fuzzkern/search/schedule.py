@@ -246,8 +246,11 @@ def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions, *,
         emit("progress", s.progress, None)
     jobs = max(1, min(jobs, len(slots)))
     start = time.monotonic()
-    if opts.stop_at is None:  # the budget is a hard stop (fuzzkern.execution.pool.StopTime)
-        opts = dataclasses.replace(opts, stop_at=start + opts.budget + HARD_STOP_GRACE)
+    if opts.stop_at is None:  # the budget is a hard stop (fuzzkern.execution.pool.StopTime),
+        # moved out by the shrinking time; the search itself ends at the budget
+        opts = dataclasses.replace(
+            opts, stop_at=start + opts.budget + opts.shrink_time + HARD_STOP_GRACE,
+            search_until=start + opts.budget)
     runner: _Serial | _Parallel
     if jobs == 1:
         runner = _Serial(opts, pool, emit)
