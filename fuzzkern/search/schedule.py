@@ -25,7 +25,9 @@ stopped by itself before its slice ran out (it has nothing more to try). The cor
 a target's first slice.
 
 **The budget is a hard stop.** ``opts.stop_at`` is set to the campaign's start plus its
-budget plus :data:`HARD_STOP_GRACE`; every slice caps its deadlines by it, and the worker pool
+budget, its shrinking time (``opts.shrink_time``: the search ends at the budget,
+``opts.search_until``, and a failure found may shrink until then) and
+:data:`HARD_STOP_GRACE`; every slice caps its deadlines by it, and the worker pool
 cuts a case still running then short (:class:`fuzzkern.execution.pool.StopTime`): the search stops,
 each failure found so far is saved (shrunk as far as it got), and the campaign returns, so the
 report is written a few seconds after the budget, not after the case in flight, a shrink or an
