@@ -38,7 +38,7 @@ compiles kernels in other threads should hold the lock too.
 ...     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
 >>> x = torch.ones(5)
 >>> with interpreter_mode():
-...     double[(1,)](x, 5, BLOCK=8)
+...     kernel = double[(1,)](x, 5, BLOCK=8)  # as compiled, the launch returns the kernel
 >>> x.tolist()
 [2.0, 2.0, 2.0, 2.0, 2.0]
 """
