@@ -226,12 +226,6 @@ def _gpu_name(value: str) -> str:
     return check_gpu_name(value, "the GPU")
 
 
-def _gpu_name(value: str) -> str:
-    from fuzzkern.gpus import check_gpu_name
-
-    return check_gpu_name(value, "the GPU")
-
-
 def _int(value: str) -> Any:
     """An int when ``value`` spells one, else the text (for the error message)."""
     try:
@@ -283,7 +277,6 @@ def _settings(config: pytest.Config) -> _Settings:
     s.db, _ = _option(config, "fuzzkern_db", _database_spec(config))
     s.fail_under_coverage, _ = _option(
         config, "fuzzkern_fail_under_coverage", lambda v, _: testing.check_percent(v))
-    s.assume_gpu, _ = _option(config, "fuzzkern_assume_gpu", lambda v, _: _gpu_name(v))
     s.assume_gpu, _ = _option(config, "fuzzkern_assume_gpu", lambda v, _: _gpu_name(v))
     _hypothesis_options(config, s)
     return s
@@ -355,15 +348,6 @@ def pytest_configure(config: pytest.Config) -> None:
             "(torch.cuda.is_available() is False); use interpret")
     state = _State(settings)
     config.stash[_STATE] = state
-    if settings.assume_gpu:
-        # for the whole session: test files import libraries that ask at import
-        import contextlib
-
-        from fuzzkern.gpus import assumed_gpu
-
-        scope = contextlib.ExitStack()
-        scope.enter_context(assumed_gpu(settings.assume_gpu))
-        config.add_cleanup(scope.close)
     if settings.assume_gpu:
         # for the whole session: test files import libraries that ask at import
         import contextlib

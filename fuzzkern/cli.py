@@ -208,8 +208,6 @@ def run(**params: Any) -> None:
                       markup=False, soft_wrap=True)
         if a.assume_gpu:
             console.print(_assumption(a.assume_gpu), markup=False, soft_wrap=True)
-        if a.assume_gpu:
-            console.print(_assumption(a.assume_gpu), markup=False, soft_wrap=True)
     if a.seed is not None and opts.database is not None:
         # hypothesis.seed() runs without the example database: say so rather than surprise
         console.print(f"note: --seed {a.seed} runs without the example database ({a.db_path}):"
