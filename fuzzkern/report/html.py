@@ -345,6 +345,8 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
         for k, text in enumerate(failures_text.get(r.target_id, [])):
             parts.append(f"<pre class='failure' id='f-{_e(r.target_id)}-{k}'>{_e(text)}</pre>")
         parts += _accuracy_html(r)
+        parts += [f"<pre class='accuracy'>fuzzkern-limit (fuzzkern's, not the kernel's; not a "
+                  f"failure): {_e(note)}</pre>" for note in r.limits]
         if r.error:
             parts.append(f"<pre class='failure'>error: {_e(r.error)}</pre>")
         parts.append("</section>")

@@ -146,3 +146,20 @@ def test_an_exception_that_escaped_fuzzkerns_worker_is_a_limitation():
     got = confirm(lt.ref, Case({"N": 1}, {}), outcome, None, {}, lt.target, 10.0)
     assert got.limit is not None and "fuzzkern's own worker code failed" in got.limit
     assert "get_bf16" in got.limit
+
+
+def test_the_html_report_lists_a_limitation(tmp_path):
+    from click.testing import CliRunner
+
+    from fuzzkern.cli import main
+
+    page = tmp_path / "report.html"
+    got = CliRunner().invoke(main, ["run", os.path.join(TARGETS, "pruning_library.py"),
+                                    "--budget", "30s", "--max-examples", "30", "--no-db",
+                                    "--no-corpus", "--modes", "interpret", "--seed", "1", "-q",
+                                    "--html", str(page)])
+    assert got.exit_code == 0, got.output
+    html = page.read_text()
+    assert "fuzzkern-limit (fuzzkern&#x27;s, not the kernel&#x27;s; not a failure)" in html
+    assert "raised in fuzzkern&#x27;s own code" in html
+    assert "pruning_library.py:26 (copy)" in html
