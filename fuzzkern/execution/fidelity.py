@@ -629,10 +629,12 @@ class CompileError(Exception):
 
 #: the compiler's words for a kernel it refuses, raised by ``triton.language`` itself (which
 #: the interpreter runs too) and so by the interpreter: a ``tl.arange`` whose range is not a
-#: power of 2 or is empty, a block over the compiler's element limit or with a dimension that
-#: is not a power of 2, block pointers where they were removed (Triton 3.9)
+#: power of 2, is empty or is not a compile-time value (``H = B // 2`` is a tensor compiled
+#: too), a block over the compiler's element limit or with a dimension that is not a power of
+#: 2, block pointers where they were removed (Triton 3.9)
 _REFUSALS = ("must be a power of 2", "exceeds triton maximum tensor numel",
              "arange's end argument must be greater than the start argument",
+             "arange's arguments must be of type tl.constexpr",
              "Block pointers have been removed")
 
 

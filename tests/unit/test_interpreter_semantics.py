@@ -100,6 +100,19 @@ def _two_targets(x_ptr, out_ptr):
     tl.store(out_ptr + offs, a + b)
 
 
+@triton.jit
+def _runtime_arange(x_ptr, out_ptr, B: tl.constexpr):
+    H = B // 2  # an assignment makes a tensor of it, compiled too: not a constexpr
+    offs = tl.arange(0, H)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+def _launch_runtime_arange(x):
+    out = torch.empty_like(x)
+    _runtime_arange[(1,)](x, out, B=8)
+    return out
+
+
 def _launch_odd(x):
     out = torch.empty_like(x)
     _odd_arange[(1,)](x, out)
@@ -128,6 +141,8 @@ def _case() -> Case:
 @pytest.mark.parametrize("launcher, words, line", [
     (_launch_odd, "arange's range must be a power of 2", "offs = tl.arange(0, 5)"),
     (_launch_two, "simultaneous multiple assignment", "a = b = tl.load(x_ptr + offs)"),
+    (_launch_runtime_arange, "arange's arguments must be of type tl.constexpr",
+     "offs = tl.arange(0, H)"),
 ])
 def test_what_the_compiler_refuses_is_a_compile_error_at_the_kernel_line(launcher, words, line):
     o = run_case(_target(launcher), _case(), {"modes": ["interpret"]})
