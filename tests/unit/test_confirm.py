@@ -160,6 +160,6 @@ def test_the_html_report_lists_a_limitation(tmp_path):
                                     "--html", str(page)])
     assert got.exit_code == 0, got.output
     html = page.read_text()
-    assert "fuzzkern-limit (fuzzkern&#x27;s, not the kernel&#x27;s; not a failure)" in html
+    assert "fuzzkern-limit (fuzzkern's, not the kernel's; not a failure)" in html
     assert "raised in fuzzkern&#x27;s own code" in html
     assert "pruning_library.py:26 (copy)" in html
