@@ -17,7 +17,8 @@ Hypothesis's climbing is spread over every label and every choice of a case (its
 too), so between its passes :meth:`Guide.climb` climbs the nearest open side itself: every
 :data:`CLIMB_EVERY` drawn cases, from the case that came closest to it, it moves one dim or
 integer scalar at a time (by 1, 2, 4, ... in the direction that brings the side nearer, within
-the strategy's bounds; the knob that helped last goes first) for at most :data:`CLIMB_RUNS` runs,
+the strategy's bounds; the knob that helped last goes first; where no small step helps, a jump
+by half the knob's range, a quarter, ... to a place no farther) for at most :data:`CLIMB_RUNS` runs,
 and gives a side up after :data:`GIVE_UP` rounds that came no nearer (a side no input reaches,
 such as a trip count a branch above the loop forbids). A climbed case that fails ends the
 Hypothesis run (:class:`Climbed`) and is shrunk by :mod:`fuzzkern.search.minimize` instead of
@@ -164,9 +165,10 @@ class _Climb:
             return self.builder.build(self.case, dims={**self.case.dims, name: value})
         return self.builder.build(self.case, scalars={**self.case.scalars, name: value})
 
-    def _try(self, knob: tuple[str, str, int, int], value: int) -> bool | tuple[Any, Any]:
-        """Run the case moved to ``value``: True when it came nearer (it is the new base), a
-        (case, outcome) when it failed."""
+    def _try(self, knob: tuple[str, str, int, int], value: int,
+             lateral: bool = False) -> bool | tuple[Any, Any]:
+        """Run the case moved to ``value``: True when it came nearer (or, ``lateral``, no
+        farther: it is the new base), a (case, outcome) when it failed."""
         moved = self._moved(knob, value)
         if moved is None or self.runs >= CLIMB_RUNS:
             return False
@@ -178,7 +180,7 @@ class _Climb:
         d = cov.distances().get(self.side)
         if self.side not in self.guide.coverage.distances():
             d = 0.0  # taken: the caller merged its coverage
-        if d is None or d >= self.d:
+        if d is None or d > self.d or (d == self.d and not lateral):
             return False
         self.case, self.outcome, self.d = moved, outcome, d
         self.guide.nearest[self.side] = (moved, outcome, d)
@@ -186,6 +188,7 @@ class _Climb:
         return True
 
     def round(self) -> tuple[Any, Any] | None:
+        before = self.d
         last = self.guide.last_knob.get(self.side)
         for knob in sorted(self.knobs, key=lambda k: k[1] != last):
             for sign in (1, -1):
@@ -201,6 +204,24 @@ class _Climb:
                     step *= 2
                 if self.d <= 0 or self.runs >= CLIMB_RUNS:
                     return None
+        return self._escape(before)
+
+    def _escape(self, before: float) -> tuple[Any, Any] | None:
+        """No knob brought the side nearer by small steps: a local optimum (a remainder at a
+        bound: ``n % 256 == 0`` at n = 4096, both neighbours farther). Jump by half the knob's
+        range, a quarter, ... and keep the first place no farther, for the next round."""
+        if self.d < before:
+            return None
+        last = self.guide.last_knob.get(self.side)
+        for knob in sorted(self.knobs, key=lambda k: k[1] != last):
+            step = (knob[3] - knob[2]) // 2
+            while step >= 2 and self.runs < CLIMB_RUNS:
+                now = self.case.dims[knob[1]] if knob[0] == "dim" else self.case.scalars[knob[1]]
+                for sign in (-1, 1):
+                    got = self._try(knob, now + sign * step, lateral=True)
+                    if got:
+                        return got if isinstance(got, tuple) else None
+                step //= 2
         return None
 
 
