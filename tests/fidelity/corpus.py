@@ -514,6 +514,26 @@ case(name="arange_not_power_of_2", construct="`tl.arange` of a range that is not
 
 
 @triton.jit
+def _arange_assigned(x_ptr, out_ptr, B: tl.constexpr):
+    H = B // 2  # an assignment: a tensor, not a constexpr (`H: tl.constexpr = ...` is one)
+    offs = tl.arange(0, H)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+def _arange_assigned_run(device: str) -> list[torch.Tensor]:
+    x = torch.arange(8, dtype=torch.float32, device=device)
+    out = torch.zeros(8, device=device)
+    _arange_assigned[(1,)](x, out, B=8)
+    return [out]
+
+
+case(name="arange_assigned_bound", construct="`tl.arange(0, H)` with `H = B // 2` assigned "
+     "(not declared `tl.constexpr`)", upstream="raises the compiler's ValueError "
+     "(fuzzkern: `compile-error`)", issue=None, expected=lambda: [torch.zeros(8)],
+     rejected=lambda: "arange's arguments must be of type tl.constexpr")(_arange_assigned_run)
+
+
+@triton.jit
 def _too_big(out_ptr):
     z = tl.zeros((2048, 1024), tl.float32)
     tl.store(out_ptr + tl.arange(0, 4), tl.sum(tl.sum(z, 1), 0) + tl.zeros((4,), tl.float32))
