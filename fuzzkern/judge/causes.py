@@ -86,10 +86,10 @@ def attributed(outcome: Outcome, causes: list[Cause], compiled_only: bool) -> Ou
                 "NaN/inf when a rounding difference crosses a boundary (a variance such as "
                 "E[x^2] - E[x]^2 going negative into sqrt, a denominator reaching 0): clamp "
                 "that quantity"))
-        strict = outcome.strict
-        return replace(outcome, verdict=Verdict.ACCURACY, strict=strict, message=(
-            f"compiled-only rounding difference, {why} (the interpreter passes: not a logic "
-            f"bug); was: {outcome.message}"))
+        evidence = ("the interpreter passes: not a logic bug" if compiled_only else
+                    "the compiled re-run that passes shows it is not a logic bug")
+        return replace(outcome, verdict=Verdict.ACCURACY, message=(
+            f"compiled-only rounding difference, {why} ({evidence}); was: {outcome.message}"))
     if _drops_nan(outcome):
         return replace(outcome, verdict=Verdict.COMPILED_ONLY, message=(
             f"{outcome.message}; the compiled kernel returns a number where torch and the "

@@ -87,9 +87,9 @@ def confirm(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
     if harness is not None and not what.startswith(("SystemExit", "KeyboardInterrupt")):
         # (the runner turns whatever the launcher and kernel raise into a mode's result: what
         # escapes it is fuzzkern's to handle, wherever it was raised)
-        where = raised_at(str(harness.error or "")).words()
+        words = raised_at(str(harness.error or "")).words()
         return Confirmation(limit=f"fuzzkern's own worker code failed on this case ({what}"
-                            f"{'; ' + where if where else ''}): a fuzzkern defect, not the "
+                            f"{'; ' + words if words else ''}): a fuzzkern defect, not the "
                             "kernel's")
     erred = _error_mode(outcome)
     where = raised_at(str(erred.detail["traceback"])) if erred is not None else None

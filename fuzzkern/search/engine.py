@@ -1153,17 +1153,22 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
         _accuracy_cause(lt, pool, result, run_options, timeout)
 
 
-def _distinct(found: list[Failure]) -> list[Failure]:
-    """One failure per shrunk case and verdict family: a bug whose minimal case shows at several
-    locations (two outputs of one NaN, say) is reported once."""
+def same_case_key(f: Failure) -> tuple[str, str]:
+    """What makes two shrunk failures one report: their verdict family and their case (a bug
+    whose minimal case shows at several locations, two outputs of one NaN, is one bug)."""
     import json
 
     from fuzzkern.judge.verdict import verdict_family
 
+    return verdict_family(f.outcome.verdict), json.dumps(f.case.to_json(), sort_keys=True)
+
+
+def _distinct(found: list[Failure]) -> list[Failure]:
+    """One failure per :func:`same_case_key`."""
     seen: set[tuple[str, str]] = set()
     out = []
     for f in found:
-        key = (verdict_family(f.outcome.verdict), json.dumps(f.case.to_json(), sort_keys=True))
+        key = same_case_key(f)
         if key not in seen:
             seen.add(key)
             out.append(f)

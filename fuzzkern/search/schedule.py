@@ -63,9 +63,11 @@ from fuzzkern.search.engine import (
     ACCURACY_KEEP,
     RECORD_LIMIT,
     CampaignOptions,
+    Failure,
     TargetResult,
     fuzz_target,
     interrupted,
+    same_case_key,
 )
 from fuzzkern.target.loader import LoadedTarget
 
@@ -120,11 +122,19 @@ def novelty(before: TargetResult, piece: TargetResult) -> float:
     return new_specs + 2 * new_verdicts + (1 if grew else 0) + new_paths
 
 
+def _new_failures(have: list[Failure], more: list[Failure]) -> list[Failure]:
+    """Of ``more`` (a later slice's failures), those that are not one of ``have`` again
+    (:func:`~fuzzkern.search.engine.same_case_key`: two slices can find one bug at two
+    locations, e.g. two outputs of one NaN)."""
+    seen = {same_case_key(f) for f in have}
+    return [f for f in more if same_case_key(f) not in seen]
+
+
 def merge(into: TargetResult, piece: TargetResult) -> None:
     """Add one slice's result to a target's running total."""
     into.cases += piece.cases
     into.counts.update(piece.counts)
-    into.failures.extend(piece.failures)
+    into.failures.extend(_new_failures(into.failures, piece.failures))
     into.seconds += piece.seconds
     into.case_seconds += piece.case_seconds
     into.error = into.error or piece.error
