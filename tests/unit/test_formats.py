@@ -13,6 +13,7 @@ from fuzzkern import strategies as fks
 from fuzzkern.case.model import Case, TensorCase
 from fuzzkern.execution.interpreter import interpreter_mode
 from fuzzkern.execution.runner import run_case
+from tests.unit.targets.shadow_kernels import softmax_backward, softmax_backward_reference
 
 
 @triton.jit
@@ -94,12 +95,17 @@ def _bf16_only(x):
     return out
 
 
-def test_host_code_sees_the_bf16_tensor_and_the_case_passes():
-    target = fuzzkern.Target(launcher=_bf16_only, reference=lambda x: x * 3,
+def _tripled(launcher):
+    """``launcher``'s outcome on 70 bf16 elements, against ``3 * x``."""
+    target = fuzzkern.Target(launcher=launcher, reference=lambda x: x * 3,
                              inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["bfloat16"])),
                              dims={"N": fks.sizes(max_value=100)})
-    x = TensorCase.build((70,), "bfloat16")
-    outcome = run_case(target, Case({"N": 70}, {"x": x}), {"modes": ["interpret"]})
+    case = Case({"N": 70}, {"x": TensorCase.build((70,), "bfloat16")})
+    return run_case(target, case, {"modes": ["interpret"]})
+
+
+def test_host_code_sees_the_bf16_tensor_and_the_case_passes():
+    outcome = _tripled(_bf16_only)
     assert outcome.verdict == "pass", outcome.message
     assert "substituted" not in outcome.to_json()["modes"]["interpret"]["detail"]
 
@@ -110,36 +116,8 @@ def test_a_wrong_bf16_kernel_is_still_found():
         _scale_kernel[(1,)](x, out, x.numel(), 3.0, BLOCK=64)  # one block: no more
         return out
 
-    target = fuzzkern.Target(launcher=launcher, reference=lambda x: x * 3,
-                             inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["bfloat16"])),
-                             dims={"N": fks.sizes(max_value=100)})
-    x = TensorCase.build((70,), "bfloat16")
-    outcome = run_case(target, Case({"N": 70}, {"x": x}), {"modes": ["interpret"]})
+    outcome = _tripled(launcher)
     assert outcome.verdict == "unwritten-output", outcome.message
-
-
-@triton.jit
-def _softmax_bwd(DY, Y, DX, stride_dy, stride_y, N, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < N
-    dy = tl.load(DY + row * stride_dy + cols, mask=mask, other=0.0).to(tl.float32)
-    y = tl.load(Y + row * stride_y + cols, mask=mask, other=0.0).to(tl.float32)
-    dx = y * (dy - tl.sum(dy * y, axis=0))
-    tl.store(DX + row * N + cols, dx.to(DX.dtype.element_ty), mask=mask)
-
-
-def _softmax_backward(dy, x):
-    y = torch.softmax(x.float(), dim=-1).to(x.dtype)  # host code rounds the forward to bf16
-    dx = torch.empty(x.shape, dtype=x.dtype)
-    _softmax_bwd[(x.shape[0],)](dy, y, dx, dy.stride(0), y.stride(0), x.shape[1],
-                                BLOCK=triton.next_power_of_2(x.shape[1]))
-    return dx
-
-
-def _softmax_bwd_reference(dy, x):
-    y = torch.softmax(x, dim=-1)
-    return y * (dy - (dy * y).sum(-1, keepdim=True))
 
 
 #: a drawn case of bench/accuracy/ok_softmax_bwd_bf16.py: large logits (a softmax that
@@ -169,12 +147,12 @@ def test_host_rounding_to_zero_times_inf_is_not_a_kernel_bug():
     dy = torch.tensor([[float("inf"), 1.0, 2.0, -1.0]], dtype=torch.bfloat16)
     x = torch.tensor([[0.0, -100.0, -1.0, -2.0]], dtype=torch.bfloat16)
     with interpreter_mode():
-        got = _softmax_backward(dy, x)
+        got = softmax_backward(dy, x)
     assert torch.isnan(got[0, 1]) and torch.isinf(got[0, 2])
-    assert torch.isinf(_softmax_bwd_reference(dy.double(), x.double())[0, 1])
+    assert torch.isinf(softmax_backward_reference(dy.double(), x.double())[0, 1])
 
     target = fuzzkern.Target(
-        launcher=_softmax_backward, reference=_softmax_bwd_reference,
+        launcher=softmax_backward, reference=softmax_backward_reference,
         inputs=fks.inputs(dy=fks.tensors(("M", "N"), dtypes=["bfloat16"]),
                           x=fks.tensors(("M", "N"), dtype_of="dy")),
         dims={"M": fks.sizes(max_value=4), "N": fks.sizes(max_value=512)})
