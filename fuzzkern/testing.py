@@ -212,11 +212,11 @@ def _stats(result: Any, opts: Any) -> str:
 
     runs = result.minimize_runs
     minimized = f"; {runs} of the cases minimized the failure" if runs else ""
+    text = (f"{result.cases} cases in {result.seconds:.1f} s (budget {opts.budget:g} s{limit}, "
+            f"modes {','.join(opts.modes)}, seed {seed}){minimized}; verdicts: {counts}")
     # the budget is the search's: a failure found may shrink for this long past it
     grace = max(opts.grace_min, opts.grace_fraction * opts.budget)
-    text = (f"{result.cases} cases in {result.seconds:.1f} s (budget {opts.budget:g} s{limit}, "
-            f"shrinking up to {grace:g} s more, modes {','.join(opts.modes)}, seed {seed})"
-            f"{minimized}; verdicts: {counts}")
+    text += f"\nshrinking: a failure found may take up to {grace:g} s past the budget"
     repeat = repeat_options(result, opts)
     if repeat:
         text += f"\nto repeat: {repeat}"
