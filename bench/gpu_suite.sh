@@ -27,9 +27,10 @@
 #                                     # installed here with pip --no-deps      ~9 min
 #   bash bench/gpu_suite.sh flaggems  # examples/flaggems compiled (fuzzkern run --modes compiled
 #                                     # -j <GPUs> --budget ${BUDGET:-5m}). Needs FlagGems 5.0.2
-#                                     # and what it imports (sqlalchemy, PyYAML) as wheels
-#                                     # under .whl/, downloaded where there is an index:
+#                                     # and what it imports (sqlalchemy, PyYAML, packaging)
+#                                     # as wheels under .whl/, downloaded with an index:
 #                                     # pip download --no-deps -d .whl flag_gems==5.0.2
+#                                     #   packaging==26.0
 #                                     # pip download --no-deps -d .whl --only-binary=:all:
 #                                     #   --python-version 3.12 --platform manylinux2014_x86_64
 #                                     #   sqlalchemy==2.0.48 PyYAML==6.0.3
@@ -132,7 +133,7 @@ if [[ $what == liger ]]; then
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 need_flaggems() {
-  for mod in yaml:pyyaml sqlalchemy:sqlalchemy flag_gems:flag_gems; do
+  for mod in yaml:pyyaml packaging:packaging sqlalchemy:sqlalchemy flag_gems:flag_gems; do
     if ! python3 -c "import ${mod%%:*}" 2>/dev/null; then
       whl=$(ls .whl/${mod#*:}-*.whl 2>/dev/null | head -1)
       python3 -m pip install -q --no-deps "${whl:-.whl/missing-${mod#*:}.whl}" \
