@@ -53,6 +53,9 @@
 #                                     # of examples/liger and examples/flaggems side by side
 #                                     # (${BUDGET:-4m} each; carry .whl/ as for liger and
 #                                     # flaggems)                                  ~6 min
+#   BEFORE_DIR=before bash bench/gpu_suite.sh compare  # examples/liger and examples/flaggems
+#                                     # compiled with an older tree and this one side by side
+#                                     # (${BUDGET:-3m} each), and $COMPARE_TESTS    ~5 min
 #   bash bench/gpu_suite.sh all       # tests, sanitize, bench, throughput, campaign, hygiene,
 #                                     # fidelity
 #                                     # (several calls' worth)
@@ -161,6 +164,33 @@ if [[ $what == attribution ]]; then
   wait "$tests"; rc=$((rc | $?))
   wait
   tail -n 40 "$out/attribution-tests.log" "$out/liger-compiled.log" "$out/flaggems-compiled.log"
+fi
+if [[ $what == compare ]]; then
+  # Before/after on the same GPU in one call: examples/liger and examples/flaggems compiled
+  # (${BUDGET:-3m} each) with the fuzzkern of $BEFORE_DIR (an older tree, e.g. `git archive
+  # <commit> | tar -x -C before/`, carried as an untracked folder) and with this one, all four
+  # side by side, plus $COMPARE_TESTS (pytest paths) with this one.
+  need_flaggems
+  python3 -c "import liger_kernel" 2>/dev/null \
+    || python3 -m pip install -q --no-deps .whl/liger_kernel-0.8.5-py3-none-any.whl
+  [[ -d ${BEFORE_DIR:-before} ]] || { echo "no BEFORE_DIR ${BEFORE_DIR:-before}"; exit 2; }
+  if [[ -n ${COMPARE_TESTS:-} ]]; then
+    python3 -m pytest -m gpu $COMPARE_TESTS -v -rs -p no:cacheprovider -n "${TEST_JOBS:-3}" \
+      > "$out/compare-tests.log" 2>&1 &
+  fi
+  for lib in liger flaggems; do
+    for side in before after; do
+      root=$PWD; [[ $side == before ]] && root=$PWD/${BEFORE_DIR:-before}
+      targets=$PWD/examples/$lib/; [[ $side == before && -d $root/examples/$lib ]] \
+        && targets=$root/examples/$lib/
+      (cd "$root" && PYTHONPATH=$root python3 -m fuzzkern run "$targets" --modes compiled \
+        --budget "${BUDGET:-3m}" --seed 0 --no-db --corpus "$out/$side-$lib-corpus" \
+        --report "$out/$side-$lib.json" > "$out/$side-$lib.log" 2>&1) &
+    done
+  done
+  wait
+  tail -n 5 "$out"/*-liger.log "$out"/*-flaggems.log
+  [[ -f $out/compare-tests.log ]] && tail -n 30 "$out/compare-tests.log"
 fi
 if [[ $what == flaggems ]]; then
   need_flaggems
