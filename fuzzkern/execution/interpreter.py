@@ -403,7 +403,7 @@ class _LaunchHandle:
 
     def __init__(self, fn: JITFunction, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         self.fn = fn
-        params = [p for p in fn.params]
+        params = list(fn.params)
         bound = {**dict(zip([p.name for p in params], args, strict=False)), **kwargs}
         self._constexprs = {p.name: bound[p.name] for p in params
                             if p.is_constexpr and p.name in bound}

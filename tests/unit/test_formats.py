@@ -57,8 +57,7 @@ def test_fp8_casts_round_to_nearest_and_saturate():
     assert got[:3].tolist() == x[:3].to(torch.float8_e4m3fn).float().tolist()
     assert got[3:6].tolist() == [448.0, -448.0, 448.0]  # satfinite: the largest finite
     assert torch.isnan(got[6])
-    assert got[7] == 2.0 ** -9 or got[7] == 0.0 or got[7] == 2.0 ** -10  # a subnormal
-    assert got[7] == x[7:].to(torch.float8_e4m3fn).float()[0]
+    assert got[7] == 0.0  # 2**-10: half the smallest subnormal, a tie, rounds to even
 
 
 @triton.jit
