@@ -611,6 +611,80 @@ case(name="loop_carried_type", construct="a loop-carried variable whose type the
      )(_carried_type_run)
 
 
+# -- low-precision dtypes as given (fuzzkern.execution.formats) -------------------------------
+
+
+def _bf16_values(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(31)
+    x, y = (torch.randn(64, generator=g).to(torch.bfloat16) for _ in range(2))
+    return x.to(device), y.to(device)
+
+
+@triton.jit
+def _bf16_ops(x_ptr, y_ptr, out_ptr, down_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m)
+    y = tl.load(y_ptr + i, mask=m)
+    tl.store(out_ptr + i, x * y - x, mask=m)  # bf16 ops, each rounded to bf16
+    tl.store(down_ptr + i, (x.to(tl.float32) / 3.0).to(tl.bfloat16), mask=m)
+
+
+def _bf16_ops_run(device: str) -> list[torch.Tensor]:
+    x, y = _bf16_values(device)
+    out, down = torch.empty_like(x), torch.empty_like(x)
+    _bf16_ops[(1,)](x, y, out, down, 64, BLOCK=64)
+    return [out, down]
+
+
+def _bf16_ops_expected() -> list[torch.Tensor]:
+    x, y = _bf16_values("cpu")
+    return [x * y - x, (x.float() / 3.0).to(torch.bfloat16)]
+
+
+case(name="bf16_arithmetic", construct="bf16 arithmetic and a cast to bf16 (`x * y - x`, "
+     "`(x / 3).to(tl.bfloat16)`)", upstream="computes on the raw 16 bits as integers (`a * b` of "
+     "two bf16 tensors is wrong); fuzzkern used to run bf16 as float32 copies", issue=None,
+     ulps=1,  # compiled code may contract x * y - x into one fma (one rounding)
+     expected=_bf16_ops_expected)(_bf16_ops_run)
+
+#: fp32 values for the fp8 casts: in range, ties, beyond the formats' largest finite values
+_FP8_INPUTS = [0.1, 1.0, 3.3, 300.0, 500.0, -1e4, 1e6, float("inf"), float("-inf"),
+               float("nan"), 2.0 ** -10, -0.0]
+
+
+@triton.jit
+def _to_fp8(x_ptr, e4_ptr, e5_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m)
+    tl.store(e4_ptr + i, x.to(tl.float8e4nv), mask=m)
+    tl.store(e5_ptr + i, x.to(tl.float8e5), mask=m)
+
+
+def _to_fp8_run(device: str) -> list[torch.Tensor]:
+    x = torch.tensor(_FP8_INPUTS, device=device)
+    e4 = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=device)
+    e5 = torch.empty(x.shape, dtype=torch.float8_e5m2, device=device)
+    _to_fp8[(1,)](x, e4, e5, x.numel(), BLOCK=16)
+    return [e4.float(), e5.float()]
+
+
+def _to_fp8_expected() -> list[torch.Tensor]:
+    x = torch.tensor(_FP8_INPUTS)
+    out = []
+    for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        big = torch.finfo(dtype).max  # saturating: cvt.rn.satfinite
+        out.append(torch.where(torch.isnan(x), x, x.clamp(-big, big)).to(dtype).float())
+    return out
+
+
+case(name="fp8_cast", construct="a cast from fp32 to fp8 (`x.to(tl.float8e4nv)`, "
+     "`x.to(tl.float8e5)`) of values beyond the format's range",
+     upstream="its own conversion; fuzzkern used to run fp8 as float32 copies", issue=None,
+     expected=_to_fp8_expected)(_to_fp8_run)
+
+
 def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> int:
     """Largest distance in units in the last place between float tensors ``a`` and ``b``
     (equal NaN positions count as 0); integers must be equal (0, else a large number)."""
