@@ -126,12 +126,13 @@ def in_real_dtypes() -> bool:
 # Widened formats: bf16 and fp8 values as float32
 
 
+_WIDE_NAMES = frozenset(d.name for d in WIDENED)
+
+
 def _wide(dtype: Any) -> bool:
-    """Whether ``dtype`` (any Triton type) is one of :data:`WIDENED`."""
-    try:
-        return dtype in WIDENED
-    except TypeError:  # pointer and block types are not hashable
-        return False
+    """Whether ``dtype`` (any Triton type) is one of :data:`WIDENED` (by name: asked by every
+    op, and a pointer's or a block's name is never a scalar's)."""
+    return getattr(dtype, "name", None) in _WIDE_NAMES
 
 
 def _scalar(tt_dtype: Any) -> Any:
@@ -142,11 +143,20 @@ def _np_dtype(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``_get_np_dtype`` (``inner``: the one in force, perhaps memoized) with float32 for the
     widened dtypes, outside :func:`real_dtypes`."""
     f32 = np.dtype(np.float32)
+    known: dict[Any, Any] = {}  # by type name, outside real_dtypes()
 
     def get_np_dtype(tt_dtype: Any) -> Any:
-        if not _REAL[0] and _wide(_scalar(tt_dtype)):
-            return f32
-        return inner(tt_dtype)
+        if _REAL[0]:
+            return inner(tt_dtype)
+        scalar = _scalar(tt_dtype)
+        name = getattr(scalar, "name", None)
+        try:
+            return known[name]
+        except KeyError:
+            found = known[name] = f32 if name in _WIDE_NAMES else inner(tt_dtype)
+            return found
+        except TypeError:  # no name: as it is
+            return inner(tt_dtype)
 
     return get_np_dtype
 
@@ -157,10 +167,13 @@ def _validate(np_array: Any, tl_dtype: Any) -> bool:
     return bool(ORIG_VALIDATE(np_array, tl_dtype))
 
 
+_F32 = np.dtype(np.float32)
+
+
 def _widened(h: Any) -> bool:
     """Whether ``h`` is a value this layer holds as float32 (not the shadow's float64)."""
-    return isinstance(h, _Handle) and _wide(h.dtype.scalar) and \
-        isinstance(h.data, np.ndarray) and h.data.dtype == np.float32
+    return isinstance(h, _Handle) and getattr(h.dtype, "name", None) in _WIDE_NAMES and \
+        getattr(h.data, "dtype", None) == _F32
 
 
 def _to_bits(h: Any) -> Any:
