@@ -107,7 +107,8 @@ def main() -> None:
 @main.command()
 @click.argument("targets", nargs=-1)
 @click.option("--budget", default="60s", show_default=True,
-              help="Wall-clock budget for the whole run, spread across targets: 90s, 10m, 1h.")
+              help="Wall-clock budget of the search, spread across targets: 90s, 10m, 1h "
+                   "(failures found may shrink --shrink-time longer).")
 @click.option("--modes", "modes_text", default=None,
               help="Comma-separated execution modes: interpret, compiled. "
                    "Default: interpret, plus compiled when CUDA is present.")
