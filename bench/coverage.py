@@ -14,7 +14,8 @@ Two parts (docs/coverage.md; issue 34):
   first failure.
 
 Usage: ``python bench/coverage.py [overhead|deep|all] [--cases 20] [--rounds 3] [--liger]
-[--also PATH ...] [--only ID ...] [--seeds 5] [--max-examples 300] [--kernels NAME ...] [--out F]``.
+[--also PATH ...] [--only ID ...] [--settrace] [--seeds 5] [--max-examples 300]
+[--kernels NAME ...] [--out F]``.
 Prints tables and writes JSON (default ``bench/results/coverage-<host>-<date>.json``) with the
 date and machine.
 """
@@ -52,35 +53,69 @@ def machine() -> dict[str, Any]:
 # overhead
 
 
-def _pass(lt: Any, cases: list[Any], on: bool) -> list[float]:
+def _tracer(files: set[str], lines: set[tuple[str, int]]) -> Any:
+    """What line coverage by ``sys.settrace`` would cost (the alternative not taken): a global
+    tracer called on every Python call, tracing lines only in the kernels' own files."""
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        if event == "line":
+            lines.add((frame.f_code.co_filename, frame.f_lineno))
+        return local
+
+    def global_(frame: Any, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename in files else None
+
+    return global_
+
+
+def _pass(lt: Any, cases: list[Any], on: bool | str) -> list[float]:
     from fuzzkern.execution import coverage
     from fuzzkern.execution.fidelity import FidelityInterpretedFunction
     from fuzzkern.execution.runner import run_case
 
-    coverage.INSTRUMENT = on
+    coverage.INSTRUMENT = on is True
     FidelityInterpretedFunction.rewritten_fn.clear()  # rewritten again, with or without probes
-    options = {"modes": ["interpret"], "coverage": on}
+    options = {"modes": ["interpret"], "coverage": on is True}
     run_case(lt.target, cases[0], options)  # the rewrite itself is not timed
+    trace = None
+    if on == "settrace":
+        files = {f.co_filename for f in _kernel_codes()}
+        trace = _tracer(files, set())
     out = []
     for c in cases:
         t0 = time.perf_counter()
-        run_case(lt.target, c, options)
+        if trace is not None:
+            sys.settrace(trace)
+        try:
+            run_case(lt.target, c, options)
+        finally:
+            sys.settrace(None)
         out.append(time.perf_counter() - t0)
     return out
 
 
-def overhead(targets: list[Any], n: int, rounds: int, say: Any) -> list[dict[str, Any]]:
+def _kernel_codes() -> list[Any]:
+    """Code objects of the kernels rewritten so far in this process (user files only)."""
+    from fuzzkern.execution.coverage import _is_library
+    from fuzzkern.execution.fidelity import FidelityInterpretedFunction
+
+    return [fn.__code__ for fn in FidelityInterpretedFunction.rewritten_fn.values()
+            if hasattr(fn, "__code__") and not _is_library(fn.__code__.co_filename)]
+
+
+def overhead(targets: list[Any], n: int, rounds: int, say: Any,
+             settrace: bool = False) -> list[dict[str, Any]]:
     from fuzzkern.search.engine import draw_cases
 
     rows = []
+    ways: tuple[bool | str, ...] = (False, True, "settrace") if settrace else (False, True)
     for lt in targets:
         try:
             cases = draw_cases(lt.target, n)
-            best = {False: [float("inf")] * len(cases), True: [float("inf")] * len(cases)}
+            best = {way: [float("inf")] * len(cases) for way in ways}
             for _ in range(rounds):
-                for on in (False, True):
-                    for i, t in enumerate(_pass(lt, cases, on)):
-                        best[on][i] = min(best[on][i], t)
+                for way in ways:
+                    for i, t in enumerate(_pass(lt, cases, way)):
+                        best[way][i] = min(best[way][i], t)
         except Exception as e:  # a target this interpreter cannot run: reported, not timed
             rows.append({"target": lt.id, "error": f"{type(e).__name__}: {e}"})
             say(f"{lt.id:<40} error: {type(e).__name__}: {e}")
@@ -89,8 +124,12 @@ def overhead(targets: list[Any], n: int, rounds: int, say: Any) -> list[dict[str
         row = {"target": lt.id, "cases": len(cases), "off_ms": round(1000 * off / len(cases), 3),
                "on_ms": round(1000 * on / len(cases), 3),
                "overhead_pct": round(100 * (on / off - 1), 1)}
+        if settrace:
+            traced = sum(best["settrace"])
+            row["settrace_pct"] = round(100 * (traced / off - 1), 1)
         rows.append(row)
-        say(f"{lt.id:<40} {row['off_ms']:>9.2f} {row['on_ms']:>9.2f} {row['overhead_pct']:>+8.1f}%")
+        say(f"{lt.id:<40} {row['off_ms']:>9.2f} {row['on_ms']:>9.2f} {row['overhead_pct']:>+8.1f}%"
+            + (f" {row['settrace_pct']:>+9.1f}%" if settrace else ""))
     from fuzzkern.execution import coverage
 
     coverage.INSTRUMENT = True
@@ -160,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--liger", action="store_true", help="also examples/liger's targets")
     ap.add_argument("--also", nargs="*", default=[], help="more target files or folders")
+    ap.add_argument("--settrace", action="store_true",
+                    help="also time line coverage by sys.settrace (the alternative not taken)")
     ap.add_argument("--only", nargs="*", default=None,
                     help="overhead of the targets whose id contains one of these")
     ap.add_argument("--seeds", type=int, default=5)
@@ -176,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out: dict[str, Any] = {"machine": machine(), "args": vars(args)}
     if args.part in ("overhead", "all"):
-        print(f"{'target':<40} {'off ms':>9} {'on ms':>9} {'overhead':>9}")
+        print(f"{'target':<40} {'off ms':>9} {'on ms':>9} {'overhead':>9}"
+              + (f" {'settrace':>10}" if args.settrace else ""))
         targets = loader.load_all([])
         if args.liger:
             targets += loader.expand([os.path.join(ROOT, "examples", "liger")])
@@ -184,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             targets += loader.expand(list(args.also))
         if args.only:
             targets = [t for t in targets if any(o in t.id for o in args.only)]
-        out["overhead"] = overhead(targets, args.cases, args.rounds, print)
+        out["overhead"] = overhead(targets, args.cases, args.rounds, print, args.settrace)
         done = [r["overhead_pct"] for r in out["overhead"] if "overhead_pct" in r]
         if done:
             out["overhead_median_pct"] = statistics.median(done)
