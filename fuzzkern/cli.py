@@ -363,7 +363,8 @@ def _assumption(name: str) -> str:
     from fuzzkern.gpus import GPUS
 
     if torch.cuda.is_available():
-        return f"note: --assume-gpu {name} is ignored: a CUDA GPU is present and answers itself"
+        return (f"note: --assume-gpu {name}: a CUDA GPU is present and answers itself (only "
+                "torch.cuda.device of an interpreted launch's CPU tensors does nothing)")
     return (f"assuming an {GPUS[name].name} (--assume-gpu): torch.cuda's host queries answer "
             "as it would; tensors stay on the CPU and kernels run in the interpreter")
 

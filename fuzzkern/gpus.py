@@ -11,6 +11,8 @@ of its data sheet), device contexts, streams, events and ``synchronize`` do noth
 nothing else changes: ``torch.cuda.is_available()`` stays False and tensors stay on the CPU,
 so nothing is ever allocated on a device that is not there. It is a description of a GPU, not
 an emulation of one: timing, memory and the compiler's limits are not modelled.
+Where a CUDA GPU is present the real one answers; only ``torch.cuda.device`` of a CPU device
+becomes a no-op, for the CPU tensors of interpreted launches (the float64 shadow).
 """
 
 from __future__ import annotations
@@ -209,32 +211,48 @@ def _cuda_present() -> bool:
     return bool(torch.cuda.is_available()) and not _ACTIVE
 
 
+def _cpu_tolerant(real: Any) -> dict[str, Any]:
+    """Where a GPU is present: ``torch.cuda.device`` of a CPU device does nothing (as
+    ``device_of`` of a CPU tensor already does), so host code that enters the device of its
+    tensors runs on the CPU tensors of an interpreted launch (the float64 shadow,
+    ``--modes interpret`` on a GPU machine)."""
+
+    class device(real):  # type: ignore[misc, valid-type]
+        def __init__(self, device: Any) -> None:
+            kind = getattr(device, "type", device)
+            super().__init__(-1 if isinstance(kind, str) and kind.split(":")[0] == "cpu"
+                             else device)
+
+    return {"device": device}
+
+
 @contextlib.contextmanager
 def assumed_gpu(name: str | None) -> Iterator[str | None]:
     """While active, ``torch.cuda``'s host queries answer as GPU ``name`` would (a key of
-    :data:`GPUS`). Does nothing for ``name=None`` or where a CUDA GPU is present (the real
-    GPU answers); yields the name assumed, or None. Re-entrant: an inner block may assume
-    another GPU."""
+    :data:`GPUS`). Does nothing for ``name=None``; where a CUDA GPU is present the real GPU
+    answers, and only ``torch.cuda.device`` of a CPU device becomes a no-op. Yields the
+    name assumed, or None. Re-entrant: an inner block may assume another GPU."""
     if name is None:
         yield None
         return
     key = check_gpu_name(name)
     import torch
 
+    cuda = torch.cuda
     with _LOCK:
-        if _cuda_present():
-            yield None
-            return
-        cuda = torch.cuda
-        answers = _answers(GPUS[key])
+        present = _cuda_present()
+        answers = _cpu_tolerant(cuda.device) if present else _answers(GPUS[key])
         previous = {attr: vars(cuda).get(attr, _MISSING) for attr in answers}
         for attr, value in answers.items():
             setattr(cuda, attr, value)
-        _ACTIVE.append(key)
-        try:
-            yield key
-        finally:
-            _ACTIVE.pop()
+        if not present:
+            _ACTIVE.append(key)
+    try:
+        yield None if present else key
+    finally:
+        with _LOCK:
+            if not present:
+                _ACTIVE.pop()
             for attr, value in previous.items():
                 if value is _MISSING:
                     delattr(cuda, attr)

@@ -85,3 +85,19 @@ def test_the_cli_refuses_an_unknown_gpu_in_one_line():
     result = CliRunner().invoke(main, ["run", "--assume-gpu", "B300", "--budget", "1s"])
     assert result.exit_code == 2
     assert "--assume-gpu" in result.output and "H200, H100, A100" in result.output
+
+
+def test_where_a_gpu_is_present_only_a_cpu_device_context_is_tolerated():
+    """What ``assumed_gpu`` installs where CUDA is present (tests/gpu has it on the GPU): the
+    real ``torch.cuda.device``, but a CPU device (an interpreted launch's tensors) is no
+    device change instead of a ValueError."""
+    from fuzzkern.gpus import _cpu_tolerant
+
+    with pytest.raises(ValueError, match="Expected a cuda device"):
+        torch.cuda.device(torch.device("cpu"))
+    device = _cpu_tolerant(torch.cuda.device)["device"]
+    for cpu in (torch.device("cpu"), "cpu"):
+        context = device(cpu)
+        with context:
+            pass
+        assert isinstance(context, torch.cuda.device) and context.idx == -1
