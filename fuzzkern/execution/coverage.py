@@ -74,6 +74,8 @@ class _Function:
     #: (kind, line, col, text, op, first probe id); kind: "if", "while", "loop", "mask",
     #: "where"; op: the memory op of a mask ("load", "store", "atomic_add", ...), else ""
     sites: list[tuple[str, int, int, str, str, int]] = dataclasses.field(default_factory=list)
+    #: keys of the ``@jit`` helpers it calls (listed, never called, when no case reaches them)
+    callees: list[str] = dataclasses.field(default_factory=list)
 
 
 #: probe id -> (function key, ...) is implied by ranges; one list of functions, one counter
@@ -373,20 +375,71 @@ def _is_library(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_triton_dir())
 
 
-def instrument(tree: ast.Module, filename: str) -> ast.Module:
+def instrument(tree: ast.Module, filename: str, fn: Any = None) -> ast.Module:
     """``tree`` (a module holding one rewritten ``@jit`` function, its lines those of
     ``filename``) with coverage probes added, its function registered; Triton's own library
-    functions are returned as they are. The probes' names are :data:`PROBES`."""
+    functions are returned as they are. The probes' names are :data:`PROBES`. ``fn``: the
+    Python function rewritten, whose globals name the ``@jit`` helpers it calls (registered
+    from their source, so that a helper no case calls is listed as never called)."""
     defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if not defs or not INSTRUMENT or _is_library(filename):
         return tree
     for fdef in defs:
         key = f"{filename}:{fdef.lineno}"
-        fn = _FUNCTIONS[key] = _Function(key, fdef.name, filename, fdef.lineno)
-        inst = _Instrumenter(fn, filename)
+        found = _FUNCTIONS[key] = _Function(key, fdef.name, filename, fdef.lineno)
+        if fn is not None:
+            found.callees = _helpers(fdef, getattr(fn, "__globals__", {}))
+        inst = _Instrumenter(found, filename)
         inst._while_ids = {}
         fdef.body = inst._body(fdef.body)
     return ast.fix_missing_locations(tree)
+
+
+def _helpers(fdef: ast.AST, names: Mapping[str, Any]) -> list[str]:
+    """Keys of the user ``@jit`` helpers ``fdef`` calls by name (``helper(...)``,
+    ``module.helper(...)``), each registered from its source when not registered yet."""
+    out = []
+    for node in ast.walk(fdef):
+        if not isinstance(node, ast.Call):
+            continue
+        f, obj = node.func, None
+        if isinstance(f, ast.Name):
+            obj = names.get(f.id)
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            obj = getattr(names.get(f.value.id), f.attr, None)
+        py = getattr(obj, "fn", None)  # a JITFunction's Python function
+        code = getattr(py, "__code__", None)
+        if code is None or _is_library(code.co_filename):
+            continue
+        key = _register_source(py)
+        if key is not None and key not in out:
+            out.append(key)
+    return out
+
+
+def _register_source(py: Any) -> str | None:
+    """Register a ``@jit`` function from its source, without running it (its probes never
+    fire: once the interpreter rewrites it, :func:`instrument` registers it anew)."""
+    import inspect
+    import textwrap
+
+    try:
+        lines, start = inspect.getsourcelines(py)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fdef = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    if fdef is None:
+        return None
+    ast.increment_lineno(tree, start - 1)
+    filename = py.__code__.co_filename
+    key = f"{filename}:{fdef.lineno}"
+    if key not in _FUNCTIONS:
+        found = _FUNCTIONS[key] = _Function(key, fdef.name, filename, fdef.lineno)
+        inst = _Instrumenter(found, filename)
+        inst._while_ids = {}
+        inst._body(fdef.body)
+    return key
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,9 +495,14 @@ class KernelCoverage:
     def of_hits(hits: Iterable[int], dist: Mapping[int, list[float]]) -> KernelCoverage:
         hit = set(hits)
         cov = KernelCoverage(cases=1)
-        for fn in _FUNCTIONS.values():
-            if not any(k in hit for k in fn.lines.values()):
-                continue
+        reached = [fn for fn in _FUNCTIONS.values() if any(k in hit for k in fn.lines.values())]
+        keys = {fn.key for fn in reached}
+        for fn in list(reached):  # and the helpers they call that no case reached
+            for key in fn.callees:
+                if key not in keys and key in _FUNCTIONS:
+                    keys.add(key)
+                    reached.append(_FUNCTIONS[key])
+        for fn in reached:
             sites = []
             for kind, line, col, text, op, k in fn.sites:
                 site: dict[str, Any] = {"kind": kind, "line": line, "col": col, "text": text}
@@ -557,6 +615,9 @@ class KernelCoverage:
         out: list[str] = []
         for fn in sorted(self.functions.values(), key=lambda f: (f["file"], f["line"])):
             where = f"{fn['name']} ({os.path.basename(fn['file'])}:{fn['line']})"
+            if not any(fn["lines"].values()):
+                out.append(f"{where}: never called")
+                continue
             items: list[tuple[int, int, str]] = []
             never = [int(n) for n, c in fn["lines"].items() if not c]
             for n in never:

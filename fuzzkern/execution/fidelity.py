@@ -421,7 +421,7 @@ class FidelityRewriter(_interp.FunctionRewriter):  # type: ignore[misc]
         except (CompileError, UnsupportedLanguageConstruct) as e:
             _locate(e, self.filename, self.def_file_lineno)
             raise
-        return instrument(transformed, self.filename)  # coverage probes
+        return instrument(transformed, self.filename, self.fn)  # coverage probes
 
     def _compile_and_exec(self, transformed_ast: Any) -> Any:
         compiled_code = compile(transformed_ast, filename=self.filename, mode="exec")

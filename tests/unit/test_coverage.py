@@ -16,6 +16,7 @@ from tests.unit import _coverage_kernels as K
 
 FILE = os.path.abspath(K.__file__)
 BRANCHY = f"{FILE}:17"
+TWICE = f"{FILE}:12"
 WHILE = f"{FILE}:41"
 
 
@@ -35,7 +36,10 @@ def test_lines_branches_masks_and_conditions_of_one_case():
     x = torch.arange(20, dtype=torch.float32) - 10
     out, cov = _run(K.branchy, x)
     assert torch.equal(out, torch.where(x + 1 > 0, x + 1, torch.full_like(x, 3.0)))
-    assert list(cov.functions) == [BRANCHY]  # the unused helper was never rewritten
+    # the helper it calls on the path not taken: listed from its source, never called
+    assert set(cov.functions) == {BRANCHY, TWICE}
+    assert cov.functions[TWICE]["lines"] == {"13": 0}
+    assert cov.unreached()[0] == "_twice (_coverage_kernels.py:12): never called"
     lines = cov.functions[BRANCHY]["lines"]
     assert [int(n) for n, c in lines.items() if not c] == [23]
     assert set(map(int, lines)) == {18, 19, 20, 21, 22, 23, 25, 26, 27, 28, 29, 30}
@@ -49,15 +53,15 @@ def test_lines_branches_masks_and_conditions_of_one_case():
     where = _site(cov, BRANCHY, 29)
     # x + 1 > 0: false in program 0, mixed in 1, true in 2
     assert (where["all"], where["mixed"], where["none"]) == (1, 1, 1)
-    assert cov.counts() == {"lines": (11, 12), "branches": (1, 2), "loops": (1, 3),
+    assert cov.counts() == {"lines": (11, 13), "branches": (1, 2), "loops": (1, 3),
                             "masks": (4, 6), "wheres": (3, 3)}
 
 
 def test_helpers_are_covered_and_merging_adds():
     x = torch.ones(5)
     _, big = _run(K.branchy, x, big=2)  # n=5 > 2: the helper runs; one program, partial
-    assert set(big.functions) == {BRANCHY, f"{FILE}:12"}
-    assert big.functions[f"{FILE}:12"]["lines"] == {"13": 1}
+    assert set(big.functions) == {BRANCHY, TWICE}
+    assert big.functions[TWICE]["lines"] == {"13": 1}
     _, small = _run(K.branchy, torch.ones(8), big=100)
     merged = KernelCoverage()
     assert merged.merge(big) and merged.cases == 1
