@@ -65,6 +65,7 @@ import triton.language.core as tl_core
 import triton.language.math as tl_math
 import triton.language.standard as tl_standard
 import triton.runtime.interpreter as _interp
+from triton.compiler.compiler import CompiledKernel
 from triton.runtime.autotuner import Autotuner, Heuristics
 from triton.runtime.errors import InterpreterError
 from triton.runtime.jit import JITFunction, TensorWrapper
@@ -75,7 +76,12 @@ from fuzzkern.execution.fidelity import FidelityInterpretedFunction
 from fuzzkern.execution.formats import widened_patches
 from fuzzkern.execution.progress import LaunchMeter
 from fuzzkern.execution.stages import stage
-from fuzzkern.introspect import autotuner_classes, kernel_name
+from fuzzkern.introspect import (
+    autotuner_classes,
+    cache_snapshot,
+    kernel_name,
+    restore_autotuner,
+)
 
 __all__ = [
     "INTERPRETER_LOCK",
@@ -297,7 +303,7 @@ class _State:
         self.patched: list[tuple[Any, str, Any]] = []
         self.snapshots: list[tuple[Any, dict[str, Any]]] = []
         self.saved_options: Any = None
-        self.autotuners: dict[int, tuple[Autotuner, dict[Any, Any], Any]] = {}
+        self.autotuners: dict[int, tuple[Autotuner, dict[Any, Any] | None, Any]] = {}
         #: the ``run`` of Autotuner and of each subclass with its own, while installed
         self.autotuner_runs: dict[type, Any] = {}
         self.allocs: list[_Allocation] | None = None
@@ -421,6 +427,24 @@ class _LaunchHandle:
         return launch
 
 
+_ORIG_COMPILED_GETITEM = CompiledKernel.__getitem__
+
+
+def _compiled_getitem(self: CompiledKernel, grid: Any) -> Callable[..., Any]:
+    """A ``CompiledKernel`` a library cached from an earlier compiled run of this process
+    (FlagGems' ``@libentry`` keeps the kernel ``JITFunction.run`` returned and launches it
+    again directly), launched inside the interpreter: interpreted, as :class:`_LaunchHandle`
+    does (the CPU tensors of an interpreted case cannot reach the GPU kernel). Its constexprs
+    are the ones it was compiled with."""
+    fn = getattr(getattr(self, "src", None), "fn", None)
+    if not _STATE.mine() or not isinstance(fn, JITFunction):
+        return _ORIG_COMPILED_GETITEM(self, grid)
+    names = list(fn.arg_names)
+    constexprs = {names[k[0]]: v for k, v in getattr(self.src, "constants", {}).items()
+                  if isinstance(k, tuple) and len(k) == 1 and k[0] < len(names)}
+    return _LaunchHandle(fn, (), constexprs)[grid]
+
+
 #: per @jit helper: (positions, names) of its constexpr parameters
 _CONSTEXPR_PARAMS: dict[Any, tuple[tuple[int, ...], frozenset[str]]] = {}
 
@@ -539,7 +563,7 @@ def _autotuner_run(self: Autotuner, *args: Any, **kwargs: Any) -> Any:
     session = _STATE.session
     name = kernel_name(self)
     if id(self) not in _STATE.autotuners:  # first touch in this block: snapshot for exit
-        _STATE.autotuners[id(self)] = (self, dict(self.cache),
+        _STATE.autotuners[id(self)] = (self, cache_snapshot(self.cache),
                                        getattr(self, "best_config", _MISSING))
     self.nargs = dict(zip(self.arg_names, args, strict=False))
     try:
@@ -1051,6 +1075,7 @@ def _set_module(module: types.ModuleType, values: dict[str, Any]) -> None:
 def _install() -> None:
     _STATE.snapshots = [(obj, dict(vars(obj))) for obj in _SNAPSHOT_TARGETS]
     _set(JITFunction, "run", _jit_run)
+    _set(CompiledKernel, "__getitem__", _compiled_getitem)
     _set(JITFunction, "__call__", _jit_call)
     _set(JITFunction, "__get__", _jit_get)
     _STATE.autotuner_runs = {cls: vars(cls)["run"] for cls in autotuner_classes()}
@@ -1102,13 +1127,7 @@ def _uninstall() -> tuple[str, ...]:
         _interp.interpreter_builder.options = _STATE.saved_options
         _STATE.saved_options = None
     for at, cache, best in _STATE.autotuners.values():
-        if at.cache != cache or len(at.cache) != len(cache):
-            at.cache.clear()
-            at.cache.update(cache)
-        if best is _MISSING:
-            at.__dict__.pop("best_config", None)
-        else:
-            at.best_config = best
+        restore_autotuner(at, cache, best, _MISSING)
     _STATE.autotuners.clear()
     _STATE.allocs = None
     _STATE.scopes = []
