@@ -79,7 +79,7 @@ def check(target: Target, case: "Case", *, modes: tuple[str, ...] = ("interpret"
     if outcome.verdict in Verdict.FAILURES:
         text = failure_text(Failure(target.id, case, outcome))
         raise AssertionError("\n".join(ln for ln in text.splitlines()
-                                       if not ln.startswith("replay: fuzzkern run ")))
+                                       if not ln.startswith("to repeat: fuzzkern run ")))
     return outcome
 
 

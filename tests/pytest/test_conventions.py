@@ -89,7 +89,12 @@ def test_every_item_prints_a_line_that_repeats_its_draws(pytester):
 
 
 def test_an_item_with_too_few_cases_warns_and_min_cases_fails_it(pytester):
-    pytester.makepyfile(test_ops=TARGETS)
+    # each case of add takes 0.1 s: half a second of budget runs fewer than 20, however fast
+    # the machine
+    slow = TARGETS.replace("def add_ok(x, y):\n",
+                           "def add_ok(x, y):\n    import time\n    time.sleep(0.1)\n")
+    assert slow != TARGETS
+    pytester.makepyfile(test_ops=slow)
     # asked for 3 cases and ran them: no warning
     asked = _run(pytester, "-k", "add", "--fuzzkern-max-examples", "3", "-W", "error")
     asked.assert_outcomes(passed=1, deselected=2)
