@@ -363,6 +363,9 @@ class TargetResult:
     #: of ``cases``: those fuzzkern.search.minimize ran after the shrink, looking for smaller
     #: failures
     minimize_runs: int = 0
+    #: distinct new failures this slice has found so far, shrunk or not (for progress: its
+    #: ``failures`` are filled at the slice's end)
+    found_so_far: int = 0
     #: compiled mode: the GPUs this target's cases ran on (:func:`device_label`) -> cases
     devices: Counter[str] = field(default_factory=Counter)
     #: cases that ran past the timeout once and finished on a re-run (not hangs), in words
@@ -821,6 +824,7 @@ class _Slice:
                 # that failed (0: the case itself), alone.
                 self.replaying.append(k)
             self.first_seen.setdefault(key, time.time())
+            self.result.found_so_far = len(self.first_seen)
             self.last_failure[key] = (case.variant(k), outcome)
             exc = _failure_type(key)(f"{outcome.verdict}: {outcome.message}")
             exc.outcome = outcome

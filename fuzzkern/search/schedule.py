@@ -338,8 +338,9 @@ class _Serial:
                 if kind == "case" and now - last[0] >= PROGRESS_EVERY:
                     last[0] = now
                     self.emit("progress", slot.snapshot(
-                        piece.cases, 0, piece.compiles, tuple(piece.specializations),
-                        now - t0, piece_still_failing=len(piece.corpus_failing)), outcome)
+                        piece.cases, piece.found_so_far, piece.compiles,
+                        tuple(piece.specializations), now - t0,
+                        piece_still_failing=len(piece.corpus_failing)), outcome)
 
             self.emit("progress", slot.snapshot(), None)
             piece = fuzz_target(slot.lt, self.pool, _slice_opts(self.opts, slot), share,

@@ -56,3 +56,19 @@ def test_a_mismatch_only_at_nan_positions_gives_no_error_figures():
                        max_abs_error=0.5, max_rel_error=0.25, max_ulp_error=9.0, tolerance="t")
     assert "(max abs 0.5, max rel 0.25, max 9 ulp over the finite ones; tolerance t)" in \
         mixed.summary()
+
+
+def test_a_failure_counts_while_it_is_being_shrunk():
+    """A failure is counted as soon as it is found, not when its slice ends (a target fuzzed
+    alone runs as one slice: its failures would show only at the run's end)."""
+    import os
+
+    misbehaving = os.path.join(os.path.dirname(__file__), "targets", "misbehaving.py")
+    targets = loader.load(f"{misbehaving}::raises")  # every case fails the same way
+    events = []
+    opts = engine.CampaignOptions(budget=4.0, modes=("interpret",), database=None, seed=0)
+    schedule.run_campaign(targets, opts, on_event=lambda kind, obj, _: events.append(
+        (kind, getattr(obj, "state", None), getattr(obj, "failures", None))))
+    done = next(i for i, e in enumerate(events) if e[0] == "done")
+    assert any(kind == "progress" and state == "running" and failures == 1
+               for kind, state, failures in events[:done]), events
