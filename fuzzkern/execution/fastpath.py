@@ -67,7 +67,7 @@ def binary_op_type_checking_impl(self: Any, lhs: Any, rhs: Any, allow_lhs_ptr: b
                         div_or_mod)
 
 
-#: per block shape (a tuple of ints): the tensor's shape as constexprs and its numel
+#: per block shape (its ints): the tensor's shape as constexprs and its numel
 _SHAPES: dict[tuple[int, ...], tuple[Any, Any]] = {}
 _SHAPES_MAX = 4096
 _SCALAR_NUMEL = tl_core.constexpr(1)
@@ -83,16 +83,17 @@ def tensor_init(self: Any, handle: Any, type: Any) -> None:
         self.shape = _SCALAR_SHAPE
         self.numel = _SCALAR_NUMEL
         return
-    shape = type.shape
-    hit = _SHAPES.get(shape) if isinstance(shape, tuple) else None
+    shape = type.shape  # a tl.tuple of ints (core.py's ``tuple`` is Triton's own)
+    values = getattr(shape, "values", shape)
+    key = values if isinstance(values, tuple) else tuple(values)
+    hit = _SHAPES.get(key)
     if hit is None:
-        # Triton's own tuple (``tl.tuple``, what ``tensor.shape`` is upstream), read-only here
-        hit = (tl_core.tuple([tl_core.constexpr(s) for s in shape]),
-               tl_core.constexpr(math.prod(shape)))
-        if isinstance(shape, tuple):
-            if len(_SHAPES) >= _SHAPES_MAX:
-                _SHAPES.clear()
-            _SHAPES[shape] = hit
+        # Triton's own tuple, as upstream builds ``tensor.shape``; shared, read-only
+        hit = (tl_core.tuple([tl_core.constexpr(s) for s in key]),
+               tl_core.constexpr(math.prod(key)))
+        if len(_SHAPES) >= _SHAPES_MAX:
+            _SHAPES.clear()
+        _SHAPES[key] = hit
     self.shape, self.numel = hit
 
 
