@@ -62,9 +62,10 @@ _GIB = 1 << 30
 _MIB = 1 << 20
 
 #: the GPUs fuzzkern can assume, by the short names ``--assume-gpu`` takes (figures from
-#: NVIDIA's data sheets; total memory as the driver reports it, a little under the nominal)
+#: NVIDIA's data sheets; total memory as the driver reports it, a little under the nominal;
+#: the H200's L2 as its driver reports it, 60 MiB, checked on one on 2026-12-03)
 GPUS: dict[str, DeviceProperties] = {
-    "H200": DeviceProperties("NVIDIA H200", 9, 0, 140 * _GIB, 132, 50 * _MIB,
+    "H200": DeviceProperties("NVIDIA H200", 9, 0, 140 * _GIB, 132, 60 * _MIB,
                              48 * 1024, 227 * 1024, 228 * 1024),
     "H100": DeviceProperties("NVIDIA H100 80GB HBM3", 9, 0, 79 * _GIB, 132, 50 * _MIB,
                              48 * 1024, 227 * 1024, 228 * 1024),
