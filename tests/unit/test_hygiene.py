@@ -723,9 +723,13 @@ def test_sanitize_needs_cuda_and_says_so():
     with pytest.raises(SanitizerUnavailable, match="needs a CUDA GPU"):
         probe()
     result = CliRunner().invoke(main, ["run", "--sanitize", "--budget", "1s"])
-    assert result.exit_code == 2
-    assert "compute-sanitizer" in result.output and "CUDA" in result.output
+    assert result.exit_code == 2  # (the CPU's default modes: interpret alone)
+    assert "--sanitize checks the compiled mode" in result.output
     assert "Traceback" not in result.output
+    result = CliRunner().invoke(main, ["run", "--sanitize", "--budget", "1s", "--modes",
+                                       "interpret,compiled"])
+    assert result.exit_code == 2
+    assert "needs a CUDA GPU" in result.output and "Traceback" not in result.output
 
 
 def test_repeat_compiled_needs_the_compiled_mode():
