@@ -876,7 +876,7 @@ class _Slice:
         def body(case: Case) -> None:  # a function of its own: Hypothesis marks it
             self.body(case)
 
-        test = given(self.target.cases())(body)
+        test = given(self.target.cases(compiled="compiled" in opts.modes))(body)
         test = settings(
             database=self.database,
             max_examples=10**9,  # the body counts the cases (_CasesDone): see there

@@ -372,6 +372,8 @@ class Target:
         qual = getattr(self.launcher, "__qualname__", None) or "launcher"
         return f"{mod}:{qual}"
 
-    def cases(self) -> Any:
-        """The Hypothesis strategy of :class:`~fuzzkern.case.model.Case` for this target."""
-        return self.inputs.cases_for(self)
+    def cases(self, compiled: bool = True) -> Any:
+        """The Hypothesis strategy of :class:`~fuzzkern.case.model.Case` for this target;
+        ``compiled=False`` (a run without the compiled mode) draws no compile options, which
+        only compiled mode uses."""
+        return self.inputs.cases_for(self, compiled=compiled)

@@ -197,7 +197,7 @@ class InputsStrategy(FuzzkernStrategy[Case]):
                     "Raise it or lower those dims' min_value.",
                 )
 
-    def cases_for(self, target: Target) -> st.SearchStrategy[Case]:
+    def cases_for(self, target: Target, compiled: bool = True) -> st.SearchStrategy[Case]:
         """The strategy of :class:`~fuzzkern.case.model.Case` for ``target``: dims, then inputs in
         order, then one config index per autotuned kernel (shrinks to config 0), then the
         target's compile options (shrink to the first value given)."""
@@ -208,7 +208,7 @@ class InputsStrategy(FuzzkernStrategy[Case]):
             target.inplace_names,
             autotune_counts(target.launcher),
             shown=f"{self!r}.cases_for({target.id!r})",
-            compile_choices=target.compile_options,
+            compile_choices=target.compile_options if compiled else None,
         )
 
     def draw_case(
