@@ -20,7 +20,9 @@ def test_a_small_budget_buys_many_cheap_cases_not_one_that_takes_minutes():
     pool = WorkerPool()
     try:
         share = 12.0
-        opts = engine.CampaignOptions(budget=share, modes=("interpret",), seed=3)
+        # (a seed whose draws include sizes past the cap; seeded runs draw without the example
+        # database since the "to repeat" line made them repeat exactly)
+        opts = engine.CampaignOptions(budget=share, modes=("interpret",), seed=5)
         start = time.monotonic()
         result = engine.fuzz_target(lt, pool, opts, share)
         elapsed = time.monotonic() - start
