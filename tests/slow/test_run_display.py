@@ -34,7 +34,9 @@ def _fuzzkern(*args: str) -> str:
 def test_live_display_in_a_terminal(tmp_path):
     tmux = _require("tmux")
     sock = f"fuzzkern-test-{uuid.uuid4().hex[:8]}"
-    command = (f"cd {shlex.quote(str(tmp_path))} && "
+    # (env -u: the pane is 160 columns; a COLUMNS inherited from the test's own environment
+    # would make rich draw for another width)
+    command = (f"cd {shlex.quote(str(tmp_path))} && env -u COLUMNS -u LINES "
                + _fuzzkern("run", "fuzzkern.targets.builtin:axpy", "--budget", "8s", "--no-db",
                            "--no-corpus")
                + "; echo EXIT=$?; sleep 60")
