@@ -767,7 +767,7 @@ class OnDevice:
             return self.failed(e, "launch")
         if self.repeats > 1:
             self.counts()  # with what the repeats compiled
-        return self.run._compare("compiled", self.outputs, self.detail, self.seconds, {},
+        return self.run._compare("compiled", self.outputs, self.detail, self.seconds,
                                  self.allocations if self.checks["poison"] else None,
                                  self.allocated)
 

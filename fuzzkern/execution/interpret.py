@@ -112,7 +112,7 @@ def run_interpreted(run: Any) -> ModeResult:
             run.storage_checks({n: (t, before[n], hygiene.storage_bytes(t))
                                  for n, t in tensors.items()}, detail)
     outputs = run._outputs(result, tensors)
-    compared = run._compare("interpret", outputs, detail, seconds, {}, allocations)
+    compared = run._compare("interpret", outputs, detail, seconds, allocations)
     return _judge_view_reads(compared, session)
 
 

@@ -190,19 +190,17 @@ class _Run:
         return as_outputs(result)
 
     def _compare(self, mode: str, outputs: tuple[Any, ...] | None, detail: dict[str, Any],
-                 seconds: float, substituted: Mapping[str, str],
-                 allocations: Allocations | None = None,
+                 seconds: float, allocations: Allocations | None = None,
                  allocated: set[int] | None = None) -> ModeResult:
         with stage("reference"):
             expected = self.reference()
         with stage("compare"):
-            return self._judge(mode, expected, outputs, detail, seconds, substituted,
-                               allocations, allocated)
+            return self._judge(mode, expected, outputs, detail, seconds, allocations,
+                               allocated)
 
     def _judge(self, mode: str, expected: tuple[Any, ...] | None,
                outputs: tuple[Any, ...] | None, detail: dict[str, Any], seconds: float,
-               substituted: Mapping[str, str], allocations: Allocations | None,
-               allocated: set[int] | None) -> ModeResult:
+               allocations: Allocations | None, allocated: set[int] | None) -> ModeResult:
         if expected is None:
             if self._reference_error is not None:
                 e = self._reference_error
@@ -220,18 +218,6 @@ class _Run:
                 f"{len(expected)} output(s) (set inplace= for in-place kernels)"),
                 detail=detail, seconds=seconds)
         tolerance = self.target.tolerance
-        note = ""
-        if substituted:
-            # Compare at the precision of the dtype the user asked for, not the float32 stand-in.
-            low = max(substituted.values(),
-                      key=lambda n: oracle.default_tolerance(getattr(torch, n))[0])
-            rtol, atol, _ = oracle.default_tolerance(getattr(torch, low))
-            tolerance = Tolerance(
-                rtol=tolerance.rtol if tolerance.rtol is not None else rtol,
-                atol=tolerance.atol if tolerance.atol is not None else atol,
-                equal_nan=tolerance.equal_nan,
-            )
-            note = f" ({low} run as float32 in the interpreter)"
         reduction = self.case.dims.get(self.target.reduction, 1) if self.target.reduction else 1
         masks: list[torch.Tensor] = []
         judge = functools.partial(
@@ -261,7 +247,6 @@ class _Run:
             with stage("shadow"):
                 status, comparison = self._shadow_judge(mode, outputs, comparison, tolerance,
                                                         masks)
-        comparison.tolerance += note
         if not comparison.ok and allocations is not None and outputs is not None:
             if allocated is None:
                 allocated = allocations.indices_of(outputs)

@@ -81,11 +81,16 @@ def shown_path(path: str) -> str:
     return rel if not rel.startswith("..") else os.path.basename(path)
 
 
+def frames_of(traceback_text: str) -> list[tuple[str, str, str]]:
+    """The (file, line, function) of each frame of a formatted traceback, outermost first."""
+    return [(path, line, fn) for path, line, fn in _FRAME.findall(traceback_text)]
+
+
 def raised_at(traceback_text: str, fuzzkern_dir: str = _FUZZKERN) -> RaisedAt:
     """Where the exception of ``traceback_text`` was raised (see the module doc)."""
     stdlib = (sysconfig.get_paths().get("stdlib") or "").replace("\\", "/")
     frames = [(path, line, fn, _kind(path, fuzzkern_dir, stdlib))
-              for path, line, fn in _FRAME.findall(traceback_text)]
+              for path, line, fn in frames_of(traceback_text)]
     own_i = max((i for i, f in enumerate(frames) if f[3] == "own"), default=None)
     if own_i is None:
         return RaisedAt(None, None, False)
@@ -105,4 +110,4 @@ def raised_at(traceback_text: str, fuzzkern_dir: str = _FUZZKERN) -> RaisedAt:
     return RaisedAt(label(frames[own_i]), label(ours[-1]) if ours else None, by_fuzzkern)
 
 
-__all__ = ["RaisedAt", "raised_at", "shown_path"]
+__all__ = ["RaisedAt", "frames_of", "raised_at", "shown_path"]

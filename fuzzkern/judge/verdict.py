@@ -9,10 +9,10 @@ failures are one bug (shrunk and reported once) and which are distinct.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from fuzzkern.judge.frames import frames_of, raised_at
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
 
 _MODE_STATUS_VERDICT = {
@@ -36,8 +36,6 @@ def error_text(result: ModeResult) -> str:
     """A mode's exception with where it was raised (:func:`fuzzkern.judge.frames.raised_at`):
     ``"TypeError: ... (raised at flag_gems/ops/mm.py:120 (mm))"``; the whole traceback stays in
     ``detail["traceback"]`` (kept in the corpus entry)."""
-    from fuzzkern.judge.frames import raised_at
-
     text = result.error or ""
     words = raised_at(str(result.detail.get("traceback", ""))).words()
     if not words or words in text:
@@ -183,7 +181,6 @@ def verdict_family(verdict: str) -> str:
     return VERDICT_FAMILIES.get(verdict, verdict)
 
 
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 def failure_location(outcome: Outcome) -> str:
@@ -207,9 +204,9 @@ def failure_location(outcome: Outcome) -> str:
         if m.status in ("error", "compile-error", "reference-error", "crash", "overflow") \
                 and m.error:
             kind = m.error.split(":", 1)[0].strip().split("\n")[0]
-            frames = _FRAME.findall(str(m.detail.get("traceback", "")))
+            frames = frames_of(str(m.detail.get("traceback", "")))
             if frames:
-                path, line = frames[-1]
+                path, line, _ = frames[-1]
                 kind += f" at {os.path.basename(path)}:{line}"
             return kind
     for m in outcome.modes.values():
