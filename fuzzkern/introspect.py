@@ -25,7 +25,7 @@ import contextlib
 import functools
 import inspect
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from triton.runtime.autotuner import Autotuner, Config, Heuristics
@@ -37,6 +37,7 @@ __all__ = [
     "autotuner_config_counts",
     "autotuners_of",
     "config_description",
+    "forced_configs",
     "kernel_name",
 ]
 
@@ -285,42 +286,136 @@ def restore_autotuner(at: Any, cache: dict[Any, Any] | None, best: Any, missing:
         at.best_config = best
 
 
+def tuning_key(at: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """The key upstream's ``run`` caches ``at``'s choice under: the values of its ``key``
+    arguments and the dtypes of its tensor arguments (a library's ``get_key`` where it has one,
+    as FlagGems' ``LibTuner`` does); made hashable."""
+    all_args = {**dict(zip(at.arg_names, args, strict=False)), **kwargs}
+    named = {k: v for k, v in all_args.items() if k in at.arg_names}
+    get_key = getattr(at, "get_key", None)
+    key: Any = None
+    if callable(get_key):
+        with contextlib.suppress(Exception):
+            key = get_key(named)
+    if key is None:
+        key = [named[k] for k in at.keys if k in named]
+        key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+    try:
+        hash(tuple(key))
+    except TypeError:
+        return repr(key)
+    return tuple(key)
+
+
+def config_index(at: Any, config: Any) -> int | None:
+    """The position of ``config`` in ``at.configs`` (by identity, else an equal config); None
+    for a config the autotuner does not list (one ``early_config_prune`` made up)."""
+    for i, c in enumerate(at.configs):
+        if c is config:
+            return i
+    for i, c in enumerate(at.configs):
+        if c == config or (isinstance(c, Config) and isinstance(config, Config)
+                           and c.all_kwargs() == config.all_kwargs()):
+            return i
+    return None
+
+
+class OneConfig:
+    """Which config each autotuner's run uses within one scope (a case), never benchmarking:
+    the config ``configs`` names for its kernel, else its first config after its own pruning
+    (``prune_configs``: ``early_config_prune``, then ``perf_model``'s top-k), chosen once per
+    tuning key as upstream caches its choice. :meth:`choose` also says whether upstream would
+    reset the autotuner's ``reset_to_zero`` arguments first: a cold key with several configs
+    left after pruning (upstream benchmarks those, then resets once before the real run)."""
+
+    def __init__(self, configs: Mapping[str, int]) -> None:
+        self.configs = configs
+        self.chosen: dict[tuple[int, Any], Config] = {}
+
+    def choose(self, at: Any, args: tuple[Any, ...],
+               kwargs: Mapping[str, Any]) -> tuple[Config, int | None, bool]:
+        """(config, its index in ``at.configs``, reset first); ``at.nargs`` must be set (the
+        pruning reads it)."""
+        name = kernel_name(at)
+        if name in self.configs:
+            index = self.configs[name]
+            if not (isinstance(index, int) and 0 <= index < len(at.configs)):
+                raise ForcedConfigError(
+                    f"Expected a config index in [0, {len(at.configs)}) for autotuned kernel "
+                    f"{name!r}, but got configs[{name!r}]={index!r}. "
+                    "Use autotuner_config_counts(launcher) for the valid range."
+                )
+            return at.configs[index], index, False
+        if len(at.configs) <= 1:
+            return at.configs[0], 0, False
+        key = (id(at), tuning_key(at, args, kwargs))
+        cold = key not in self.chosen
+        if cold:
+            pruned = at.prune_configs(dict(kwargs))
+            self.chosen[key] = pruned[0]
+            cold = len(pruned) > 1
+        config = self.chosen[key]
+        return config, config_index(at, config), cold
+
+
+def record_config(details: Sequence[dict[str, Any]], at: Any, index: int | None) -> None:
+    """Note in each of ``details`` (ModeResult details) the config index ``at`` ran with
+    (``configs_used``) and how many configs it has (``config_counts``)."""
+    if index is None:
+        return
+    name = kernel_name(at)
+    for detail in details:
+        detail.setdefault("configs_used", {})[name] = index
+        detail.setdefault("config_counts", {})[name] = len(at.configs)
+
+
 @contextlib.contextmanager
-def forced_configs(configs: Mapping[str, int]) -> Iterator[None]:
-    """While active, an autotuned kernel named in ``configs`` runs with that config index and
-    never benchmarks, as on a tuning-cache hit (only the config's ``pre_hook`` runs), the same
-    way :func:`fuzzkern.execution.interpreter.interpreter_mode` forces it. The autotuner's cache
-    and ``best_config`` are restored on exit, so a forced choice never leaks into a later case.
-    Kernels not named run through the autotuner unchanged.
+def forced_configs(configs: Mapping[str, int] | None,
+                   details: Sequence[dict[str, Any]] = ()) -> Iterator[None]:
+    """While active, every autotuner (Triton's ``Autotuner`` and each subclass with its own
+    ``run``, a library's autotuner such as FlagGems' ``LibTuner``, found statically or not)
+    runs one config and never benchmarks: the config index ``configs`` names for its kernel,
+    as on a tuning-cache hit (only the config's ``pre_hook`` runs), else its first config after
+    its own pruning, as upstream runs its choice on a cold key (``reset_to_zero`` reset once
+    per tuning key, then the config's ``pre_hook``): :class:`OneConfig`, the same choice
+    :func:`fuzzkern.execution.interpreter.interpreter_mode` makes. Each dict of ``details``
+    gets ``configs_used`` (kernel name -> the config index it ran) and ``config_counts``
+    (kernel name -> its number of configs), created on the first autotuned launch.
+
+    ``configs=None``: every autotuner runs upstream's own ``run`` (it benchmarks and caches
+    its choice, as upstream does; the config it picked is recorded all the same). Otherwise
+    the autotuners' caches and ``best_config`` are restored on exit, so a choice never leaks
+    into a later case.
     """
-    if not configs:
+    if configs is None and not details:
         yield
         return
     classes = autotuner_classes()
     originals = {cls: vars(cls)["run"] for cls in classes}
     touched: dict[int, tuple[Any, dict[Any, Any] | None, Any]] = {}
     missing = object()
+    choices = OneConfig(configs or {})
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        name = kernel_name(self)
-        if name not in configs:
+        if configs is None:  # upstream's choice, benchmarked (and cached, as upstream does)
             own = next(c for c in type(self).__mro__ if c in originals)
-            return originals[own](self, *args, **kwargs)
-        index = configs[name]
-        if not (isinstance(index, int) and 0 <= index < len(self.configs)):
-            raise ForcedConfigError(
-                f"Expected a config index in [0, {len(self.configs)}) for autotuned kernel "
-                f"{name!r}, but got configs[{name!r}]={index!r}."
-            )
+            out = originals[own](self, *args, **kwargs)
+            best = getattr(self, "best_config", None)
+            record_config(details, self, None if best is None else config_index(self, best))
+            return out
         if id(self) not in touched:
             touched[id(self)] = (self, cache_snapshot(self.cache),
                                  getattr(self, "best_config", missing))
-        config = self.configs[index]
         self.nargs = dict(zip(self.arg_names, args, strict=False))
         try:
+            config, index, reset = choices.choose(self, args, kwargs)
+            record_config(details, self, index)
             self.best_config = config
+            full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}
+            if reset:
+                self.pre_hook(full_nargs, reset_only=True)
             if config.pre_hook is not None:
-                config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+                config.pre_hook(full_nargs)
             return self.fn.run(*args, **kwargs, **config.all_kwargs())
         finally:
             self.nargs = None

@@ -77,9 +77,11 @@ from fuzzkern.execution.formats import widened_patches
 from fuzzkern.execution.progress import LaunchMeter
 from fuzzkern.execution.stages import stage
 from fuzzkern.introspect import (
+    OneConfig,
     autotuner_classes,
     cache_snapshot,
     kernel_name,
+    record_config,
     restore_autotuner,
 )
 
@@ -278,8 +280,11 @@ class InterpreterSession:
     #: with ``strict_views=False``: the first load outside the views passed (an
     #: :class:`OOBView` not raised) and how many such loads there were; None if none
     view_reads: tuple[OOBView, int] | None = None
-    # tuning keys seen per autotuner in this session: the first call with a key is "cold"
-    _seen_keys: dict[int, set[Any]] = dataclasses.field(default_factory=dict, repr=False)
+    #: a ModeResult detail to record ``configs_used`` and ``config_counts`` in as well
+    #: (:func:`fuzzkern.introspect.record_config`), set by the caller inside the block
+    record: dict[str, Any] | None = None
+    # the config each autotuner runs, per tuning key (the first call with a key is "cold")
+    _choices: OneConfig | None = dataclasses.field(default=None, repr=False)
 
 
 @dataclasses.dataclass
@@ -542,18 +547,6 @@ def _patch_lang_tensor(tensor: Any, scope: Any) -> None:
 # Autotuner: no benchmarking, forced or first pruned config
 
 
-def _tuning_key(at: Autotuner, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-    all_args = {**dict(zip(at.arg_names, args, strict=False)), **kwargs}
-    named = {k: v for k, v in all_args.items() if k in at.arg_names}
-    key = [named[k] for k in at.keys if k in named]
-    key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
-    try:
-        hash(tuple(key))
-    except TypeError:
-        return repr(key)
-    return tuple(key)
-
-
 def _autotuner_run(self: Autotuner, *args: Any, **kwargs: Any) -> Any:
     if not _STATE.mine():
         with INTERPRETER_LOCK:
@@ -561,38 +554,23 @@ def _autotuner_run(self: Autotuner, *args: Any, **kwargs: Any) -> Any:
             own = next(c for c in type(self).__mro__ if c in runs)
             return runs[own](self, *args, **kwargs)
     session = _STATE.session
-    name = kernel_name(self)
     if id(self) not in _STATE.autotuners:  # first touch in this block: snapshot for exit
         _STATE.autotuners[id(self)] = (self, cache_snapshot(self.cache),
                                        getattr(self, "best_config", _MISSING))
     self.nargs = dict(zip(self.arg_names, args, strict=False))
     try:
-        cold = False
-        if name in session.configs:
-            index = session.configs[name]
-            if not 0 <= index < len(self.configs):
-                raise ForcedConfigError(
-                    f"Expected a config index in [0, {len(self.configs)}) for autotuned kernel "
-                    f"{name!r}, but got configs[{name!r}]={index!r}. "
-                    "Use autotuner_config_counts(launcher) for the valid range."
-                )
-            config = self.configs[index]
-        elif len(self.configs) > 1:
-            pruned = self.prune_configs(kwargs)
-            config = pruned[0]
-            # A cold upstream call with several surviving configs benchmarks, then resets
-            # `reset_to_zero` once before the real run; mirror that once per tuning key.
-            seen = session._seen_keys.setdefault(id(self), set())
-            key = _tuning_key(self, args, kwargs)
-            cold = len(pruned) > 1 and key not in seen
-            seen.add(key)
-        else:
-            config = self.configs[0]
-        used = next((i for i, c in enumerate(self.configs) if c is config), None)
-        session.configs_used[name] = self.configs.index(config) if used is None else used
+        if session._choices is None:
+            session._choices = OneConfig(session.configs)
+        # forced, or the first pruned config once per tuning key: never benchmarked (a cold
+        # upstream call with several surviving configs benchmarks, then resets
+        # `reset_to_zero` once before the real run: `reset` mirrors that)
+        config, index, reset = session._choices.choose(self, args, kwargs)
+        if index is not None:
+            session.configs_used[kernel_name(self)] = index
+            record_config([session.record] if session.record is not None else (), self, index)
         self.best_config = config
         full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}
-        if cold:
+        if reset:
             self.pre_hook(full_nargs, reset_only=True)
         if config.pre_hook is not None:
             config.pre_hook(full_nargs)

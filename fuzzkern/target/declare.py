@@ -30,6 +30,8 @@ from fuzzkern.errors import InvalidArgument, describe
 from fuzzkern.gpus import check_gpu_name
 
 MODES = ("interpret", "compiled")
+#: ``Target(autotune=...)``: how autotuned kernels pick their config (see :class:`Target`)
+AUTOTUNE = ("draw", "benchmark")
 
 #: Hygiene checks, on by default but ``view_strict``; a target's ``checks=`` and then
 #: ``options["checks"]`` override any of them: ``bounds`` (interpreter: every access inside an
@@ -232,6 +234,14 @@ class Target:
       value (an autotuned kernel's configs set ``num_warps`` and ``num_stages``, so this is for
       kernels that are not autotuned). Default: ``{"num_warps": (4, 1, 2, 8)}``; ``{}`` turns
       it off. The case shows the options it drew (``num_warps=2``).
+    - ``autotune``: how the launcher's autotuned kernels (``@triton.autotune`` and any
+      ``Autotuner`` subclass, a library's own included) pick their config. ``"draw"`` (the
+      default): never benchmarked; each case draws a config index per autotuned kernel (found
+      in the launcher's code, or reached at run time by an earlier case), a kernel it draws
+      none for runs its first config after its own pruning, and the case records which config
+      each kernel ran (``configs_used``). ``"benchmark"``: compiled mode runs the autotuners as
+      upstream does (every config benchmarked on a new tuning key, the choice cached); no
+      config is drawn, and the interpreter, which cannot time configs, runs the first pruned.
     """
 
     launcher: Callable[..., Any]
@@ -253,6 +263,7 @@ class Target:
     shadow: bool = True
     assume_gpu: str | None = None
     compile_options: Mapping[str, Sequence[Any]] | None = None
+    autotune: str = "draw"
 
     def __post_init__(self) -> None:
         from fuzzkern.strategies._internal.inputs import InputsStrategy
@@ -305,6 +316,10 @@ class Target:
             )
         if self.assume_gpu is not None:
             object.__setattr__(self, "assume_gpu", check_gpu_name(self.assume_gpu))
+        if self.autotune not in AUTOTUNE:
+            raise InvalidArgument(
+                f"Expected autotune to be one of {AUTOTUNE} but got "
+                f"{describe('autotune', self.autotune)}.")
         object.__setattr__(self, "compile_options", _compile_options(self.compile_options))
         self.inputs.validate_against(self)
         for name in self.clobber_names:

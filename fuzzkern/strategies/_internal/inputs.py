@@ -65,6 +65,25 @@ def autotune_counts(launcher: Any) -> dict[str, int]:
     return dict(autotuner_config_counts(launcher))
 
 
+#: autotuned kernels the cases of a target reached at run time that its launcher's code does
+#: not name (a library's launch wrapper such as FlagGems' ``@libentry``, an
+#: ``autograd.Function``), by target id: kernel name -> number of configs. Filled by the search
+#: from the cases' ``config_counts`` (:func:`discover`); the target's cases draw a config for
+#: them from then on, in this process.
+DISCOVERED: dict[str, dict[str, int]] = {}
+
+
+def discover(target_id: str, counts: Mapping[str, int]) -> list[str]:
+    """Add the autotuned kernels a case of ``target_id`` ran (name -> number of configs) to
+    :data:`DISCOVERED`; the names new to it (a kernel the strategy already draws for is
+    never added)."""
+    known = DISCOVERED.setdefault(target_id, {})
+    new = [k for k, n in counts.items() if k not in known and isinstance(n, int) and n > 0]
+    for k in new:
+        known[k] = counts[k]
+    return new
+
+
 class InputsStrategy(FuzzkernStrategy[Case]):
     """The inputs of a target, in declaration order. See :func:`inputs`."""
 
@@ -199,16 +218,23 @@ class InputsStrategy(FuzzkernStrategy[Case]):
 
     def cases_for(self, target: Target, compiled: bool = True) -> st.SearchStrategy[Case]:
         """The strategy of :class:`~fuzzkern.case.model.Case` for ``target``: dims, then inputs in
-        order, then one config index per autotuned kernel (shrinks to config 0), then the
-        target's compile options (shrink to the first value given)."""
+        order, then one config index per autotuned kernel of the launcher's code (shrinks to
+        config 0), then the target's compile options (shrink to the first value given), then
+        one config index per autotuned kernel earlier cases reached at run time
+        (:data:`DISCOVERED`, read as each case is drawn: last, so a case drawn before a
+        discovery decodes the same after it). ``target.autotune == "benchmark"``: no config
+        is drawn."""
         self.validate_against(target)
+        drawn = getattr(target, "autotune", "draw") == "draw"
+        static = autotune_counts(target.launcher) if drawn else {}
         return CasesStrategy(
             self,
             dict(target.dims),
             target.inplace_names,
-            autotune_counts(target.launcher),
+            static,
             shown=f"{self!r}.cases_for({target.id!r})",
             compile_choices=target.compile_options if compiled else None,
+            discovered=DISCOVERED.setdefault(target.id, {}) if drawn else None,
         )
 
     def draw_case(
@@ -218,6 +244,7 @@ class InputsStrategy(FuzzkernStrategy[Case]):
         inplace: Sequence[str] = (),
         configs: Mapping[str, int] | None = None,
         compile_choices: Mapping[str, Sequence[Any]] | None = None,
+        discovered: Mapping[str, int] | None = None,
     ) -> Case:
         self.check()
         limits = [lim for t in self.tensors.values() if (lim := t.limit()) is not None]
@@ -231,21 +258,30 @@ class InputsStrategy(FuzzkernStrategy[Case]):
                                                env=env)
             else:
                 drawn[name] = env[name] = scalar(name, data.draw(strategy))
-        chosen: dict[str, int] = {}
-        for kernel, n in sorted((configs or {}).items()):
-            if n > 1:
-                chosen[kernel] = data.draw(st.integers(0, n - 1))
-            elif n == 1:
-                chosen[kernel] = 0
+        chosen = _draw_configs(data, configs or {})
         options: dict[str, Any] = {}
         for option, choices in sorted((compile_choices or {}).items()):
             value = data.draw(st.sampled_from(tuple(choices)))  # shrinks to the first: default
             if value != COMPILE_CHOICES[option][0]:
                 options[option] = value
+        if discovered:
+            chosen.update(_draw_configs(data, {k: n for k, n in discovered.items()
+                                               if k not in chosen}))
         return Case(sizes, drawn, chosen, options)
 
     def _draw(self, data: ConjectureData) -> Case:
         return self.draw_case(data, dict.fromkeys(self.symbols, STANDALONE_DIM))
+
+
+def _draw_configs(data: ConjectureData, counts: Mapping[str, int]) -> dict[str, int]:
+    """One config index per autotuned kernel (name -> number of configs), by name."""
+    chosen: dict[str, int] = {}
+    for kernel, n in sorted(counts.items()):
+        if n > 1:
+            chosen[kernel] = data.draw(st.integers(0, n - 1))
+        elif n == 1:
+            chosen[kernel] = 0
+    return chosen
 
 
 def scalar(name: str, value: Any) -> Any:
@@ -273,6 +309,7 @@ class CasesStrategy(st.SearchStrategy[Case]):
         configs: Mapping[str, int],
         shown: str,
         compile_choices: Mapping[str, Sequence[Any]] | None = None,
+        discovered: Mapping[str, int] | None = None,
     ) -> None:
         super().__init__()
         self.inputs = inputs
@@ -280,6 +317,8 @@ class CasesStrategy(st.SearchStrategy[Case]):
         self.inplace = tuple(inplace)
         self.configs = dict(configs)
         self.compile_choices = dict(compile_choices or {})
+        #: read at each draw (a live mapping: :data:`DISCOVERED`'s entry for the target)
+        self.discovered = discovered
         self._shown = shown
 
     def __repr__(self) -> str:
@@ -287,7 +326,7 @@ class CasesStrategy(st.SearchStrategy[Case]):
 
     def do_draw(self, data: ConjectureData) -> Case:
         return self.inputs.draw_case(data, self.dims, self.inplace, self.configs,
-                                     self.compile_choices)
+                                     self.compile_choices, self.discovered)
 
 
 def inputs(**named: Any) -> InputsStrategy:
