@@ -56,6 +56,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -73,6 +74,7 @@ from fuzzkern.execution.compiled import (
     run_on_device,
 )
 from fuzzkern.execution.launching import checks_of
+from fuzzkern.execution.references import Parity, parity_of, twin, use_device
 from fuzzkern.execution.stages import stage
 from fuzzkern.judge import oracle
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
@@ -130,6 +132,8 @@ def run_variant_batches(target: Target, case: Case, options: Mapping[str, Any], 
         device, kw = current_gpu()
         on_device = {**kw, **(on_device or {})}
     checks = checks_of(options, target)  # the variants': the same options and target
+    parity = parity_of(target)
+    counts = parity.counts()
     ran = 0
     batches = 0
     verdicts: dict[str, int] = {}
@@ -160,6 +164,9 @@ def run_variant_batches(target: Target, case: Case, options: Mapping[str, Any], 
         size = max(1, min(MOST_BATCH, GROWTH * size, int(left / each) if each > 0 else MOST_BATCH))
     out.update(ran=ran, seconds=round(time.perf_counter() - start, 6), verdicts=verdicts,
                batches=batches)
+    if parity.counts() != counts or parity.off is not None:
+        # device references: how many decided, judged both ways, disagreed (and why off)
+        out["parity"] = parity.since(counts)
     return out
 
 
@@ -205,6 +212,9 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             # inputs, as alone, and fails there as alone if it must
             block = None
 
+    if block is not None and use_device(ones[0][1].run.target, options, device):
+        with stage("reference"):
+            _twins(block, [inputs for _, inputs in placed], [one for _, one in ones])
     launched: list[tuple[int, OnDevice, float]] = []
     held = block.device.numel() if block is not None else 0
     # placed inputs: the launches share one scope of poisoned allocations and forced configs
@@ -241,7 +251,8 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
         fetched = None  # each variant copies its own zones back, and fails alone if it must
 
     results: dict[int, ModeResult | None] = {}  # None: passed on the fast path
-    pending: list[tuple[int, OnDevice, tuple[Any, ...]]] = []
+    pending: list[_Pending] = []
+    parity = parity_of(ones[0][1].run.target)
     told = time.perf_counter()
     with torch.no_grad():
         for k, one, _ in launched:
@@ -256,24 +267,11 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             if one.findings() or one.outs is None:
                 continue  # judged alone below
             with stage("reference"):
-                expected = one.run.reference()
-            if expected is not None:
-                pending.append((k, one, expected))
-    if pending:
-        with stage("compare"):
-            first = pending[0][1].run
-            target = first.target
-            reduction = (first.case.dims.get(target.reduction, 1) if target.reduction else 1)
-            # the outputs where the kernel left them: many are checked on the GPU, fewer on
-            # the CPU as views of the bytes fetched back (no copy)
-            clear = oracle.passes(
-                [(one.outs or (), expected, one.run._magnitude)
-                 for _, one, expected in pending],
-                tolerance=target.tolerance, reduction_length=max(1, reduction), compiled=True,
-                names=first.output_names(), host=lambda j: pending[j][1].host_outputs())
-        for (k, _, _), ok in zip(pending, clear, strict=True):
-            if ok:
-                results[k] = None
+                got = _expected(k, one, parity)
+            if got is not None:
+                pending.append(got)
+        if pending:
+            _decide(pending, results, parity, outcome_of)
 
     passed = 0
     others: dict[str, int] = {}
@@ -300,6 +298,113 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
         others[outcome.verdict] = others.get(outcome.verdict, 0) + 1
         return passed, None, others, k
     return passed, None, others, launched[-1][0]
+
+
+def _twins(block: Block, placed: list[Any], ones: list[OnDevice]) -> None:
+    """Give each variant its inputs on the device as placed, for its reference there
+    (:attr:`fuzzkern.execution.runner._Run.device_base`): views into one copy of the block,
+    made before any launch (a launch may write into its inputs, in place or by mistake); a
+    tensor outside the block (a plain copy of its own) copied alone."""
+    copy = block.device.clone()
+    for one, inputs in zip(ones, placed, strict=True):
+        one.run.device_base = {
+            name: twin(view, block.device, copy) if name in inputs.zones else view.clone()
+            for name, view in inputs.views.items()}
+
+
+@dataclass
+class _Pending:
+    """A variant to decide on the batch's fast path: its reference (and magnitude), and
+    whether they were computed on the device."""
+
+    k: int
+    one: OnDevice
+    expected: tuple[Any, ...]
+    magnitude: tuple[Any, ...] | None
+    device: bool
+
+
+def _expected(k: int, one: OnDevice, parity: Parity) -> _Pending | None:
+    """Variant ``k``'s reference for the fast path: on the device where its inputs were
+    given there (and the target's device references are on), else the CPU's; None where the
+    CPU's raised (the whole oracle then says so). A device reference that raises where the
+    CPU's does not turns the device references off for the target."""
+    run = one.run
+    if run.device_base is not None and parity.off is None:
+        got = run.device_reference()
+        if got is not None:
+            return _Pending(k, one, got[0], got[1], True)
+        if run.reference() is not None:
+            parity.off = (f"the reference raised on {one.device} but not on the CPU "
+                          f"(variant {k})")
+    expected = run.reference()
+    return None if expected is None else _Pending(k, one, expected, run._magnitude, False)
+
+
+def _passes(pending: list[_Pending], refs: list[tuple[Any, Any]]) -> list[bool]:
+    """The batched oracle's fast path over ``pending`` with references ``refs`` (expected,
+    magnitude) each: which pass for certain (:func:`fuzzkern.judge.oracle.passes`)."""
+    if not pending:
+        return []
+    with stage("compare"):
+        first = pending[0].one.run
+        target = first.target
+        reduction = (first.case.dims.get(target.reduction, 1) if target.reduction else 1)
+        # the outputs where the kernel left them: many (or references on the device) are
+        # checked on the device, fewer on the CPU as views of the bytes fetched back (no copy)
+        return oracle.passes(
+            [(p.one.outs or (), expected, magnitude)
+             for p, (expected, magnitude) in zip(pending, refs, strict=True)],
+            tolerance=target.tolerance, reduction_length=max(1, reduction), compiled=True,
+            names=first.output_names(), host=lambda j: pending[j].one.host_outputs())
+
+
+def _decide(pending: list[_Pending], results: dict[int, ModeResult | None], parity: Parity,
+            outcome_of: OutcomeOf) -> None:
+    """Decide ``pending`` on the fast path into ``results`` (None: passed; a variant left
+    out is judged alone by the whole oracle), with the parity check of the device references
+    (:mod:`fuzzkern.execution.references`): a sample judged with the CPU's reference too; on
+    a disagreement, the CPU's decides every variant of the batch and the target's device
+    references are off from then on."""
+    decided = dict(enumerate(_passes(pending, [(p.expected, p.magnitude) for p in pending])))
+    sampled = [j for j, p in enumerate(pending) if p.device and parity.sampled()]
+    before = parity.disagreed
+    for j, ok in zip(sampled, _cpu_passes([pending[j] for j in sampled]), strict=True):
+        parity.judged += 1
+        if ok == decided[j]:
+            continue
+        # the two fast paths differ: the whole oracle (CPU reference, as a variant the fast
+        # path does not clear is judged) says whether the verdicts differ
+        p = pending[j]
+        mode = p.one.judge()
+        del decided[j]
+        if outcome_of({"compiled": mode}, time.perf_counter()).verdict == Verdict.PASS:
+            results[p.k] = None  # both pass it
+            continue
+        parity.disagreed += 1
+        why = (f"variant {p.k}: the verdict with the reference on {p.one.device} differed "
+               f"from the CPU's ({'pass' if ok else mode.status} on the CPU)")
+        parity.off = parity.off or why
+        mode.detail["reference"] = why
+        results[p.k] = None if ok else mode  # the CPU's verdict
+    if parity.disagreed > before:
+        # every other variant decided with a device reference: decided again with the CPU's
+        again = [j for j in decided if pending[j].device]
+        for j, ok in zip(again, _cpu_passes([pending[j] for j in again]), strict=True):
+            decided[j] = ok
+    for j, ok in decided.items():
+        if ok:
+            results[pending[j].k] = None
+
+
+def _cpu_passes(pending: list[_Pending]) -> list[bool]:
+    """:func:`_passes` of ``pending`` with their CPU references (False where it raises)."""
+    with stage("reference"):
+        refs = [(p.one.run.reference(), p.one.run._magnitude) for p in pending]
+    ok = _passes([p for p, (e, _) in zip(pending, refs, strict=True) if e is not None],
+                 [r for r in refs if r[0] is not None])
+    it = iter(ok)
+    return [next(it) if e is not None else False for e, _ in refs]
 
 
 def _input_bytes(case: Case) -> int:

@@ -313,15 +313,16 @@ def place_inputs(bases: list[dict[str, torch.Tensor]], device: Any, guard_bytes:
 
 
 def place_variants(case: Any, ks: list[int], device: Any, guard_bytes: int
-                   ) -> tuple[Block, list[dict[str, torch.Tensor]], list[_Inputs]] | None:
+                   ) -> tuple[Block, list[VariantInputs], list[_Inputs]] | None:
     """:func:`place_inputs` of value variants ``ks`` of ``case``
     (:meth:`fuzzkern.case.model.Case.variant`), without materializing them one by one: the
     variants share their layouts, so the block is one variant's bytes (guards, gap fill,
     padding; made once per layout) repeated, each tensor's values written into every
     variant's storage at once from the blocks they are drawn in
     (:func:`fuzzkern.case.model.variant_values`). Also returns each variant's inputs on the
-    CPU (exact layouts, each over a storage of its own), what :func:`fuzzkern.case.model.
-    materialize` makes of them, byte for byte. None where a tensor's element size does not
+    CPU (exact layouts, each over a storage of its own, made when first read:
+    :class:`VariantInputs`), what :func:`fuzzkern.case.model.materialize` makes of them, byte
+    for byte. None where a tensor's element size does not
     divide ``guard_bytes`` (:func:`place_inputs` copies such a tensor alone)."""
     from fuzzkern.case.model import torch_dtype, variant_values
 
@@ -348,20 +349,47 @@ def place_variants(case: Any, ks: list[int], device: Any, guard_bytes: int
         stacks.append(typed.as_strided((n, tc.storage_size), (seg // size, 1), at))
     with stage("copy"):
         block = Block.placed(host, device)
-    bases: list[dict[str, torch.Tensor]] = []
+    bases: list[VariantInputs] = []
     out: list[_Inputs] = []
+    rows = {name: (tc, stack) for (name, tc), stack in zip(tensors, stacks, strict=True)}
     for i in range(n):
-        base: dict[str, torch.Tensor] = {}
         placed = _Inputs({})
-        for (name, tc), dtype, start, stack in zip(tensors, dtypes, starts, stacks,
-                                                   strict=True):
-            base[name] = stack[i].clone().as_strided(tc.shape, tc.strides, tc.storage_offset)
+        for (name, tc), dtype, start in zip(tensors, dtypes, starts, strict=True):
             block.zone(placed, name, i * seg + start, guard_bytes,
                        tc.storage_size * dtype.itemsize, dtype,
                        (tuple(tc.shape), tuple(tc.strides), tc.storage_offset, dtype.itemsize))
-        bases.append(base)
+        bases.append(VariantInputs(rows, i))
         out.append(placed)
     return block, bases, out
+
+
+class VariantInputs(Mapping[str, torch.Tensor]):
+    """One variant's inputs on the CPU in a batch (:func:`place_variants`): row ``i`` of the
+    batch's stacked storages (views of the block's host bytes, never written), each tensor
+    made, over a storage of its own with its exact layout, when first read. A batch whose
+    references and comparison run on the device reads none of them for a variant that passes
+    (:mod:`fuzzkern.execution.references`); the CPU path reads them all, as before."""
+
+    __slots__ = ("_rows", "_i", "_made")
+
+    def __init__(self, rows: Mapping[str, tuple[Any, torch.Tensor]], i: int) -> None:
+        self._rows = rows
+        self._i = i
+        self._made: dict[str, torch.Tensor] = {}
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        made = self._made.get(name)
+        if made is None:
+            tc, stack = self._rows[name]
+            made = stack[self._i].clone().as_strided(tc.shape, tc.strides, tc.storage_offset)
+            self._made[name] = made
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
 
 
 @functools.lru_cache(maxsize=32)
@@ -826,10 +854,11 @@ def _record_hygiene(run: Any, inputs: _Inputs, allocations: Allocations,
     intact (not checked again)."""
     findings: list[dict[str, Any]] = []
     storages = {}
-    for name, t in run.base.items():
+    for name in run.base:
         zone = inputs.zones.get(name)
         if zone is not None and inputs_unchanged:
             continue
+        t = run.base[name]  # (a batch's variant makes its CPU inputs only when read)
         after = _bytes_of(zone, fetched) if zone is not None else None
         if zone is not None and after is not None and zone.unchanged(after):
             continue  # guards, gaps and elements as they were: nothing to find

@@ -57,13 +57,14 @@ def _target(ref: str) -> Target:
 
 class _Run:
     def __init__(self, target: Target, case: Case, options: Mapping[str, Any],
-                 base: dict[str, torch.Tensor] | None = None) -> None:
+                 base: Mapping[str, torch.Tensor] | None = None) -> None:
         """``base``: the case's CPU tensors, made already (a batch of value variants makes
         them together, see :func:`fuzzkern.execution.compiled.place_variants`)."""
         self.target = target
         self.case = case
         self.options = options
         storages = options.get("storages")
+        self.base: Mapping[str, torch.Tensor]
         if base is not None:
             self.base = base
         elif storages:  # a corpus replay: the exact stored bytes, not the value recipe
@@ -73,6 +74,10 @@ class _Run:
         else:
             with stage("materialize"):
                 self.base = {name: materialize(tc) for name, tc in case.tensors.items()}
+        #: the case's tensors as placed on the device, before any launch (a batch of value
+        #: variants sets them where the reference runs there, :mod:`fuzzkern.execution.
+        #: references`); None: the reference runs on the CPU
+        self.device_base: dict[str, torch.Tensor] | None = None
         self.scalars = case.scalars
         self._expected: tuple[Any, ...] | None = None
         self._magnitude: tuple[Any, ...] | None = None
@@ -89,10 +94,23 @@ class _Run:
         self.recorded: Any = None
 
     # -- reference ---------------------------------------------------------------------------
-    def _reference_inputs(self, absolute: bool = False) -> dict[str, Any]:
+    def _reference_inputs(self, absolute: bool = False, on_device: bool = False
+                          ) -> dict[str, Any]:
+        """The reference's inputs: float64 copies of the case's tensors (as they are for a
+        target with ``upcast=False``), on the CPU, or with ``on_device`` on the device from
+        :attr:`device_base` (:func:`fuzzkern.execution.references.widened`)."""
         values: dict[str, Any] = dict(self.scalars)
-        for name, t in self.base.items():
-            c = oracle.upcast_for_reference(t) if self.target.upcast else rebuild_like(t)
+        tensors: Mapping[str, torch.Tensor]
+        if on_device:
+            from fuzzkern.execution.references import widened
+
+            assert self.device_base is not None
+            tensors, widen = self.device_base, widened
+        else:
+            tensors = self.base
+            widen = oracle.upcast_for_reference if self.target.upcast else rebuild_like
+        for name, t in tensors.items():
+            c = widen(t)
             if absolute and (c.is_floating_point() or c.is_complex()):
                 c = c.abs()
             if self.options.get("flush_subnormals") and t.is_floating_point():
@@ -119,6 +137,26 @@ class _Run:
                     except Exception:
                         self._magnitude = None
         return self._expected
+
+    def device_reference(self) -> tuple[tuple[Any, ...], tuple[Any, ...] | None] | None:
+        """The float64 reference (and, for a reduction, its magnitude) computed on the device
+        from :attr:`device_base`, for the batched fast path only; None when it raises (the
+        CPU's :meth:`reference` then decides). Gradients are off (the batch's scope)."""
+        try:
+            expected = as_outputs(call_with(self.target.reference,
+                                            self._reference_inputs(on_device=True)))
+        except Exception:
+            return None
+        if expected is None:
+            return None
+        magnitude = None
+        if self.target.reduction is not None:
+            try:
+                magnitude = as_outputs(call_with(self.target.reference,
+                                                 self._reference_inputs(True, on_device=True)))
+            except Exception:
+                return None
+        return expected, magnitude
 
     def native_reference(self) -> tuple[Any, ...] | None:
         """The reference on the inputs' own dtypes (CPU), as a torch user computes it: used only

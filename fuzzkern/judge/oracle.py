@@ -678,7 +678,8 @@ def passes(
     member, in torch operations, without the error figures a failure needs): on the GPU the
     outputs lie on when the group holds :data:`DEVICE_ELEMENTS` elements or more (the expected
     values copied over once), since the host's passes grow with the outputs' size and the
-    device's cost a fixed ~10 us per operation; on the CPU otherwise, with ``host(j)``
+    device's cost a fixed ~10 us per operation, or when the expected values lie on that device
+    already (references computed there); on the CPU otherwise, with ``host(j)``
     (comparison ``j``'s outputs on the CPU, where the caller has them already) or else the
     outputs copied over one by one."""
     tolerance = tolerance if tolerance is not None else Tolerance()
@@ -718,8 +719,11 @@ def _pass_group(comparisons: Sequence[tuple[Sequence[Any], Sequence[Any], Sequen
     ok = np.ones(len(members), dtype=bool)
     for i in range(len(key)):
         first = _as_tuple(comparisons[members[0]][0])[i]
+        # on the device: many elements, or references computed there already
+        # (fuzzkern.execution.references)
         on = (first.device if first.device.type != "cpu" and first.is_floating_point()
-              and len(members) * math.prod(key[i][2]) >= DEVICE_ELEMENTS else None)
+              and (_as_tuple(comparisons[members[0]][1])[i].device == first.device
+                   or len(members) * math.prod(key[i][2]) >= DEVICE_ELEMENTS) else None)
 
         # outputs off the CPU, checked on it: the caller's host copies where it has them
         hosted = on is None and host is not None and first.device.type != "cpu"

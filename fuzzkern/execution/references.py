@@ -1,0 +1,127 @@
+"""Float64 references on the device a batch of value variants runs on, checked against the CPU's.
+
+A batch of value variants (:mod:`fuzzkern.execution.batch`) places its inputs on the GPU before
+any launch. Where the reference is torch code on float64 copies (``Target.upcast``), it can run
+there at float64, on the same widening the CPU path does (floats as float64, complex as
+complex128, integers and bool unchanged), and the batched oracle then decides on the device
+where outputs and references lie (:func:`fuzzkern.judge.oracle.passes`). A float64 matmul on
+the GPU differs from the CPU's by some 1e-16 relative, far below any tolerance fuzzkern applies
+to the outputs of a kernel; what must never change is the **verdict**. So:
+
+- only the batched fast path uses the device reference: a variant it does not clear is judged
+  by the whole oracle with the CPU reference, exactly as a case run alone is;
+- the **parity check**: the first :data:`FIRST` device-judged variants of each target in a
+  worker, then one in every :data:`EVERY`, are also decided with the CPU reference; where the
+  two decisions differ, the whole oracle (CPU) decides what the variant's verdict is with each
+  reference; a different verdict is a disagreement: it is counted, the batch is decided again
+  with CPU references, and that target uses the CPU reference from then on in that worker
+  (:attr:`Parity.off` says why). A device reference that raises where the CPU's does not
+  turns it off the same way (no disagreement: that variant is judged with the CPU's);
+- the counts (:meth:`Parity.to_json`: ``judged``, ``disagreed``, ``device``) come back with
+  the variants' results (``outcome.variants["parity"]``).
+
+Which reference (:func:`use_device`): the run option ``reference_device`` (or the target's
+attribute of that name), ``"auto"`` by default: the device's on CUDA (float64 supported;
+ROCm builds report CUDA too), the CPU's elsewhere (MPS has no float64; any other device and
+the CPU itself run exactly today's path); ``"cpu"``: always the CPU's; ``"device"``: the
+device's on any device, the CPU included (how the tests exercise the device path without a
+GPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+#: device-judged variants of a target that are all also judged with the CPU reference
+FIRST = 16
+#: ... and after those, one in this many
+EVERY = 32
+#: the values ``reference_device`` takes
+CHOICES = ("auto", "cpu", "device")
+
+
+@dataclass
+class Parity:
+    """One target's device references in this worker: how many variants were decided with
+    one (``device``), how many of those were judged with both (``judged``), how many verdicts
+    differed (``disagreed``), and, once the CPU reference is used from then on, why (``off``)."""
+
+    device: int = 0
+    judged: int = 0
+    disagreed: int = 0
+    off: str | None = None
+
+    def sampled(self) -> bool:
+        """Whether the next device-judged variant is also judged with the CPU reference (and
+        count it as device-judged)."""
+        self.device += 1
+        return self.device <= FIRST or self.device % EVERY == 0
+
+    def counts(self) -> tuple[int, int, int]:
+        return self.device, self.judged, self.disagreed
+
+    def since(self, before: tuple[int, int, int]) -> dict[str, Any]:
+        """The counts since :meth:`counts` said ``before`` (what one call's variants add), and
+        ``off`` when the CPU reference is used from now on."""
+        out: dict[str, Any] = {"device": self.device - before[0],
+                               "judged": self.judged - before[1],
+                               "disagreed": self.disagreed - before[2]}
+        if self.off is not None:
+            out["off"] = self.off
+        return out
+
+
+_parity: dict[str, Parity] = {}
+
+
+def parity_of(target: Any) -> Parity:
+    """``target``'s parity record in this worker (by its name, else its identity)."""
+    key = target.name or f"id:{id(target)}"
+    if key not in _parity:
+        _parity[key] = Parity()
+    return _parity[key]
+
+
+def choice(target: Any, options: Mapping[str, Any]) -> str:
+    """The ``reference_device`` in force: the run's option, else the target's, else auto."""
+    got = options.get("reference_device") or getattr(target, "reference_device", None) or "auto"
+    if got not in CHOICES:
+        raise ValueError(f"Expected reference_device to be one of {CHOICES} but got {got!r}: "
+                         "'auto' (the device's float64 reference on CUDA), 'cpu' (always the "
+                         "CPU's) or 'device' (the device's on any device).")
+    return str(got)
+
+
+def use_device(target: Any, options: Mapping[str, Any], device: Any) -> bool:
+    """Whether a batch of ``target``'s variants on ``device`` decides with references computed
+    there: a torch reference on float64 copies, not turned off for this target (by the user
+    or a parity disagreement), and a device with float64 (CUDA; any device with
+    ``"device"``)."""
+    wanted = choice(target, options)
+    if wanted == "cpu" or not target.upcast or parity_of(target).off is not None:
+        return False
+    return wanted == "device" or torch.device(device).type == "cuda"
+
+
+def widened(t: torch.Tensor) -> torch.Tensor:
+    """:func:`fuzzkern.judge.oracle.upcast_for_reference` on ``t``'s own device: float dtypes
+    as float64, complex as complex128, integers and bool unchanged; never aliases."""
+    t = t.detach()
+    if t.is_floating_point():
+        return t.to(dtype=torch.float64, copy=True)
+    if t.is_complex():
+        return t.to(dtype=torch.complex128, copy=True)
+    return t.clone()
+
+
+def twin(view: torch.Tensor, placed: torch.Tensor, copy: torch.Tensor) -> torch.Tensor:
+    """``view`` (a view into the uint8 tensor ``placed``, a block on the device) as the same
+    view into ``copy``, a copy of ``placed`` made before any launch: the inputs as placed,
+    whatever a launch writes into the block afterwards."""
+    size = view.element_size()
+    at = view.data_ptr() - placed.data_ptr()
+    return copy.view(view.dtype).as_strided(view.shape, view.stride(), at // size)
