@@ -649,10 +649,11 @@ class OnDevice:
             allocations.tensors = shared.tensors[tensors:]
             allocations.zones = shared.zones[zones:]
             return result, allocations
-        forced = {} if run.options.get("unforced") else dict(run.case.configs)
+        forced = (None if run.options.get("unforced") or run.target.autotune == "benchmark"
+                  else dict(run.case.configs))
         with captured_output(self.debug, self.captured), debug_knob(self.debug), \
                 poisoned_allocations(self.checks["poison"], guard_bytes=self.guard) \
-                as allocations, forced_configs(forced), \
+                as allocations, forced_configs(forced, (self.detail,)), \
                 compile_options(run.options.get("compile"), run.case.compile):
             result = call_with(run.target.launcher, {**run.scalars, **inputs.views})
             self.sync()
@@ -832,7 +833,8 @@ def launches(ones: list[OnDevice]) -> Iterator[Allocations]:
     first = ones[0]
     with poisoned_allocations(first.checks["poison"], guard_bytes=first.guard,
                               arena=True) as record, \
-            forced_configs(dict(first.run.case.configs)), \
+            forced_configs(None if first.run.target.autotune == "benchmark"
+                           else dict(first.run.case.configs), [one.detail for one in ones]), \
             compile_options(first.run.options.get("compile"), first.run.case.compile):
         for one in ones:
             one.shared = record
