@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from fuzzkern.execution import progress, stages
+from fuzzkern.execution import ahead, progress, stages
 from fuzzkern.execution.progress import PROGRESS_EVERY
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
 
@@ -355,6 +355,9 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     import fuzzkern.execution.runner  # noqa: F401  (imported once, before the first case)
 
     progress._channel = conn.send
+    compiling_ahead = ahead.size_of(env.get(ahead.AHEAD_ENV, "0")) > 0
+    if compiling_ahead:
+        ahead.install()
     capture = _Capture().start()
     while True:
         try:
@@ -364,6 +367,8 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         if msg is None:
             return
         ref, case_json, options = msg
+        if compiling_ahead:
+            ahead.begin_case(ref, case_json)
         timer = stages.begin()
         result = run_case_or_harness_error(ref, case_json, options)
         killed = end_case_processes()
@@ -529,6 +534,149 @@ class Worker:
         self.conn.close()
 
 
+def _compiler_main(jobs: Any, results: Any, env: dict[str, str]) -> None:
+    """Loop of one compile process: take a job, compile it into Triton's cache
+    (:func:`fuzzkern.execution.ahead.compile_job`), put the result; None ends it."""
+    os.environ.update(env)
+    die_with_parent()
+    become_subreaper()  # ptxas and the like stay below it, and end with it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
+    try:
+        os.nice(10)  # never in the way of the worker and the search
+    except OSError:  # pragma: no cover
+        pass
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        results.put(ahead.compile_job(job))
+
+
+#: jobs waiting for a compile process at most (more are dropped, and counted)
+AHEAD_BACKLOG = 1024
+
+
+class AheadPool:
+    """Processes that compile ahead (docs/scaling.md, "Compile ahead"): workers ask for jobs
+    (:mod:`fuzzkern.execution.ahead`), this pool compiles each once, in ``size`` processes
+    forked from the workers' pre-imported server, started at the first job. A thread collects
+    results into the counts :meth:`stats` reports. :meth:`close` kills the processes (and what
+    they started), whatever they are compiling."""
+
+    def __init__(self, size: int, env: dict[str, str] | None = None) -> None:
+        import threading
+
+        self.size = size
+        self.env = dict(env or {})
+        self._ctx = _context()
+        self._jobs: Any = None
+        self._results: Any = None
+        self._procs: list[Any] = []
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.submitted = self.compiled = self.cached = self.failed = self.dropped = 0
+        self.seconds = 0.0
+        #: the first few errors, for a report (a job that fails never touches a case)
+        self.errors: list[str] = []
+
+    def _start(self) -> None:
+        import threading
+
+        self._jobs = self._ctx.Queue()
+        self._results = self._ctx.Queue()
+        for _ in range(self.size):
+            p = self._ctx.Process(target=_compiler_main, args=(self._jobs, self._results,
+                                                               self.env), daemon=True)
+            p.start()
+            self._procs.append(p)
+        self._thread = threading.Thread(target=self._collect, name="fuzzkern-ahead",
+                                        daemon=True)
+        self._thread.start()
+
+    def submit(self, jobs: list[dict[str, Any]]) -> int:
+        """Queue the jobs not seen before; how many were queued."""
+        if self._closed or self.size <= 0:
+            return 0
+        queued = 0
+        for job in jobs:
+            key = job.get("key") if isinstance(job, dict) else None
+            if not isinstance(key, str) or key in self._keys:
+                continue
+            self._keys.add(key)
+            with self._lock:
+                if self.submitted - self.compiled - self.failed >= AHEAD_BACKLOG:
+                    self.dropped += 1
+                    continue
+                self.submitted += 1
+            if self._jobs is None:
+                self._start()
+            self._jobs.put(job)
+            queued += 1
+        return queued
+
+    def _collect(self) -> None:
+        import queue
+
+        while not self._closed:
+            try:
+                r = self._results.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            except (EOFError, OSError, ValueError):  # closed under us
+                return
+            with self._lock:
+                self.seconds += float(r.get("seconds", 0.0))
+                if r.get("ok"):
+                    self.compiled += 1
+                    self.cached += bool(r.get("cached"))
+                else:
+                    self.failed += 1
+                    if len(self.errors) < 5:
+                        self.errors.append(str(r.get("error")))
+
+    def pending(self) -> int:
+        """Jobs queued or compiling now."""
+        with self._lock:
+            return self.submitted - self.compiled - self.failed
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until no job is pending (at most ``timeout`` seconds); whether none is."""
+        deadline = time.monotonic() + timeout
+        while self.pending() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return not self.pending()
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {"processes": self.size, "submitted": self.submitted,
+                    "compiled": self.compiled, "cached": self.cached, "failed": self.failed,
+                    "dropped": self.dropped, "seconds": round(self.seconds, 3),
+                    "errors": list(self.errors)}
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs if p.pid is not None]
+
+    def close(self) -> None:
+        """Kill the compile processes and what they started; nothing waits for a compile."""
+        self._closed = True
+        for p in self._procs:
+            if p.is_alive() and p.pid is not None:
+                end_descendants(p.pid)
+                p.kill()
+        for p in self._procs:
+            p.join(5)
+        self._procs = []
+        for q in (self._jobs, self._results):
+            if q is not None:
+                q.cancel_join_thread()
+                q.close()
+        if self._thread is not None:
+            self._thread.join(2)
+            self._thread = None
+
+
 def _signal_name(code: int | None) -> str:
     if code is None:
         return "no exit code"
@@ -549,11 +697,35 @@ class WorkerPool:
     worker under compute-sanitizer (:class:`fuzzkern.execution.sanitizer.SanitizedWorker`), offers
     the same ``conn``/``process``/``alive``/``kill``/``close``, and may offer ``postmortem``: the
     outcome JSON of a case whose worker died, completed from what the worker left behind.
+
+    ``compile_ahead``: how many processes compile ahead what the worker's compilations say
+    the search will need next (:class:`AheadPool`; a count, ``"off"``; None: the
+    ``FUZZKERN_AHEAD`` environment variable, else the host's cores but one, none on two
+    cores or fewer). :meth:`compile_stats` says how long cases waited for compilations and
+    how much compiling was done ahead.
     """
 
     def __init__(self, env: dict[str, str] | None = None,
-                 worker_factory: Callable[[dict[str, str]], Any] | None = None) -> None:
+                 worker_factory: Callable[[dict[str, str]], Any] | None = None,
+                 compile_ahead: int | str | None = None) -> None:
         self.env = dict(env or {})
+        size = ahead.size_of(compile_ahead)
+        self.env[ahead.AHEAD_ENV] = str(size)
+        #: the compile-ahead processes (None: compiling ahead is off)
+        self.ahead: AheadPool | None = None
+        self._locks: str | None = None
+        if size:
+            import tempfile
+
+            self._locks = tempfile.mkdtemp(prefix="fuzzkern-ahead-")
+            self.env[ahead.LOCKS_ENV] = self._locks
+            self.ahead = AheadPool(size, self.env)
+        #: seconds cases waited while their worker compiled, and how many compilations
+        #: (in-memory cache misses: some are loads from Triton's disk cache)
+        self.compile_wait = 0.0
+        self.compiles = 0
+        #: compilations the worker found in the disk cache, compiled ahead
+        self.served_ahead = 0
         self.worker_factory = worker_factory or Worker
         self._worker: Any = None
         self.restarts = 0
@@ -626,17 +798,20 @@ class WorkerPool:
                     return self._died(worker, start, clock)
                 if isinstance(result, dict):
                     break
-                clock.event(result, now)
+                self._event(result, clock, now)
             elif self.stop_at is not None and now >= self.stop_at:
+                self._account(clock, now)
                 self.replace()
                 raise StopTime
             stop = clock.check(now)
             if stop is not None:
                 verdict, message, detail = stop
+                self._account(clock, now)
                 self.replace()
                 return Outcome(verdict, message,
                                {"worker": ModeResult("worker", verdict, detail=detail)},
                                seconds=now - start)
+        self._account(clock, time.monotonic())
         worker.cases += 1
         self.killed += int(result.pop("killed", 0) or 0)
         outcome = Outcome.from_json(result)
@@ -651,7 +826,37 @@ class WorkerPool:
             self.replace()
         return outcome
 
+    def _event(self, event: Any, clock: CaseClock, now: float) -> None:
+        kind = event[0] if isinstance(event, (list, tuple)) and event else None
+        if kind == "ahead":
+            if self.ahead is not None and isinstance(event[1], list):
+                self.ahead.submit(event[1])
+            return
+        if kind == "ahead-served":
+            self.served_ahead += int(event[1])
+            return
+        if kind == "variant":  # the clock starts again: what the last case waited counts now
+            self._account(clock, now)
+        clock.event(event, now)
+
+    def _account(self, clock: CaseClock, now: float) -> None:
+        self.compile_wait += clock.compiled(now)
+        self.compiles += clock.compiles + (clock.compiling_since is not None)
+        clock.compile_seconds = 0.0
+        clock.compiles = 0
+        clock.compiling_since = now if clock.compiling_since is not None else None
+
+    def compile_stats(self) -> dict[str, Any]:
+        """Compile wait (seconds cases waited while their worker compiled) against compile
+        work (seconds compiling in the worker and in the compile-ahead processes), and how
+        many of the worker's compilations were served from what was compiled ahead."""
+        done = self.ahead.stats() if self.ahead is not None else None
+        work = self.compile_wait + (done["seconds"] if done else 0.0)
+        return {"compile_wait": round(self.compile_wait, 3), "compile_work": round(work, 3),
+                "compiles": self.compiles, "served_ahead": self.served_ahead, "ahead": done}
+
     def _died(self, worker: Any, start: float, clock: CaseClock) -> Outcome:
+        self._account(clock, time.monotonic())
         worker.process.join(5)
         how = _signal_name(worker.process.exitcode)
         died = Outcome(
@@ -686,6 +891,13 @@ class WorkerPool:
         if self._worker is not None:
             self._worker.close()
             self._worker = None
+        if self.ahead is not None:
+            self.ahead.close()
+        if self._locks is not None:
+            import shutil
+
+            shutil.rmtree(self._locks, ignore_errors=True)
+            self._locks = None
 
 
 def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[str, Any]:

@@ -1,0 +1,218 @@
+"""Compiling ahead (fuzzkern/execution/ahead.py, pool.AheadPool): the specializations a search
+will need next, derived from one it needed now, compiled for sm_90 in other processes into
+Triton's on-disk cache, so that compiling one of them later is a cache hit. Triton compiles
+for an NVIDIA target without a GPU (ptxas ships in its wheel)."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from fuzzkern.execution import ahead
+from fuzzkern.execution.pool import AheadPool, WorkerPool, _alive, descendants
+from tests.unit import _ahead_jobs as aj
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _compile_here(spec, cache_dir, monkeypatch):
+    """Compile ``spec`` in this process as a worker's ``JITFunction`` would; whether it was a
+    cache hit."""
+    import triton
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", cache_dir)
+    hits = []
+    monkeypatch.setattr(knobs.compilation, "listener",
+                        lambda *, cache_hit, **kw: hits.append(cache_hit))
+    triton.compile(ASTSource(spec.fn, dict(spec.signature), dict(spec.constexprs),
+                             dict(spec.attrs)),
+                   target=GPUTarget(*spec.target), options=dict(spec.options))
+    return hits[-1]
+
+
+def test_neighbours_are_the_other_configs_with_their_heuristics_and_options():
+    _, module = aj.loaded()
+    spec, bound = aj.double_spec(module, n=64)
+    at = module._double_kernel
+    more = ahead.neighbours(spec, configs=tuple(at.configs), config=at.configs[0], bound=bound,
+                            heuristics=(at.fn,), flips=False)
+    got = [(s.constexprs[(3,)], s.constexprs[(4,)], s.options["num_warps"],
+            s.options["num_stages"]) for s in more]
+    # EVEN is the heuristic's n % BLOCK == 0 for each config's BLOCK (n = 64)
+    assert got == [(32, True, 1, 2), (64, True, 2, 2), (128, False, 4, 3)]
+    assert ahead.key_of(spec) not in {ahead.key_of(s) for s in more}
+
+
+def test_neighbours_vary_drawn_compile_options_and_divisibility():
+    _, module = aj.loaded()
+    spec = aj.broken_spec(module, 16)
+    more = ahead.neighbours(spec, choices={"num_warps": (4, 1, 2, 8)}, drawn={"num_warps": 4})
+    warps = sorted(s.options["num_warps"] for s in more if s.attrs == spec.attrs)
+    assert warps == [1, 2, 8]
+    flipped = [s for s in more if s.attrs != spec.attrs]
+    # each of x_ptr, out_ptr and n flipped once: aligned pointers misaligned, n made divisible
+    assert sorted(tuple(k for k in s.attrs if s.attrs[k] != spec.attrs[k]) for s in flipped) \
+        == [((0,),), ((1,),), ((2,),)]
+    # an option the launch did not take from the case (4 drawn, 2 used) is left alone
+    two = ahead.neighbours(spec, choices={"num_warps": (4, 1)}, drawn={"num_warps": 2},
+                           flips=False)
+    assert two == []
+
+
+def test_a_config_setting_an_option_keeps_it_whatever_was_drawn():
+    _, module = aj.loaded()
+    spec, bound = aj.double_spec(module, n=64)
+    at = module._double_kernel
+    more = ahead.neighbours(spec, configs=tuple(at.configs), config=at.configs[0], bound=bound,
+                            heuristics=(at.fn,), choices={"num_warps": (4, 8)},
+                            drawn={"num_warps": 1}, flips=False)
+    assert len(more) == 3  # the configs' own warps; no drawn-warps variants
+
+
+def test_launch_context_finds_the_autotuner_heuristics_and_arguments():
+    _, module = aj.loaded()
+    at = module._double_kernel
+    heur, jit = at.fn, at.fn.fn
+
+    def jit_run(self, bound_args):
+        return ahead.launch_context(jit, sys._getframe())
+
+    def heuristics_run(self):
+        return jit_run(jit, {"n": 5, "BLOCK": 16})
+
+    def autotuner_run(self):
+        return heuristics_run(heur)
+
+    assert autotuner_run(at) == (at, (heur,), {"n": 5, "BLOCK": 16})
+    assert jit_run(jit, {"n": 1}) == (None, (), {"n": 1})
+
+
+def test_other_configs_compile_ahead_in_other_processes_and_are_cache_hits(tmp_path,
+                                                                           monkeypatch):
+    cache = str(tmp_path / "cache")
+    jobs = aj.other_config_jobs(cache)
+    assert len(jobs) == 3 and all(jobs)
+    pool = AheadPool(2, {"TRITON_CACHE_DIR": cache})
+    try:
+        assert pool.submit(jobs + jobs) == 3  # each key once
+        assert pool.wait(600), pool.stats()
+        stats = pool.stats()
+        pids = pool.pids()
+    finally:
+        pool.close()
+    assert (stats["compiled"], stats["failed"], stats["cached"]) == (3, 0, 0), stats
+    assert len(pids) == 2 and os.getpid() not in pids
+    _, module = aj.loaded()
+    entries = set(os.listdir(cache))
+    assert len(entries) == 3
+    # configs 1..3 were compiled ahead: compiling one here only loads it
+    spec, _ = aj.double_spec(module, n=64, index=2)
+    assert _compile_here(spec, cache, monkeypatch) is True
+    assert set(os.listdir(cache)) == entries
+    # config 0 was not: a real compilation, a new entry
+    spec0, _ = aj.double_spec(module, n=64, index=0)
+    assert _compile_here(spec0, cache, monkeypatch) is False
+    assert len(set(os.listdir(cache)) - entries) == 1
+
+
+def test_a_job_that_fails_is_counted_and_the_pool_goes_on(tmp_path):
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+
+    cache = str(tmp_path / "cache")
+    ref, module = aj.loaded()
+    env = dict(get_cache_invalidating_env_vars())
+    broken = ahead.job_of(aj.broken_spec(module, 3), ref=ref, env=env, cache_dir=cache)
+    changed = dict(ahead.job_of(aj.broken_spec(module, 32), ref=ref, env=env, cache_dir=cache),
+                   key="changed", cache_key="not the kernel's hash")
+    gone = dict(changed, key="gone", module="no_such_module_here", ref=None)
+    good = ahead.job_of(aj.broken_spec(module, 16), ref=ref, env=env, cache_dir=cache)
+    pool = AheadPool(1, {"TRITON_CACHE_DIR": cache})
+    try:
+        pool.submit([broken, changed, gone, good])
+        assert pool.wait(600)
+        stats = pool.stats()
+    finally:
+        pool.close()
+    assert (stats["compiled"], stats["failed"]) == (1, 3), stats
+    errors = "\n".join(stats["errors"])
+    assert "arange" in errors  # the compile error of BLOCK=3
+    assert "hash as in the worker" in errors and "no_such_module_here" in errors
+
+
+def test_a_kernel_defined_in_a_function_or_with_odd_constexprs_is_not_a_job():
+    _, module = aj.loaded()
+    spec = aj.broken_spec(module, 16)
+    assert ahead.job_of(spec) is not None
+    assert ahead.job_of(ahead.Spec(spec.fn, spec.signature, {(3,): object()}, spec.attrs,
+                                   spec.options, spec.target)) is None
+
+
+def test_the_pool_kills_its_processes_mid_compile(tmp_path):
+    pool = AheadPool(2, {"TRITON_CACHE_DIR": str(tmp_path)})
+    pool.submit(aj.other_config_jobs(str(tmp_path)))
+    time.sleep(1.0)
+    pids = pool.pids()
+    below = [d for p in pids for d in descendants(p)]
+    pool.close()
+    assert len(pids) == 2
+    assert not [p for p in pids + below if _alive(p)]
+
+
+_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from fuzzkern.execution.pool import AheadPool
+    from tests.unit import _ahead_jobs as aj
+    pool = AheadPool(2, {"TRITON_CACHE_DIR": sys.argv[1]})
+    try:
+        pool.submit(aj.other_config_jobs(sys.argv[1]))
+        time.sleep(0.5)
+        print(*pool.pids(), flush=True)
+        time.sleep(600)
+    finally:
+        pool.close()
+""")
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
+def test_no_compile_process_outlives_an_interrupted_or_killed_run(tmp_path, how):
+    proc = subprocess.Popen([sys.executable, "-c", _SCRIPT, str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2
+        os.killpg(proc.pid, how)  # Ctrl-C reaches the whole group; a kill only the run
+        proc.wait(60)
+        deadline = time.monotonic() + 20
+        while [p for p in pids if _alive(p)] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [p for p in pids if _alive(p)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_the_worker_pool_sizes_and_reports_compiling_ahead(monkeypatch):
+    assert ahead.default_size(2) == 0 and ahead.default_size(16) == 15
+    monkeypatch.setenv(ahead.AHEAD_ENV, "off")
+    assert ahead.size_of() == 0
+    assert ahead.size_of(3) == 3
+    with pytest.raises(ValueError, match="number of compile processes"):
+        ahead.size_of("many")
+    pool = WorkerPool(compile_ahead=2)
+    try:
+        assert pool.env[ahead.AHEAD_ENV] == "2" and os.path.isdir(pool.env[ahead.LOCKS_ENV])
+        stats = pool.compile_stats()
+        assert stats["compile_wait"] == 0 and stats["ahead"]["processes"] == 2
+        assert pool.ahead is not None and pool.ahead.pids() == []  # started at the first job
+    finally:
+        pool.close()
+    assert not os.path.exists(pool.env[ahead.LOCKS_ENV])
+    assert WorkerPool(compile_ahead=0).compile_stats()["ahead"] is None
