@@ -35,7 +35,11 @@ round on each side: load from other processes slows a pass and never speeds one 
   ``--variants N``): ms per value variant (:func:`fuzzkern.execution.runner.run_variants`, N
   per case, in this process: variants run inside a worker's round trip) one by one and in
   batches (:mod:`fuzzkern.execution.batch`), and the batched figure over ``bare ms``; with the
-  batches' ms per variant by stage.
+  batches' ms per variant by stage. Batches run with float64 references on the GPU (the
+  default, :mod:`fuzzkern.execution.references`) and, as ``batched_cpu_reference_*``, with
+  the CPU's; ``reference_parity``: the parity check's counts (variants decided with device
+  references, judged both ways, disagreements; every variant of the warm-up pass is judged
+  both ways).
 
 Usage: ``python bench/throughput.py [--cases 30] [--fresh 3] [--rounds 3]
 [--modes interpret|compiled] [--variants N] [--targets ...] [--out F]``.
@@ -131,43 +135,70 @@ def _timed_pass(proc):
     return json.loads(proc.stdout.readline())
 
 
+#: the ways value variants are timed (measure_variants): one by one; in batches with the
+#: reference where the batch runs (``reference_device`` auto: the GPU's float64 reference,
+#: fuzzkern.execution.references); in batches with the CPU's reference (as before it)
+VARIANT_WAYS = {
+    "variant": {"variants": {"batch": False}},
+    "batched_variant": {"variants": {"batch": True}},
+    "batched_cpu_reference_variant": {"variants": {"batch": True}, "reference_device": "cpu"},
+}
+
+
 def measure_variants(lt, cases, per_case, rounds):
     """Compiled mode: mean ms per value variant (fuzzkern.execution.runner.run_variants, in
     this process: variants run inside a worker's round trip, with no IPC of their own), one by
-    one and in batches (fuzzkern.execution.batch), ``per_case`` variants of each case, each
-    case at its fastest of ``rounds``; and the batches' mean ms per variant by stage."""
-    from fuzzkern.execution import stages
+    one and in batches (fuzzkern.execution.batch) with device and with CPU references,
+    ``per_case`` variants of each case, each case at its fastest of ``rounds`` (the ways
+    alternate within a round); the batches' mean ms per variant by stage; and the parity
+    check's counts of the batches with device references (every variant judged both ways in
+    their warm-up pass, the usual sample in the timed ones)."""
+    from fuzzkern.execution import references, stages
     from fuzzkern.execution.runner import run_variants
 
     out = {}
-    for batch in (False, True):
-        options = {"modes": ["compiled"], "variants": {"batch": batch}}
-        per_variant = []
-        stage_seconds: dict[str, float] = {}
-        ran_total = 0
-        for c in cases:
-            run_variants(lt.target, c, options, 60.0, 4)  # warm-up
-            best = None
-            for _ in range(rounds):
+    best: dict[tuple[str, int], tuple[float, dict, int]] = {}
+    parity = {"device": 0, "judged": 0, "disagreed": 0}
+    first = references.FIRST
+    for i, c in enumerate(cases):
+        for way in VARIANT_WAYS.values():
+            options = {"modes": ["compiled"], **way}
+            references.FIRST = 10**9  # the warm-up judges every variant both ways
+            try:
+                got = run_variants(lt.target, c, options, 60.0, per_case)  # warm-up
+            finally:
+                references.FIRST = first
+            for name in parity:
+                parity[name] += got.get("parity", {}).get(name, 0)
+            if got.get("parity", {}).get("off"):
+                out.setdefault("parity_off", got["parity"]["off"])
+        for _ in range(rounds):
+            for key, way in VARIANT_WAYS.items():
+                options = {"modes": ["compiled"], **way}
                 timer = stages.begin()
                 start = time.perf_counter()
                 got = run_variants(lt.target, c, options, 60.0, per_case)
                 seconds = time.perf_counter() - start
                 by_stage = stages.finish(timer)
                 n = got["ran"] + (1 if "failed" in got else 0)
-                if n and (best is None or seconds / n < best[0]):
-                    best = (seconds / n, by_stage, n)
-            if best is not None:
-                per_variant.append(best[0])
-                ran_total += best[2]
-                for name, sec in best[1].items():
-                    stage_seconds[name] = stage_seconds.get(name, 0.0) + sec
-        key = "batched_variant" if batch else "variant"
+                if n and ((key, i) not in best or seconds / n < best[key, i][0]):
+                    best[key, i] = (seconds / n, by_stage, n)
+                for name in parity:
+                    parity[name] += got.get("parity", {}).get(name, 0)
+    for key in VARIANT_WAYS:
+        per_variant = [b[0] for (k, _), b in best.items() if k == key]
         out[f"{key}_ms"] = round(1000 * statistics.mean(per_variant), 3) if per_variant else None
-        if batch and ran_total:
-            out["batched_variant_stages_ms"] = {
+        ran_total = sum(b[2] for (k, _), b in best.items() if k == key)
+        if key != "variant" and ran_total:
+            stage_seconds: dict[str, float] = {}
+            for (k, _), b in best.items():
+                if k == key:
+                    for name, sec in b[1].items():
+                        stage_seconds[name] = stage_seconds.get(name, 0.0) + sec
+            out[f"{key}_stages_ms"] = {
                 name: round(1000 * sec / ran_total, 3)
                 for name, sec in sorted(stage_seconds.items(), key=lambda kv: -kv[1])}
+    out["reference_parity"] = parity
     return out
 
 
@@ -289,6 +320,9 @@ def measure(lt, n_cases, n_fresh, modes, tmpdir, rounds=3, variants=0):
         **per_variant,
         **({"batched_over_bare": round(per_variant["batched_variant_ms"] / bare_ms, 2)}
            if per_variant.get("batched_variant_ms") else {}),
+        **({"batched_cpu_reference_over_bare": round(
+            per_variant["batched_cpu_reference_variant_ms"] / bare_ms, 2)}
+           if per_variant.get("batched_cpu_reference_variant_ms") else {}),
     }
 
 
@@ -353,10 +387,16 @@ def main() -> None:
     if any("batched_variant_ms" in r for r in rows):
         variants_table = Table(title=f"value variants ({args.variants} per case): ms per "
                                "variant, one by one and in batches, against the bare loop")
-        vcols = ["target", "bare_ms", "variant_ms", "batched_variant_ms", "batched_over_bare"]
+        vcols = ["target", "bare_ms", "variant_ms", "batched_variant_ms", "batched_over_bare",
+                 "batched_cpu_reference_variant_ms", "batched_cpu_reference_over_bare",
+                 "parity"]
         for c in vcols:
             variants_table.add_column(c, no_wrap=c == "target")
         for r in rows:
+            p = r.get("reference_parity") or {}
+            r["parity"] = (f"{p.get('judged', 0)} judged both ways, "
+                           f"{p.get('disagreed', 0)} disagreements "
+                           f"({p.get('device', 0)} on the device)")
             variants_table.add_row(*[str(r.get(c)) for c in vcols])
         Console(width=160).print(variants_table)
         _print_stages(rows, "batched_variant_stages_ms",
@@ -383,6 +423,13 @@ def main() -> None:
     if over_bare:
         summary["median_batched_over_bare"] = statistics.median(over_bare)
         summary["max_batched_over_bare"] = max(over_bare)
+        cpu_over_bare = [r["batched_cpu_reference_over_bare"] for r in rows
+                         if r.get("batched_cpu_reference_over_bare")]
+        if cpu_over_bare:
+            summary["median_batched_cpu_reference_over_bare"] = statistics.median(cpu_over_bare)
+        summary["reference_parity"] = {
+            name: sum((r.get("reference_parity") or {}).get(name, 0) for r in rows)
+            for name in ("device", "judged", "disagreed")}
     vs_upstream = [r["overhead_vs_upstream_pct"] for r in rows
                    if r.get("overhead_vs_upstream_pct") is not None]
     if vs_upstream:
