@@ -672,6 +672,7 @@ class AheadPool:
             if q is not None:
                 q.cancel_join_thread()
                 q.close()
+        self._jobs = self._results = None
         if self._thread is not None:
             self._thread.join(2)
             self._thread = None

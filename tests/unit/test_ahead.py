@@ -216,3 +216,97 @@ def test_the_worker_pool_sizes_and_reports_compiling_ahead(monkeypatch):
         pool.close()
     assert not os.path.exists(pool.env[ahead.LOCKS_ENV])
     assert WorkerPool(compile_ahead=0).compile_stats()["ahead"] is None
+
+
+@pytest.fixture
+def worker(tmp_path, monkeypatch):
+    """This process as a worker with compiling ahead installed, and a way to compile
+    ``_double_kernel``'s config ``index`` the way a forced launch reaches Triton's
+    ``JITFunction._do_compile`` (on a device key of its own: Triton compiles for sm_90 without
+    a driver); everything put back afterwards."""
+    import triton
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler.compiler import make_backend
+    from triton.runtime.jit import JITFunction
+
+    from fuzzkern.execution import compiled
+
+    cache, locks = str(tmp_path / "cache"), str(tmp_path / "locks")
+    monkeypatch.setenv("TRITON_CACHE_DIR", cache)
+    monkeypatch.setenv(ahead.LOCKS_ENV, locks)
+    monkeypatch.setattr(JITFunction, "_do_compile", JITFunction._do_compile)
+    monkeypatch.setattr(knobs.compilation, "listener", None)
+    monkeypatch.setattr(compiled.counter, "_installed", False)
+    monkeypatch.setattr(compiled.counter, "compiles", 0)
+    monkeypatch.setattr(compiled.counter, "cache_hits", 0)
+    for name, value in (("_known", set()), ("_asked", set()), ("_case", ahead._Case())):
+        monkeypatch.setattr(ahead, name, value)
+    compiled.counter.install()
+    sent = []
+    ahead.install(lambda *event: sent.append(event))
+    ref, module = aj.loaded()
+    ahead.begin_case(ref, {"compile": {"num_warps": 4}})
+    at = module._double_kernel
+    heur, jit = at.fn, at.fn.fn
+    target = GPUTarget(*aj.SM90)
+    backend = make_backend(target)
+    monkeypatch.setitem(jit.device_caches, "cpu-test", ({}, {}, target, backend, None))
+    monkeypatch.setattr(jit, "compile", triton.compile, raising=False)
+    monkeypatch.setattr(jit, "ASTSource", ASTSource, raising=False)
+
+    def launch(index):
+        spec, bound = aj.double_spec(module, index=index)
+
+        def run(self, bound_args):  # JITFunction.run's frame: its self and bound_args
+            return jit._do_compile(f"key{index}", dict(spec.signature), "cpu-test",
+                                   dict(spec.constexprs),
+                                   backend.parse_options(dict(spec.options)),
+                                   dict(spec.attrs), False)
+
+        def heuristics_run(self):
+            return run(jit, bound)
+
+        def autotuner_run(self):  # a forced config's run sets best_config
+            monkeypatch.setattr(self, "best_config", self.configs[index], raising=False)
+            return heuristics_run(heur)
+
+        return autotuner_run(at)
+
+    return launch, sent, {"TRITON_CACHE_DIR": cache, ahead.LOCKS_ENV: locks}
+
+
+def test_a_worker_compilation_asks_for_its_neighbours_then_is_served_from_them(worker):
+    from fuzzkern.execution import compiled
+
+    launch, sent, env = worker
+    assert launch(0) is not None
+    asked = [e[1] for e in sent if e[0] == "ahead"]
+    # three other configs and three divisibility flips (x_ptr, out_ptr, n); no drawn-warps
+    # variants: the configs set num_warps
+    assert len(asked) == 1 and len(asked[0]) == 6
+    assert sorted(j["constexprs"][0][1] for j in asked[0][:3]) == [32, 64, 128]
+    pool = AheadPool(2, env)
+    try:
+        pool.submit(asked[0])
+        assert pool.wait(600) and pool.stats()["failed"] == 0, pool.stats()
+    finally:
+        pool.close()
+    sent.clear()
+    assert launch(3) is not None
+    assert ("ahead-served", 1) in sent
+    assert (compiled.counter.compiles, compiled.counter.cache_hits) == (1, 1)
+    # config 3's own flips are new; its configs were asked for already
+    assert [len(e[1]) for e in sent if e[0] == "ahead"] == [3]
+
+
+def test_a_failure_to_derive_never_touches_the_compilation(worker, monkeypatch):
+    launch, sent, _ = worker
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("derivation failed")
+
+    monkeypatch.setattr(ahead, "neighbours", broken)
+    assert launch(1) is not None
+    assert sent == []
