@@ -369,6 +369,68 @@ def record_config(details: Sequence[dict[str, Any]], at: Any, index: int | None)
         detail.setdefault("config_counts", {})[name] = len(at.configs)
 
 
+def launch_cache_classes() -> list[type]:
+    """Launch wrappers that are not Triton's own (``KernelInterface`` subclasses other than
+    ``JITFunction``, ``Autotuner`` and ``Heuristics``) and define their own ``run``: a
+    library's launch cache such as FlagGems' ``@libentry``, which keeps the kernel its
+    autotuner's first run returned per argument key and launches it again directly, without
+    asking the autotuner."""
+    from triton.runtime.jit import KernelInterface
+
+    out: list[type] = []
+    todo = list(KernelInterface.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if not issubclass(cls, (JITFunction, Autotuner, Heuristics)) and "run" in vars(cls):
+            out.append(cls)
+    return out
+
+
+def _cache_dicts(wrapper: Any) -> list[dict[Any, Any]]:
+    """The dicts of a launch wrapper's ``kernel_cache`` (one, or one per device)."""
+    cache = getattr(wrapper, "kernel_cache", None)
+    if isinstance(cache, dict):
+        return [cache]
+    if isinstance(cache, (tuple, list)) and all(isinstance(d, dict) for d in cache):
+        return list(cache)
+    return []
+
+
+class LaunchCaches:
+    """The kernel caches of library launch wrappers (:func:`launch_cache_classes`), emptied
+    at each wrapper's first launch in a scope (a case) and put back at its end, so that the
+    wrapper asks its autotuner again and the case's config is the one that runs (FlagGems'
+    ``@libentry`` would otherwise launch the kernel an earlier case's config compiled)."""
+
+    def __init__(self) -> None:
+        self.originals = {cls: vars(cls)["run"] for cls in launch_cache_classes()}
+        self.saved: dict[int, tuple[Any, list[tuple[dict[Any, Any], dict[Any, Any]]]]] = {}
+
+    def runs(self) -> dict[type, Callable[..., Any]]:
+        """The ``run`` to install on each wrapper class while the scope lasts."""
+        def run(wrapper: Any, *args: Any, **kwargs: Any) -> Any:
+            if id(wrapper) not in self.saved:
+                dicts = _cache_dicts(wrapper)
+                self.saved[id(wrapper)] = (wrapper, [(d, dict(d)) for d in dicts])
+                for d in dicts:
+                    d.clear()
+            own = next(c for c in type(wrapper).__mro__ if c in self.originals)
+            return self.originals[own](wrapper, *args, **kwargs)
+
+        return dict.fromkeys(self.originals, run)
+
+    def restore(self) -> None:
+        """The original ``run`` of each class, and each cache as it was."""
+        for cls, original in self.originals.items():
+            cls.run = original  # type: ignore[attr-defined]
+        for _, pairs in self.saved.values():
+            for d, before in pairs:
+                d.clear()
+                d.update(before)
+        self.saved.clear()
+
+
 @contextlib.contextmanager
 def forced_configs(configs: Mapping[str, int] | None,
                    details: Sequence[dict[str, Any]] = ()) -> Iterator[None]:
@@ -378,7 +440,9 @@ def forced_configs(configs: Mapping[str, int] | None,
     as on a tuning-cache hit (only the config's ``pre_hook`` runs), else its first config after
     its own pruning, as upstream runs its choice on a cold key (``reset_to_zero`` reset once
     per tuning key, then the config's ``pre_hook``): :class:`OneConfig`, the same choice
-    :func:`fuzzkern.execution.interpreter.interpreter_mode` makes. Each dict of ``details``
+    :func:`fuzzkern.execution.interpreter.interpreter_mode` makes. A library's launch cache
+    (FlagGems' ``@libentry``) is emptied for the scope (:class:`LaunchCaches`), so its
+    autotuner is asked again and the case's config runs. Each dict of ``details``
     gets ``configs_used`` (kernel name -> the config index it ran) and ``config_counts``
     (kernel name -> its number of configs), created on the first autotuned launch.
 
@@ -395,6 +459,7 @@ def forced_configs(configs: Mapping[str, int] | None,
     touched: dict[int, tuple[Any, dict[Any, Any] | None, Any]] = {}
     missing = object()
     choices = OneConfig(configs or {})
+    caches = LaunchCaches() if configs is not None else None
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         if configs is None:  # upstream's choice, benchmarked (and cached, as upstream does)
@@ -422,10 +487,14 @@ def forced_configs(configs: Mapping[str, int] | None,
 
     for cls in classes:
         cls.run = run  # type: ignore[method-assign]
+    for cls, wrapped in caches.runs().items() if caches is not None else ():
+        cls.run = wrapped  # type: ignore[attr-defined]
     try:
         yield
     finally:
         for cls, original in originals.items():
             cls.run = original  # type: ignore[method-assign]
+        if caches is not None:
+            caches.restore()
         for at, cache, best in touched.values():
             restore_autotuner(at, cache, best, missing)

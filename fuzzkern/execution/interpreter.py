@@ -77,6 +77,7 @@ from fuzzkern.execution.formats import widened_patches
 from fuzzkern.execution.progress import LaunchMeter
 from fuzzkern.execution.stages import stage
 from fuzzkern.introspect import (
+    LaunchCaches,
     OneConfig,
     autotuner_classes,
     cache_snapshot,
@@ -311,6 +312,8 @@ class _State:
         self.autotuners: dict[int, tuple[Autotuner, dict[Any, Any] | None, Any]] = {}
         #: the ``run`` of Autotuner and of each subclass with its own, while installed
         self.autotuner_runs: dict[type, Any] = {}
+        #: library launch caches emptied for the block (fuzzkern.introspect.LaunchCaches)
+        self.launch_caches: LaunchCaches | None = None
         self.allocs: list[_Allocation] | None = None
         self.options_on: Any = None
         self.options_off: Any = None
@@ -1059,6 +1062,9 @@ def _install() -> None:
     _STATE.autotuner_runs = {cls: vars(cls)["run"] for cls in autotuner_classes()}
     for cls in _STATE.autotuner_runs:
         _set(cls, "run", _autotuner_run)
+    _STATE.launch_caches = LaunchCaches()  # a library's launch cache asks the autotuner again
+    for cls, run in _STATE.launch_caches.runs().items():
+        _set(cls, "run", run)
     _set(_interp.GridExecutor, "__call__", _grid_call)
     _set(_interp, "_patch_lang", _patch_lang)
     _STATE.scopes = []
@@ -1107,6 +1113,9 @@ def _uninstall() -> tuple[str, ...]:
     for at, cache, best in _STATE.autotuners.values():
         restore_autotuner(at, cache, best, _MISSING)
     _STATE.autotuners.clear()
+    if _STATE.launch_caches is not None:  # (its classes' run: put back with the patches)
+        _STATE.launch_caches.restore()
+        _STATE.launch_caches = None
     _STATE.allocs = None
     _STATE.scopes = []
     # Safety net: anything else Triton left changed (e.g. a leaked language patch) goes back.
