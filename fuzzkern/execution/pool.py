@@ -558,8 +558,9 @@ AHEAD_BACKLOG = 1024
 
 class AheadPool:
     """Processes that compile ahead (docs/scaling.md, "Compile ahead"): workers ask for jobs
-    (:mod:`fuzzkern.execution.ahead`), this pool compiles each once, in ``size`` processes
-    forked from the workers' pre-imported server, started at the first job. A thread collects
+    (:mod:`fuzzkern.execution.ahead`), this pool compiles each once, in up to ``size``
+    processes forked from the workers' pre-imported server, one more started while more jobs
+    wait than processes run (none before the first job). A thread collects
     results into the counts :meth:`stats` reports. :meth:`close` kills the processes (and what
     they started), whatever they are compiling."""
 
@@ -581,19 +582,22 @@ class AheadPool:
         #: the first few errors, for a report (a job that fails never touches a case)
         self.errors: list[str] = []
 
-    def _start(self) -> None:
+    def _grow(self) -> None:
+        """Start the queues and the collecting thread at the first job, and one more process
+        while fewer run than jobs wait (up to ``size``)."""
         import threading
 
-        self._jobs = self._ctx.Queue()
-        self._results = self._ctx.Queue()
-        for _ in range(self.size):
+        if self._jobs is None:
+            self._jobs = self._ctx.Queue()
+            self._results = self._ctx.Queue()
+            self._thread = threading.Thread(target=self._collect, name="fuzzkern-ahead",
+                                            daemon=True)
+            self._thread.start()
+        while len(self._procs) < min(self.size, self.pending()):
             p = self._ctx.Process(target=_compiler_main, args=(self._jobs, self._results,
                                                                self.env), daemon=True)
             p.start()
             self._procs.append(p)
-        self._thread = threading.Thread(target=self._collect, name="fuzzkern-ahead",
-                                        daemon=True)
-        self._thread.start()
 
     def submit(self, jobs: list[dict[str, Any]]) -> int:
         """Queue the jobs not seen before; how many were queued."""
@@ -610,8 +614,7 @@ class AheadPool:
                     self.dropped += 1
                     continue
                 self.submitted += 1
-            if self._jobs is None:
-                self._start()
+            self._grow()
             self._jobs.put(job)
             queued += 1
         return queued
@@ -701,16 +704,17 @@ class WorkerPool:
 
     ``compile_ahead``: how many processes compile ahead what the worker's compilations say
     the search will need next (:class:`AheadPool`; a count, ``"off"``; None: the
-    ``FUZZKERN_AHEAD`` environment variable, else the host's cores but one, none on two
-    cores or fewer). :meth:`compile_stats` says how long cases waited for compilations and
-    how much compiling was done ahead.
+    ``FUZZKERN_AHEAD`` variable of ``env`` or of this process's environment, else the
+    host's cores but one, none on two cores or fewer). :meth:`compile_stats` says how long
+    cases waited for compilations and how much compiling was done ahead.
     """
 
     def __init__(self, env: dict[str, str] | None = None,
                  worker_factory: Callable[[dict[str, str]], Any] | None = None,
                  compile_ahead: int | str | None = None) -> None:
         self.env = dict(env or {})
-        size = ahead.size_of(compile_ahead)
+        size = ahead.size_of(compile_ahead if compile_ahead is not None
+                             else self.env.get(ahead.AHEAD_ENV))
         self.env[ahead.AHEAD_ENV] = str(size)
         #: the compile-ahead processes (None: compiling ahead is off)
         self.ahead: AheadPool | None = None
