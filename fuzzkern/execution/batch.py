@@ -74,7 +74,7 @@ from fuzzkern.execution.compiled import (
     run_on_device,
 )
 from fuzzkern.execution.launching import checks_of
-from fuzzkern.execution.references import Parity, parity_of, twin, use_device
+from fuzzkern.execution.references import Parity, batched, parity_of, twin, use_device
 from fuzzkern.execution.stages import stage
 from fuzzkern.judge import oracle
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
@@ -255,6 +255,11 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
     parity = parity_of(ones[0][1].run.target)
     told = time.perf_counter()
     with torch.no_grad():
+        runs = [one.run for _, one, _ in launched if one.run.device_base is not None]
+        if runs and parity.stacked is not False and parity.off is None \
+                and not options.get("flush_subnormals"):
+            with stage("reference"):  # the batch's device references in one call
+                parity.stacked = batched(runs)
         for k, one, _ in launched:
             if time.perf_counter() - told > RETIME:
                 # a slow batch: its checks and reference are timed as the variant's own

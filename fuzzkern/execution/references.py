@@ -17,8 +17,15 @@ to the outputs of a kernel; what must never change is the **verdict**. So:
   with CPU references, and that target uses the CPU reference from then on in that worker
   (:attr:`Parity.off` says why). A device reference that raises where the CPU's does not
   turns it off the same way (no disagreement: that variant is judged with the CPU's);
-- the counts (:meth:`Parity.to_json`: ``judged``, ``disagreed``, ``device``) come back with
+- the counts (:meth:`Parity.since`: ``device``, ``judged``, ``disagreed``) come back with
   the variants' results (``outcome.variants["parity"]``).
+
+The variants of a batch share their shapes, dtypes and scalars, so their references run as
+**one call over the variants stacked** (:func:`batched`: ``torch.func.vmap`` of the reference
+over a leading dim, one set of device operations for the batch instead of one per variant);
+a reference that vmap cannot run (data-dependent control flow, autograd inside, random
+numbers) raises there, and each variant's reference then runs alone on the device, for that
+target from then on. The parity check compares the verdicts either way.
 
 Which reference (:func:`use_device`): the run option ``reference_device`` (or the target's
 attribute of that name), ``"auto"`` by default: the device's on CUDA (float64 supported;
@@ -30,7 +37,8 @@ GPU).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +62,9 @@ class Parity:
     judged: int = 0
     disagreed: int = 0
     off: str | None = None
+    #: whether the reference runs once over a batch's variants stacked (:func:`batched`):
+    #: None until tried, False once it raised (each variant's reference runs alone from then)
+    stacked: bool | None = None
 
     def sampled(self) -> bool:
         """Whether the next device-judged variant is also judged with the CPU reference (and
@@ -125,3 +136,43 @@ def twin(view: torch.Tensor, placed: torch.Tensor, copy: torch.Tensor) -> torch.
     size = view.element_size()
     at = view.data_ptr() - placed.data_ptr()
     return copy.view(view.dtype).as_strided(view.shape, view.stride(), at // size)
+
+
+def batched(runs: Sequence[Any]) -> bool:
+    """Every run's (:class:`fuzzkern.execution.runner._Run`, the variants of one batch, each
+    with its :attr:`~fuzzkern.execution.runner._Run.device_base`) float64 reference, and for
+    a reduction its magnitude, computed in one call of the reference vmapped over the
+    variants' inputs stacked on the device (a leading dim), into ``run.device_expected``.
+    False (nothing set) where it raises or returns anything but tensors."""
+    from torch.func import vmap
+
+    from fuzzkern.calls import call_with
+    from fuzzkern.execution.launching import as_outputs
+
+    first = runs[0]
+    names = list(first.device_base)
+    reference, scalars = first.target.reference, dict(first.scalars)
+
+    def one(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        got = as_outputs(call_with(reference, {**scalars, **dict(zip(names, tensors,
+                                                                     strict=True))}))
+        if not got or not all(isinstance(t, torch.Tensor) for t in got):
+            raise TypeError("a stacked reference returns tensors only")
+        return tuple(got)
+
+    stacked = [widened(torch.stack([run.device_base[n] for run in runs])) for n in names]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # vmap's "no batching rule: a for-loop" notes
+            expected = vmap(one)(*stacked)
+            magnitude = None
+            if first.target.reduction is not None:
+                absolute = [t.abs() if t.is_floating_point() or t.is_complex() else t
+                            for t in stacked]
+                magnitude = vmap(one)(*absolute)
+    except Exception:
+        return False
+    for i, run in enumerate(runs):
+        run.device_expected = (tuple(e[i] for e in expected),
+                               None if magnitude is None else tuple(m[i] for m in magnitude))
+    return True

@@ -78,6 +78,9 @@ class _Run:
         #: variants sets them where the reference runs there, :mod:`fuzzkern.execution.
         #: references`); None: the reference runs on the CPU
         self.device_base: dict[str, torch.Tensor] | None = None
+        #: the float64 reference and magnitude computed there for the batch's variants at once
+        #: (:func:`fuzzkern.execution.references.batched`), where it was
+        self.device_expected: tuple[tuple[Any, ...], tuple[Any, ...] | None] | None = None
         self.scalars = case.scalars
         self._expected: tuple[Any, ...] | None = None
         self._magnitude: tuple[Any, ...] | None = None
@@ -142,6 +145,8 @@ class _Run:
         """The float64 reference (and, for a reduction, its magnitude) computed on the device
         from :attr:`device_base`, for the batched fast path only; None when it raises (the
         CPU's :meth:`reference` then decides). Gradients are off (the batch's scope)."""
+        if self.device_expected is not None:
+            return self.device_expected
         try:
             expected = as_outputs(call_with(self.target.reference,
                                             self._reference_inputs(on_device=True)))
