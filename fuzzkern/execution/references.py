@@ -133,6 +133,8 @@ def twin(view: torch.Tensor, placed: torch.Tensor, copy: torch.Tensor) -> torch.
     """``view`` (a view into the uint8 tensor ``placed``, a block on the device) as the same
     view into ``copy``, a copy of ``placed`` made before any launch: the inputs as placed,
     whatever a launch writes into the block afterwards."""
+    if not view.numel():  # (an empty view's data_ptr says nothing of where it lies)
+        return view.clone()
     size = view.element_size()
     at = view.data_ptr() - placed.data_ptr()
     return copy.view(view.dtype).as_strided(view.shape, view.stride(), at // size)

@@ -253,3 +253,15 @@ def test_a_passing_variant_on_the_device_path_never_makes_its_cpu_inputs(monkeyp
     made.clear()
     run_variants(target, _case(), HOST, 1e9, 40, device=CPU)
     assert len(made) >= 40
+
+
+def test_empty_and_expanded_inputs_take_the_device_path_as_the_cpu_path():
+    # an empty tensor (no bytes to twin) and an expanded one (stride 0: stacked, it is
+    # materialized) judged the same both ways
+    target = _target("t.empty", _double, lambda x: 2 * x, dims=("N", "M"))
+    for shape, layout in (((0, 5), None), ((4, 6), Layout((0, 1), (1, 1), (0, 0), 1, (0,)))):
+        case = _case(shape=shape, layout=layout)
+        theirs = run_variants(target, case, HOST, 1e9, 20, device=CPU)
+        ours = run_variants(target, case, DEVICE, 1e9, 20, device=CPU)
+        assert _strip(ours) == _strip(theirs)
+        assert ours["parity"]["disagreed"] == 0 and ours["parity"]["device"] >= 1
