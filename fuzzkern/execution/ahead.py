@@ -48,8 +48,8 @@ from typing import Any
 AHEAD_ENV = "FUZZKERN_AHEAD"
 #: environment variable: the folder of the jobs' lock files (set by the worker pool)
 LOCKS_ENV = "FUZZKERN_AHEAD_LOCKS"
-#: the most jobs one captured compilation asks for
-MOST_AHEAD = 64
+#: the most jobs one captured compilation asks for (of those not asked for before)
+MOST_AHEAD = 96
 #: Triton options an autotune config sets
 CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 _INTS = ("i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64")
@@ -249,9 +249,9 @@ def neighbours(spec: Spec, *, configs: tuple[Any, ...] = (), config: Any = None,
                bound: Mapping[str, Any] | None = None, heuristics: tuple[Any, ...] = (),
                choices: Mapping[str, Sequence[Any]] | None = None,
                drawn: Mapping[str, Any] | None = None, flips: bool = True,
-               most: int = MOST_AHEAD) -> list[Spec]:
+               most: int | None = None) -> list[Spec]:
     """The specializations a search is likely to need after ``spec``, most likely first, at
-    most ``most``, ``spec`` itself left out:
+    most ``most`` (None: all), ``spec`` itself left out:
 
     - ``configs``: the autotuner's configs (``config``: the one that launched ``spec``),
       each as it would compile (:func:`_with_config`);
@@ -283,7 +283,7 @@ def neighbours(spec: Spec, *, configs: tuple[Any, ...] = (), config: Any = None,
         if k not in seen:
             seen.add(k)
             unique.append(s)
-    return unique[:most]
+    return unique if most is None else unique[:most]
 
 
 # -- the compile process side ----------------------------------------------------------------
@@ -509,10 +509,14 @@ def capture(fn: Any, signature: Any, device: Any, constexprs: Any, options: Any,
                       config=config, bound=bound, heuristics=heuristics,
                       choices=_choices(_case.ref), drawn=_case.drawn)
     env = dict(get_cache_invalidating_env_vars())
-    jobs = []
+    jobs: list[dict[str, Any]] = []
     for s in more:
+        if len(jobs) >= MOST_AHEAD:
+            break
+        if key_of(s) in _known:
+            continue
         job = job_of(s, ref=_case.ref, env=env, cache_dir=knobs.cache.dir)
-        if job is not None and job["key"] not in _known:
+        if job is not None:
             _known.add(job["key"])
             _asked.add(job["key"])
             jobs.append(job)

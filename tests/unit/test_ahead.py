@@ -310,3 +310,15 @@ def test_a_failure_to_derive_never_touches_the_compilation(worker, monkeypatch):
     monkeypatch.setattr(ahead, "neighbours", broken)
     assert launch(1) is not None
     assert sent == []
+
+
+def test_the_cap_counts_only_jobs_not_asked_for_before(worker, monkeypatch):
+    launch, sent, _ = worker
+    monkeypatch.setattr(ahead, "MOST_AHEAD", 2)
+    launch(0)
+    launch(3)
+    first, second = [e[1] for e in sent if e[0] == "ahead"]
+    assert [j["constexprs"][0][1] for j in first] == [32, 64]  # configs 1 and 2
+    # config 3's neighbours: configs 0 (compiled), 1 and 2 (asked), then its own flips
+    assert len(second) == 2 and {j["key"] for j in first}.isdisjoint(j["key"] for j in second)
+    assert all(j["constexprs"][0][1] == 128 for j in second)
