@@ -75,6 +75,9 @@ _OPTIONS = {
 _COVERAGE_HELP = ("Fail a fuzz item whose kernel coverage (interpreter) is under P percent "
                   "(default: off)")
 
+_IDLE_HELP = ("A fuzz item that ran no case (its first case did not finish within the budget) "
+              "warns instead of failing")
+
 _STRICT_HELP = ("Accuracy findings (beyond the tolerance, within a small factor of what "
                 "rounding explains) fail the item like kernel bugs")
 
@@ -87,6 +90,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fuzzkern-strict-accuracy", dest="fuzzkern_strict_accuracy",
                     action="store_true", default=False, help=_STRICT_HELP)
     parser.addini("fuzzkern_strict_accuracy", _STRICT_HELP, type="bool", default=False)
+    group.addoption("--fuzzkern-allow-idle", dest="fuzzkern_allow_idle", action="store_true",
+                    default=False, help=_IDLE_HELP)
+    parser.addini("fuzzkern_allow_idle", _IDLE_HELP, type="bool", default=False)
     group.addoption("--fuzzkern-fail-under-coverage", dest="fuzzkern_fail_under_coverage",
                     default=None, metavar="P", help=_COVERAGE_HELP)
     parser.addini("fuzzkern_fail_under_coverage", _COVERAGE_HELP, default=None)
@@ -117,6 +123,8 @@ class _Settings:
     #: the database spec given (command line or ini), or None for the profile's default
     db: str | None = None
     strict_accuracy: bool = False
+    #: a fuzz item that ran no case warns instead of failing
+    allow_idle: bool = False
     #: the GPU torch.cuda's host queries answer as, without CUDA (fuzzkern.gpus.GPUS)
     assume_gpu: str | None = None
     #: fuzz items under this kernel coverage (percent) fail (docs/coverage.md)
@@ -255,6 +263,8 @@ def _settings(config: pytest.Config) -> _Settings:
                   default_db=str(config.rootpath / ".hypothesis" / "examples"))
     s.strict_accuracy = bool(config.getoption("fuzzkern_strict_accuracy")
                              or config.getini("fuzzkern_strict_accuracy"))
+    s.allow_idle = bool(config.getoption("fuzzkern_allow_idle")
+                        or config.getini("fuzzkern_allow_idle"))
     s.budget, s.budget_from_cli = _option(
         config, "fuzzkern_budget", lambda v, _: testing.check_budget(v))
     s.max_examples, s.max_examples_from_cli = _option(
@@ -471,7 +481,7 @@ class FuzzkernItem(pytest.Item):
             if self.kind == "fuzz":
                 opts = self._campaign_options(state, runnable)
                 result = testing.run_fuzz(self.loaded, state.pool(), opts,
-                                          state.settings.min_cases)
+                                          state.settings.min_cases, state.settings.allow_idle)
             else:
                 result = testing.run_replay(self.entry_path or "", self.entry,
                                             self.loaded.ref, state.pool(), runnable)

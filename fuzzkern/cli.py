@@ -173,6 +173,10 @@ def main() -> None:
               help="Fail (exit 2) when a target ran fewer cases than this. Without it, a "
                    f"target that ran fewer than {20} cases gets a warning (it tested little: "
                    "raise --budget).")
+@click.option("--allow-idle-targets", is_flag=True,
+              help="Exit 0 even when a target ran no case (the budget ran out before its turn, "
+                   "or before its first case finished: each is named in a warning). Without "
+                   "it such a run exits 2.")
 @click.option("--fail-under-coverage", type=click.FloatRange(0, 100), default=None,
               metavar="P", help="Exit 1 when a target's kernel coverage (measured in the "
                                 "interpreter) is under P percent.")
@@ -266,6 +270,7 @@ class _RunArgs:
     no_guide: bool = False
     tracebacks: bool = False
     assume_gpu: str | None = None
+    allow_idle_targets: bool = False
 
     def argv(self) -> list[str]:
         """The command line that names the same targets and modes (for a repeat command)."""
@@ -505,6 +510,7 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
             "repeat": shlex.join(a.argv()) + " " + _repeat_line(a, done),
             "elapsed_seconds": round(done.elapsed, 2),
             "stopped_at_budget": any(r.stopped for r in done.results),
+            "idle_targets": [r.target_id for r in done.results if r.idle],
             "modes": list(modes),
             "targets": [reporting.result_row(r) for r in done.results],
             "failures": [
@@ -614,6 +620,7 @@ def _run_exit(console: Console, a: _RunArgs, done: _Done, opts: Any,
                    f"cases ended {counts}" + (f" ({why})" if why else ""), err=True)
         return EXIT_USAGE
     _print_notes(console, a, results, opts)
+    idle = _idle_targets(a, results)
     for r in untested:
         if not a.quiet:
             console.print(f"warning: {r.target_id}: none of its {r.cases} cases was tested "
@@ -622,7 +629,22 @@ def _run_exit(console: Console, a: _RunArgs, done: _Done, opts: Any,
     few = _too_few_cases(console, a, results)
     if failures or _under_coverage(a, results):
         return EXIT_FAILURES
-    return EXIT_USAGE if few and a.min_cases else EXIT_OK
+    return EXIT_USAGE if (few and a.min_cases) or (idle and not a.allow_idle_targets) \
+        else EXIT_OK
+
+
+def _idle_targets(a: _RunArgs, results: list[Any]) -> list[Any]:
+    """Targets that ran no case though the run asked them to (``TargetResult.idle``), each
+    said in one line: an error (exit 2) unless ``--allow-idle-targets``."""
+    idle = [r for r in results if getattr(r, "idle", False)]
+    for r in idle:
+        text = (f"{r.target_id} ran no case: {r.idle_reason()}; raise --budget, or fuzz it "
+                "alone")
+        if a.allow_idle_targets:
+            click.echo(f"warning: {text} (allowed by --allow-idle-targets)", err=True)
+        else:
+            click.echo(f"fuzzkern: error: {text} (--allow-idle-targets allows it)", err=True)
+    return idle
 
 
 #: a target that ran fewer cases than this gets a warning (``--min-cases`` makes it an error)
@@ -665,6 +687,12 @@ def _print_notes(console: Console, a: _RunArgs, results: list[Any], opts: Any) -
         if r.killed:
             console.print(f"note: {r.target_id}: {r.killed} process(es) its cases started were "
                           "still running when their case ended, and were killed", markup=False)
+        if r.cut and r.cases and not a.quiet:
+            console.print(f"note: {r.target_id}: {r.cut}", markup=False, soft_wrap=True)
+        if r.discovered and not a.quiet:
+            found = ", ".join(f"{k} ({n} configs)" for k, n in sorted(r.discovered.items()))
+            console.print(f"note: {r.target_id}: autotuned kernels reached at run time, drawn "
+                          f"from then on: {found}", markup=False, soft_wrap=True)
         if r.slow_compiles and not a.quiet:
             console.print(f"note: {r.target_id}: {r.slow_compiles} case(s) stopped at the "
                           f"compile limit of {opts.compile_timeout:g} s; "

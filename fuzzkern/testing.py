@@ -286,11 +286,28 @@ def _few_cases(lt: Any, result: Any, opts: Any, min_cases: int | None) -> str | 
     return None
 
 
-def run_fuzz(lt: Any, pool: Any, opts: Any, min_cases: int | None = None) -> ItemResult:
+def _idle(lt: Any, result: Any, allow_idle: bool) -> str | None:
+    """Why the item ran no case (a failure; a :class:`FewCasesWarning` with ``allow_idle``),
+    None when it ran one or could not by design."""
+    if not getattr(result, "idle", False):
+        return None
+    text = (f"{lt.id} ran no case: {result.idle_reason()}; raise --fuzzkern-budget")
+    if not allow_idle:
+        return text + " (--fuzzkern-allow-idle makes this a warning)"
+    import warnings
+
+    warnings.warn(FewCasesWarning(text), stacklevel=3)
+    return None
+
+
+def run_fuzz(lt: Any, pool: Any, opts: Any, min_cases: int | None = None,
+             allow_idle: bool = False) -> ItemResult:
     """Fuzz one target for ``opts.budget`` seconds and judge it as a test.
 
     Only failures this run found count: corpus entries the engine replays first are each an
-    item of their own (:func:`run_replay`), so a known regression fails once, by name.
+    item of their own (:func:`run_replay`), so a known regression fails once, by name. An
+    item that ran no case (its first case did not finish within the budget and its grace)
+    fails, unless ``allow_idle`` (then it warns, :class:`FewCasesWarning`).
     """
     from fuzzkern.search import engine
 
@@ -298,7 +315,11 @@ def run_fuzz(lt: Any, pool: Any, opts: Any, min_cases: int | None = None) -> Ite
     before = {os.path.abspath(p) for p in _corpus_files(corpus_dir)}
     result = engine.fuzz_target(lt, pool, opts, opts.budget)
     item = _judge_fuzz(lt, opts, result, before)
-    few = _few_cases(lt, result, opts, min_cases) if item.status == "passed" else None
+    idle = _idle(lt, result, allow_idle) if item.status == "passed" else None
+    if idle:
+        item.status, item.headline = "failed", idle
+    few = (_few_cases(lt, result, opts, min_cases)
+           if item.status == "passed" and not getattr(result, "idle", False) else None)
     if few:
         item.status, item.headline = "failed", few
     from fuzzkern.report.coverage import percent_of

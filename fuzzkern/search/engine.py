@@ -48,10 +48,18 @@ from fuzzkern.judge.outcome import Outcome, Verdict, tested_cases
 from fuzzkern.judge.verdict import failure_key
 from fuzzkern.search.guidance import Climbed, Guide
 from fuzzkern.search.misuse import launcher_misuse
+from fuzzkern.strategies._internal.inputs import discover
 from fuzzkern.target.declare import Target
 from fuzzkern.target.loader import LoadedTarget
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)?")
+
+
+#: seconds a case still running at its slice's end may go on before it is cut short (or the
+#: share itself, when longer): room for a library's first import and compile, while a case
+#: that would take minutes leaves the other targets their shares (the overrun is paid back
+#: from the target's later shares: fuzzkern.search.schedule)
+SLICE_OVERRUN = 10.0
 
 
 def parse_budget(text: str) -> float:
@@ -360,8 +368,9 @@ class TargetResult:
     #: because its time ran out (False: Hypothesis stopped by itself, e.g. it ran out of cases)
     slices: int = 0
     ran_out: bool = False
-    #: of ``cases``: those fuzzkern.search.minimize ran after the shrink, looking for smaller
-    #: failures
+    #: of ``cases``: those that shrank a failure (Hypothesis's shrinker replaying and shrinking
+    #: a failing draw, then fuzzkern.search.minimize looking for smaller failures): the others
+    #: are the cases drawn
     minimize_runs: int = 0
     #: distinct new failures this slice has found so far, shrunk or not (for progress: its
     #: ``failures`` are filled at the slice's end)
@@ -402,11 +411,35 @@ class TargetResult:
     #: findings that were fuzzkern's, not the kernel's (verdict ``fuzzkern-limit``,
     #: :mod:`fuzzkern.search.confirm`), each in words with its case
     limits: list[str] = field(default_factory=list)
+    #: autotuned kernels the cases reached at run time that the launcher's code does not name
+    #: (kernel -> number of configs): later cases draw a config for them
+    discovered: dict[str, int] = field(default_factory=dict)
+    #: a slice's own stop (its share and grace spent) cut a running case short, in words
+    #: ("first case still compiling after 40 s: 12 kernels compiled"); the campaign's stop
+    #: is ``stopped``
+    cut: str | None = None
+    #: skipped because it runs in none of the modes asked (the user's choice, not idle)
+    unasked: bool = False
 
     @property
     def tested(self) -> int:
         """Of ``cases``, those that tested something: not untested verdicts, not empty."""
         return tested_cases(self.cases, self.counts) - self.empty
+
+    @property
+    def idle(self) -> bool:
+        """It ran no case though the run asked it to: the budget ran out before its turn, or
+        before its first case finished (not: an error, an interrupt, or modes not asked)."""
+        return (self.cases == 0 and not self.failures and self.error is None
+                and self.interrupted is None and not self.unasked)
+
+    def idle_reason(self) -> str:
+        """Why an :attr:`idle` target ran no case, in words."""
+        if self.cut:
+            return self.cut
+        if self.skipped:
+            return self.skipped
+        return "its turn came but no case finished within its share of the budget"
 
     def note_case(self, case: Case, outcome: Outcome) -> None:
         """Track the tightness of passing cases and keep the worst accuracy findings."""
@@ -636,7 +669,7 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
                  on_event: Event | None, *, replay_corpus: bool,
                  known: Collection[str]) -> TargetResult:
     if not set(opts.modes) & set(lt.target.modes):  # nothing to run: skipped at once
-        result = TargetResult(lt.target.id, lt.ref, slices=1, skipped=(
+        result = TargetResult(lt.target.id, lt.ref, slices=1, unasked=True, skipped=(
             f"it runs in none of the modes asked (--modes {','.join(opts.modes)}; the target "
             f"declares modes={tuple(lt.target.modes)!r})"))
         if on_event is not None:
@@ -645,7 +678,10 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
     s = _Slice(lt, pool, opts, share, on_event, known)
     if opts.corpus and replay_corpus and not s.replay_corpus():
         return s.result
-    s.search()
+    # the slice's own stop: a case still running well past the share (a long first compile,
+    # say) is cut short rather than eat other targets' shares; shrinking moves it out
+    with pool.limits(stop_at=s.case_stop):
+        s.search()
     _explain_and_save(lt, pool, opts, s.result, s.found, s.run_options, s.timeout)
     s.result.seconds = time.monotonic() - s.start
     s.emit("done", s.result, None)
@@ -669,6 +705,9 @@ class _Slice:
         if opts.search_until is not None:  # the budget's end: shrinking may go on past it
             self.deadline = min(self.deadline, opts.search_until)
         self.timeout = opts.timeout or lt.target.timeout
+        #: when a case still running is cut short (until a failure is found: then the shrink
+        #: deadline): :data:`SLICE_OVERRUN` past the share, at most
+        self.case_stop = min(self.shrink_deadline, self.deadline + max(share, SLICE_OVERRUN))
         # one drawn case may cost at most a quarter of the share: many cheap cases and some
         # expensive ones, never a few that take minutes (fuzzkern.execution.pool.COST_CAP_FRACTION)
         self.cost_cap = max(COST_CAP_MIN, COST_CAP_FRACTION * share)
@@ -766,6 +805,7 @@ class _Slice:
             result.cache_hits += int(compiled.detail.get("cache_hits", 0))
             if compiled.detail.get("device"):
                 result.devices[str(compiled.detail["device"])] += 1
+        self._discover(case, outcome)
         result.specializations.update(specialization_classes(case))
         result.keys.add(specialization_key(case))
         result.add_record(case_record(case, outcome))
@@ -773,6 +813,28 @@ class _Slice:
         result.note_case(case, outcome)
         self.guide.add(outcome.coverage)
         self.emit("case", result, outcome)
+
+    def _discover(self, case: Case, outcome: Outcome) -> None:
+        """Autotuned kernels ``outcome`` ran that ``case`` drew no config for (reached at
+        run time, not in the launcher's code): later cases draw one for them."""
+        for m in outcome.modes.values():
+            counts = m.detail.get("config_counts")
+            if isinstance(counts, dict) and counts:
+                found = {k: n for k, n in counts.items() if k not in case.configs}
+                for k in discover(self.target.id, found):
+                    self.result.discovered[k] = found[k]
+
+    def _stop(self, e: StopTime) -> None:
+        """A stop time cut the case in flight short: the campaign's (``stopped``), or this
+        slice's own, its share and grace spent (``cut``, with what the case was doing)."""
+        stop = self.pool.stop_at
+        campaign = self.opts.stop_at is not None and (stop is None or stop >= self.opts.stop_at)
+        if campaign:
+            self.result.stopped = True
+        if not campaign or not self.result.cases:  # (an idle target says why)
+            self.result.cut = cut_note(self.result.cases, time.monotonic() - self.start,
+                                       e.args, "the end of the budget" if campaign else
+                                       "its share of the budget")
 
     def _stop_recording(self) -> None:
         if self.database is not None:
@@ -797,6 +859,7 @@ class _Slice:
             else:  # the body must now be a function of the drawn case alone (see below)
                 k = self.replaying[0]
                 outcome = self.run_case(case.variant(k), capped=True)
+                self.result.minimize_runs += 1  # Hypothesis's shrinker ran it
         except StopTime:  # the hard stop cut this case short: not a failure to keep
             self._stop_recording()
             raise
@@ -826,6 +889,7 @@ class _Slice:
             self.first_seen.setdefault(key, time.time())
             self.result.found_so_far = len(self.first_seen)
             self.last_failure[key] = (case.variant(k), outcome)
+            self.pool.stop_at = self.shrink_deadline  # the shrink may take its grace
             exc = _failure_type(key)(f"{outcome.verdict}: {outcome.message}")
             exc.outcome = outcome
             raise exc
@@ -861,6 +925,7 @@ class _Slice:
             return
         self.first_seen.setdefault(key, time.time())
         self.last_failure[key] = found
+        self.pool.stop_at = self.shrink_deadline  # the shrink may take its grace
         self._stop_recording()
         raise Climbed
 
@@ -917,8 +982,8 @@ class _Slice:
         except _Misuse as e:
             result.error = f"usage error: {e}"
             return False, False
-        except StopTime:
-            result.stopped = True
+        except StopTime as e:
+            self._stop(e)
             return True, False
         except (hypothesis.errors.FlakyFailure, hypothesis.errors.Flaky):
             return False, True
@@ -939,8 +1004,8 @@ class _Slice:
             result.interrupted = e.signum
             for f in new:
                 f.interrupted = True
-        except StopTime:  # _minimize marked the failures it did not finish
-            result.stopped = True
+        except StopTime as e:  # _minimize marked the failures it did not finish
+            self._stop(e)
 
     def search(self) -> None:
         """Successive Hypothesis runs until the share is spent, Hypothesis has nothing more
@@ -969,6 +1034,24 @@ class _Slice:
                 break  # not new: Hypothesis had nothing more to try
             if opts.max_examples is not None and result.cases >= opts.max_examples:
                 break
+
+
+def cut_note(cases: int, seconds: float, stop: tuple[Any, ...],
+             where: str = "its share of the budget") -> str:
+    """The summary's note for a case a stop cut short (at ``where``), after ``seconds`` of
+    the slice that had run ``cases`` cases; ``stop``: the :class:`StopTime`'s arguments
+    (kernels compiled, seconds compiling, compiling then), when the pool gives them.
+
+    >>> cut_note(0, 41.5, (12, 39.0, True)).split(";")[0]
+    'first case still compiling after 42 s: 12 kernels compiled, 39 s compiling'
+    >>> cut_note(3, 10.0, ())
+    'a case still running after 10 s was cut short at its share of the budget'
+    """
+    which = "first case" if cases == 0 else "a case"
+    if len(stop) >= 3 and stop[2]:
+        return (f"{which} still compiling after {seconds:.0f} s: {stop[0]} kernels compiled, "
+                f"{float(stop[1]):.0f} s compiling; cut short at {where}")
+    return f"{which} still running after {seconds:.0f} s was cut short at {where}"
 
 
 def _minimize(target: Target, found: list[Failure], run_case: Callable[[Case], Outcome],

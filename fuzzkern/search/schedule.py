@@ -158,6 +158,9 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.keys |= piece.keys
     into.coverage.merge(piece.coverage)
     into.stopped = into.stopped or piece.stopped
+    into.cut = piece.cut or into.cut
+    into.unasked = into.unasked or piece.unasked
+    into.discovered.update(piece.discovered)
     into.unsupported_reason = into.unsupported_reason or piece.unsupported_reason
     rng = random.Random(into.cases)
     for rec in piece.records:
@@ -180,6 +183,11 @@ class _Slot:
     total: TargetResult
     weight: float = 1.0
     active: bool = True
+    #: seconds its slices ran past their shares (a long compile, a shrink), not yet paid back
+    #: from its later shares: what one target overruns is its own, not the other targets'
+    debt: float = 0.0
+    #: its share of the round now running
+    share: float = 0.0
     progress: Progress = field(init=False)
 
     def __post_init__(self) -> None:
@@ -233,11 +241,19 @@ def _known(slot: _Slot) -> tuple[str, ...]:
 
 def _plan(slots: list[_Slot], round_seconds: float, width: int) -> list[tuple[_Slot, float]]:
     """Shares of one round: ``width`` parallel lanes of ``round_seconds`` split by weight, no
-    share longer than the round."""
+    share longer than the round, less what each target's earlier slices overran (its
+    ``debt``, paid back here: a target whose debt covers its whole share sits the round out)."""
     active = [s for s in slots if s.active]
     total_w = sum(s.weight for s in active) or 1.0
     capacity = round_seconds * min(width, len(active))
-    plan = [(s, min(round_seconds, capacity * s.weight / total_w)) for s in active]
+    plan = []
+    for s in active:
+        fair = min(round_seconds, capacity * s.weight / total_w)
+        paid = min(s.debt, fair)
+        s.debt -= paid
+        s.share = fair - paid
+        if s.share > 0 or not s.total.slices:  # a target never run always gets its turn
+            plan.append((s, max(s.share, 0.0)))
     plan.sort(key=lambda p: -p[1])  # longest first: fewer idle lanes at the round's end
     return plan
 
@@ -289,6 +305,7 @@ def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions, *,
                 the last round (the display counts targets done as they finish)."""
                 gain = novelty(slot.total, piece)
                 merge(slot.total, piece)
+                slot.debt += max(0.0, piece.seconds - slot.share)
                 slot.weight = BASE_WEIGHT + gain
                 if _retire_reason(slot, opts) or last or time.monotonic() - start >= opts.budget:
                     slot.active = False
