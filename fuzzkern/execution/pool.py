@@ -92,6 +92,9 @@ class CaseClock:
     #: seconds an interpreted launch may be projected to take before it is stopped as
     #: ``slow`` (too expensive for the budget; :data:`COST_CAP_FRACTION`); None: no cap
     cost_cap: float | None = None
+    #: compile seconds and compilations of this clock the pool has counted already
+    #: (:meth:`WorkerPool.compile_stats`)
+    counted: tuple[float, int] = (0.0, 0)
 
     def event(self, event: Any, now: float) -> None:
         kind = event[0] if isinstance(event, (list, tuple)) and event else None
@@ -100,6 +103,7 @@ class CaseClock:
             self.start = now
             self.compile_seconds = 0.0
             self.compiles = 0
+            self.counted = (0.0, 0)
             self.compiling_since = None
             self.progress = None
         elif kind == "compile":
@@ -845,11 +849,12 @@ class WorkerPool:
         clock.event(event, now)
 
     def _account(self, clock: CaseClock, now: float) -> None:
-        self.compile_wait += clock.compiled(now)
-        self.compiles += clock.compiles + (clock.compiling_since is not None)
-        clock.compile_seconds = 0.0
-        clock.compiles = 0
-        clock.compiling_since = now if clock.compiling_since is not None else None
+        """Count what the clock compiled since it was last counted."""
+        spent = clock.compiled(now)
+        n = clock.compiles + (clock.compiling_since is not None)
+        self.compile_wait += spent - clock.counted[0]
+        self.compiles += n - clock.counted[1]
+        clock.counted = (spent, n)
 
     def compile_stats(self) -> dict[str, Any]:
         """Compile wait (seconds cases waited while their worker compiled) against compile

@@ -322,3 +322,26 @@ def test_the_cap_counts_only_jobs_not_asked_for_before(worker, monkeypatch):
     # config 3's neighbours: configs 0 (compiled), 1 and 2 (asked), then its own flips
     assert len(second) == 2 and {j["key"] for j in first}.isdisjoint(j["key"] for j in second)
     assert all(j["constexprs"][0][1] == 128 for j in second)
+
+
+def test_the_worker_pool_counts_compile_wait_across_variants_and_submits_jobs(tmp_path):
+    from fuzzkern.execution.pool import CaseClock
+
+    pool = WorkerPool(compile_ahead=1)
+    try:
+        clock = CaseClock(10.0, start=0.0)
+        for event, at in ((["compile", True], 1.0), (["compile", False], 3.0),
+                          (["variant", 1], 3.5), (["compile", True], 4.0)):
+            pool._event(event, clock, at)
+        pool._account(clock, 4.5)  # a stop while the variant compiles: half a second so far
+        pool._event(["compile", False], clock, 5.0)
+        pool._account(clock, 5.0)  # the case's end: the rest of that compilation
+        pool._event(["ahead-served", 1], clock, 5.0)
+        jobs = aj.other_config_jobs(str(tmp_path))
+        pool._event(["ahead", jobs[:1]], clock, 5.0)
+        stats = pool.compile_stats()
+        assert (stats["compile_wait"], stats["compiles"], stats["served_ahead"]) == (3.0, 2, 1)
+        assert stats["ahead"]["submitted"] == 1
+        assert clock.compiled(5.0) == 1.0  # the clock itself is left as it was
+    finally:
+        pool.close()
