@@ -89,3 +89,17 @@ def copy(x):
     out = torch.empty_like(x)
     _kernel("copy_kernel")[(1,)](x, out, x.numel())
     return out
+
+
+def _target():
+    import fuzzkern
+    from fuzzkern import strategies as fks
+
+    return fuzzkern.Target(launcher=copy, reference=lambda x: x,
+                           inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
+                           dims={"N": fks.sizes(max_value=24)})
+
+
+#: a target whose only autotuned kernel (``_copy``, three configs, all correct) is reached at
+#: run time: the search learns of it from the first case and draws a config for it after
+copied = _target()

@@ -1,0 +1,54 @@
+"""Autotuned kernels the launcher's code does not name, reached at run time (a library's
+launch wrapper, an ``autograd.Function``): the first case runs each with its first pruned
+config and reports it (``configs_used``, ``config_counts``); from then on the target's cases
+draw a config index for it, so configs vary across cases, and a case forces the one it drew."""
+
+import os
+
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.introspect import autotuner_config_counts
+from fuzzkern.search import engine
+from fuzzkern.strategies._internal import inputs as fk_inputs
+from fuzzkern.target import loader
+
+HERE = os.path.dirname(__file__)
+RUNTIME = os.path.join(HERE, "targets", "runtime_autotuners.py")
+
+
+def _loaded():
+    (lt,) = loader.load(f"{RUNTIME}::copied")
+    return lt
+
+
+def test_a_discovered_kernel_gets_a_config_drawn_by_later_cases(monkeypatch):
+    lt = _loaded()
+    monkeypatch.setitem(fk_inputs.DISCOVERED, lt.target.id, {})
+    assert autotuner_config_counts(lt.target.launcher) == {}  # nothing to find statically
+    before = engine.draw_cases(lt.target, 12)
+    assert all(c.configs == {} for c in before)
+    assert fk_inputs.discover(lt.target.id, {"_copy": 3}) == ["_copy"]
+    assert fk_inputs.discover(lt.target.id, {"_copy": 3}) == []  # known already
+    after = engine.draw_cases(lt.target, 40)
+    assert {c.configs["_copy"] for c in after} == {0, 1, 2}
+
+
+def test_the_search_discovers_the_kernel_and_varies_its_config(monkeypatch):
+    lt = _loaded()
+    monkeypatch.setitem(fk_inputs.DISCOVERED, lt.target.id, {})
+    seen = []
+
+    def on_event(kind, result, outcome):
+        if kind == "case" and outcome is not None:
+            detail = outcome.modes["interpret"].detail
+            seen.append(detail.get("configs_used", {}).get("_copy"))
+
+    opts = engine.CampaignOptions(budget=120.0, seed=0, max_examples=30, modes=("interpret",))
+    pool = WorkerPool()
+    try:
+        result = engine.fuzz_target(lt, pool, opts, 120.0, on_event)
+    finally:
+        pool.close()
+    assert result.failures == [] and result.error is None
+    assert result.discovered == {"_copy": 3}
+    assert seen[0] == 0  # the first case: no config drawn, the first pruned one ran
+    assert set(seen[1:]) == {0, 1, 2}, seen  # then drawn, and forced as drawn
