@@ -60,15 +60,23 @@ class AheadError(Exception):
     """A job that cannot be compiled ahead (its kernel not found again, or changed)."""
 
 
-def default_size(cores: int | None = None) -> int:
-    """Compile processes by default: the host's cores but one (the worker's), none on a host
-    of two cores or fewer (there they would only slow the worker down)."""
+def default_size(cores: int | None = None, sharers: int | None = None) -> int:
+    """Compile processes by default: the host's cores but one (the worker's), shared by the
+    ``sharers`` worker pools of the host (default: pytest-xdist's worker count, else 1);
+    none on a host of two cores or fewer (there they would only slow the worker down)."""
     if cores is None:
         try:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # pragma: no cover - not Linux
             cores = os.cpu_count() or 1
-    return cores - 1 if cores > 2 else 0
+    if sharers is None:
+        try:
+            sharers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        except ValueError:
+            sharers = 1
+    if cores <= 2:
+        return 0
+    return max(0, cores // max(1, sharers) - 1)
 
 
 def size_of(given: int | str | None = None) -> int:

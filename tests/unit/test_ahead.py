@@ -200,7 +200,8 @@ def test_no_compile_process_outlives_an_interrupted_or_killed_run(tmp_path, how)
 
 
 def test_the_worker_pool_sizes_and_reports_compiling_ahead(monkeypatch):
-    assert ahead.default_size(2) == 0 and ahead.default_size(16) == 15
+    assert ahead.default_size(2, 1) == 0 and ahead.default_size(16, 1) == 15
+    assert ahead.default_size(16, 8) == 1 and ahead.default_size(16, 16) == 0
     monkeypatch.setenv(ahead.AHEAD_ENV, "off")
     assert ahead.size_of() == 0
     assert ahead.size_of(3) == 3
