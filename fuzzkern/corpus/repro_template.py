@@ -243,34 +243,46 @@ def _find_tuners(c, launcher):
     return tuners
 
 
-def _force_configs(launcher, mode):
+def _force_configs(launcher):
     """Run autotuned kernels as fuzzkern did: each with the entry's config, and nothing
-    benchmarked (in the interpreter, a kernel the entry names no config for runs its first
-    pruned config). Every autotuner class's ``run`` is replaced, a library's own included."""
+    benchmarked (a kernel the entry names no config for runs its first pruned config, with
+    its ``reset_to_zero`` arguments reset once per tuning key as upstream does before its
+    choice's run). Every autotuner class's ``run`` is replaced, a library's own included, so
+    a kernel reached only at run time (behind a library's launch cache or an autograd
+    Function) is forced by name when it runs."""
     forced = {}
     for c in CONFIGS:
         if not _find_tuners(c, launcher):
-            raise SystemExit(f"cannot find autotuned kernel {c['kernel']!r} to force its "
-                             f"config {c['index']}")
+            _say(f"autotuned kernel {c['kernel']!r} is not in the launcher's code: forced "
+                 f"to config {c['index']} by name when it runs")
         forced[c["kernel"]] = c["index"]
         _say(f"forced {c['kernel']} config[{c['index']}]"
              + (f": {c['config']}" if c.get("config") else ""))
     originals = {cls: vars(cls)["run"] for cls in _autotuner_classes()}
+    seen = set()
 
     def run(self, *args, **kwargs):
         name = _kernel_name(self)
-        if name in forced:
-            config = self.configs[forced[name]]
-        elif mode == "interpret":
-            config = (self.prune_configs(kwargs) if len(self.configs) > 1 else self.configs)[0]
-        else:
-            own = next(c for c in type(self).__mro__ if c in originals)
-            return originals[own](self, *args, **kwargs)
         self.nargs = dict(zip(self.arg_names, args, strict=False))
         try:
+            cold = False
+            if name in forced:
+                config = self.configs[forced[name]]
+            else:
+                pruned = self.prune_configs(kwargs) if len(self.configs) > 1 else self.configs
+                config = pruned[0]
+                named = {**self.nargs, **kwargs}
+                key = (id(self), repr([named.get(k) for k in self.keys]
+                                      + [str(v.dtype) for v in named.values()
+                                         if hasattr(v, "dtype")]))
+                cold = len(pruned) > 1 and key not in seen
+                seen.add(key)
             self.best_config = config
+            full = {**self.nargs, **kwargs, **config.all_kwargs()}
+            if cold:
+                self.pre_hook(full, reset_only=True)
             if config.pre_hook is not None:
-                config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+                config.pre_hook(full)
             return self.fn.run(*args, **kwargs, **config.all_kwargs())
         finally:
             self.nargs = None
@@ -726,7 +738,7 @@ def main(argv=None):
 
     launcher = _resolve(LAUNCHER)
     reference = _resolve(REFERENCE)
-    _force_configs(launcher, mode)
+    _force_configs(launcher)
     _compile_options(mode)
 
     # the reference, on float64 copies of the original inputs

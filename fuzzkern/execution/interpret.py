@@ -69,6 +69,7 @@ def run_interpreted(run: Any) -> ModeResult:
                     configs=dict(run.case.configs),
                     labels=storage_labels(tensors),
                 ) as session:
+            session.record = detail  # the config each autotuner ran (configs_used)
             result = call_with(run.target.launcher, {**run.scalars, **tensors})
     except Exception as e:
         inner = unwrap(e)

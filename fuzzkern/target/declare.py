@@ -32,6 +32,8 @@ from fuzzkern.gpus import check_gpu_name
 MODES = ("interpret", "compiled")
 #: ``Target(autotune=...)``: how autotuned kernels pick their config (see :class:`Target`)
 AUTOTUNE = ("draw", "benchmark")
+#: ``Target(reference_device=...)``: where compiled mode's float64 references run
+REFERENCE_DEVICES = ("auto", "cpu", "device")
 
 #: Hygiene checks, on by default but ``view_strict``; a target's ``checks=`` and then
 #: ``options["checks"]`` override any of them: ``bounds`` (interpreter: every access inside an
@@ -242,6 +244,11 @@ class Target:
       each kernel ran (``configs_used``). ``"benchmark"``: compiled mode runs the autotuners as
       upstream does (every config benchmarked on a new tuning key, the choice cached); no
       config is drawn, and the interpreter, which cannot time configs, runs the first pruned.
+    - ``reference_device``: where compiled mode's float64 reference runs for batches of value
+      variants. ``"auto"`` (the default): on the GPU when the batch runs on CUDA, with a parity
+      sample judged against the CPU's reference too (a disagreement turns it off for the
+      target; docs/strategies.md, "References in compiled mode"); ``"cpu"``: always on the CPU;
+      ``"device"``: on the device whatever it is. ``fuzzkern run --reference-device`` wins.
     """
 
     launcher: Callable[..., Any]
@@ -264,6 +271,7 @@ class Target:
     assume_gpu: str | None = None
     compile_options: Mapping[str, Sequence[Any]] | None = None
     autotune: str = "draw"
+    reference_device: str = "auto"
 
     def __post_init__(self) -> None:
         from fuzzkern.strategies._internal.inputs import InputsStrategy
@@ -320,6 +328,10 @@ class Target:
             raise InvalidArgument(
                 f"Expected autotune to be one of {AUTOTUNE} but got "
                 f"{describe('autotune', self.autotune)}.")
+        if self.reference_device not in REFERENCE_DEVICES:
+            raise InvalidArgument(
+                f"Expected reference_device to be one of {REFERENCE_DEVICES} but got "
+                f"{describe('reference_device', self.reference_device)}.")
         object.__setattr__(self, "compile_options", _compile_options(self.compile_options))
         self.inputs.validate_against(self)
         for name in self.clobber_names:
