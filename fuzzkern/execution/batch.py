@@ -134,6 +134,7 @@ def run_variant_batches(target: Target, case: Case, options: Mapping[str, Any], 
     checks = checks_of(options, target)  # the variants': the same options and target
     parity = parity_of(target)
     counts = parity.counts()
+    parity.fresh = True  # the first variant decided with a device reference is sampled
     ran = 0
     batches = 0
     verdicts: dict[str, int] = {}

@@ -10,8 +10,9 @@ to the outputs of a kernel; what must never change is the **verdict**. So:
 
 - only the batched fast path uses the device reference: a variant it does not clear is judged
   by the whole oracle with the CPU reference, exactly as a case run alone is;
-- the **parity check**: the first :data:`FIRST` device-judged variants of each target in a
-  worker, then one in every :data:`EVERY`, are also decided with the CPU reference; where the
+- the **parity check**: the first device-judged variant of each case's variants (each new
+  shape and layout), the first :data:`FIRST` of each target in a worker, then one in every
+  :data:`EVERY`, are also decided with the CPU reference; where the
   two decisions differ, the whole oracle (CPU) decides what the variant's verdict is with each
   reference; a different verdict is a disagreement: it is counted, the batch is decided again
   with CPU references, and that target uses the CPU reference from then on in that worker
@@ -27,12 +28,12 @@ a reference that vmap cannot run (data-dependent control flow, autograd inside, 
 numbers) raises there, and each variant's reference then runs alone on the device, for that
 target from then on. The parity check compares the verdicts either way.
 
-Which reference (:func:`use_device`): the run option ``reference_device`` (or the target's
-attribute of that name), ``"auto"`` by default: the device's on CUDA (float64 supported;
-ROCm builds report CUDA too), the CPU's elsewhere (MPS has no float64; any other device and
-the CPU itself run exactly today's path); ``"cpu"``: always the CPU's; ``"device"``: the
-device's on any device, the CPU included (how the tests exercise the device path without a
-GPU).
+Which reference (:func:`use_device`): the run option ``reference_device`` and the target's
+(``Target(reference_device=...)``; ``"cpu"`` where either says so), ``"auto"`` by default:
+the device's on CUDA (float64 supported; ROCm builds report CUDA too), the CPU's elsewhere
+(MPS has no float64; any other device and the CPU itself run exactly today's path);
+``"cpu"``: always the CPU's; ``"device"``: the device's on any device, the CPU included (how
+the tests exercise the device path without a GPU).
 """
 
 from __future__ import annotations
@@ -65,12 +66,18 @@ class Parity:
     #: whether the reference runs once over a batch's variants stacked (:func:`batched`):
     #: None until tried, False once it raised (each variant's reference runs alone from then)
     stacked: bool | None = None
+    #: whether the next device-judged variant is the first of its case's variants (set when
+    #: a case's variants start)
+    fresh: bool = False
 
     def sampled(self) -> bool:
-        """Whether the next device-judged variant is also judged with the CPU reference (and
-        count it as device-judged)."""
+        """Whether the next device-judged variant is also judged with the CPU reference: the
+        first of each case's variants (a new shape or layout), the first :data:`FIRST` of
+        the target, then one in :data:`EVERY` (and count it as device-judged)."""
         self.device += 1
-        return self.device <= FIRST or self.device % EVERY == 0
+        take = self.fresh or self.device <= FIRST or self.device % EVERY == 0
+        self.fresh = False
+        return take
 
     def counts(self) -> tuple[int, int, int]:
         return self.device, self.judged, self.disagreed
@@ -98,13 +105,15 @@ def parity_of(target: Any) -> Parity:
 
 
 def choice(target: Any, options: Mapping[str, Any]) -> str:
-    """The ``reference_device`` in force: the run's option, else the target's, else auto."""
-    got = options.get("reference_device") or getattr(target, "reference_device", None) or "auto"
-    if got not in CHOICES:
-        raise ValueError(f"Expected reference_device to be one of {CHOICES} but got {got!r}: "
-                         "'auto' (the device's float64 reference on CUDA), 'cpu' (always the "
-                         "CPU's) or 'device' (the device's on any device).")
-    return str(got)
+    """The ``reference_device`` in force from the run's option and the target's: ``"cpu"``
+    where either says so, else ``"device"`` where either says so, else ``"auto"``."""
+    wanted = {options.get("reference_device") or "auto", target.reference_device}
+    unknown = sorted(wanted - set(CHOICES))
+    if unknown:
+        raise ValueError(f"Expected reference_device to be one of {CHOICES} but got "
+                         f"{unknown[0]!r}: 'auto' (the device's float64 reference on CUDA), "
+                         "'cpu' (always the CPU's) or 'device' (the device's on any device).")
+    return next(c for c in ("cpu", "device", "auto") if c in wanted)
 
 
 def use_device(target: Any, options: Mapping[str, Any], device: Any) -> bool:
@@ -162,7 +171,7 @@ def batched(runs: Sequence[Any]) -> bool:
             raise TypeError("a stacked reference returns tensors only")
         return tuple(got)
 
-    stacked = [widened(torch.stack([run.device_base[n] for run in runs])) for n in names]
+    stacked = [_stacked([run.device_base[n] for run in runs]) for n in names]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # vmap's "no batching rule: a for-loop" notes
@@ -178,3 +187,15 @@ def batched(runs: Sequence[Any]) -> bool:
         run.device_expected = (tuple(e[i] for e in expected),
                                None if magnitude is None else tuple(m[i] for m in magnitude))
     return True
+
+
+def _stacked(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """The variants' values of one input, widened (:func:`widened`) and stacked along a new
+    leading dim, each member with the strides :func:`widened` gives it alone (a transposed
+    input stays transposed inside vmap, as the reference sees it alone)."""
+    alone = widened(tensors[0])
+    size = max(1, alone.untyped_storage().nbytes() // alone.element_size())
+    out = torch.empty_strided((len(tensors), *alone.shape), (size, *alone.stride()),
+                              dtype=alone.dtype, device=alone.device)
+    out.copy_(torch.stack(tensors))
+    return out

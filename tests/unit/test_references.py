@@ -265,3 +265,48 @@ def test_empty_and_expanded_inputs_take_the_device_path_as_the_cpu_path():
         ours = run_variants(target, case, DEVICE, 1e9, 20, device=CPU)
         assert _strip(ours) == _strip(theirs)
         assert ours["parity"]["disagreed"] == 0 and ours["parity"]["device"] >= 1
+
+
+def test_the_first_variant_of_every_case_is_in_the_sample():
+    target = _target("t.fresh", _double, lambda x: 2 * x)
+    first = run_variants(target, _case(), DEVICE, 1e9, references.FIRST + 4, device=CPU)
+    assert first["parity"]["judged"] == references.FIRST
+    # a new case (here, new values; in a run, a new shape or layout): its first variant is
+    # judged both ways though the target is past its first FIRST
+    second = run_variants(target, _case(distribution="uniform"), DEVICE, 1e9, 8, device=CPU)
+    assert second["parity"] == {"device": 8, "judged": 1, "disagreed": 0}
+
+
+def _flat_double(x):  # a reference that needs a contiguous input (view), as some do
+    return (x.view(-1) * 2).view(x.shape)
+
+
+def test_a_transposed_input_reaches_a_stacked_reference_with_its_own_strides():
+    # the reference raises on a transposed input alone (view of a non-contiguous tensor):
+    # stacked over the batch's variants it must raise too, not pass on a contiguous copy
+    target = _target("t.transposed", _double, _flat_double, dims=("N", "M"))
+    transposed = _case(shape=(5, 7), layout=Layout((1, 0), (1, 1), (0, 0), 0, ()))
+    theirs = run_variants(target, transposed, HOST, 1e9, 10, device=CPU)
+    ours = run_variants(target, transposed, DEVICE, 1e9, 10, device=CPU)
+    assert theirs["failed"]["outcome"]["verdict"] == "reference-error"
+    assert _strip(ours) == _strip(theirs)
+    assert "off" not in ours.get("parity", {})  # raised on both: no fault of the device
+    # (stacking raised, so this target's references run alone from now on)
+    assert references.parity_of(target).stacked is False
+    # a contiguous input: the same reference runs stacked
+    other = _target("t.contiguous", _double, _flat_double, dims=("N", "M"))
+    fine = run_variants(other, _case(shape=(5, 7)), DEVICE, 1e9, 10, device=CPU)
+    assert fine["ran"] == 10 and references.parity_of(other).stacked is True
+
+
+def test_the_target_and_the_run_choose_together_and_cpu_wins():
+    auto = _target("t.c1", _double, lambda x: 2 * x)
+    on_cpu = _target("t.c2", _double, lambda x: 2 * x, reference_device="cpu")
+    cuda = torch.device("cuda")
+    assert not references.use_device(on_cpu, {}, cuda)
+    assert not references.use_device(on_cpu, {"reference_device": "device"}, cuda)
+    assert references.use_device(_target("t.c3", _double, lambda x: 2 * x,
+                                         reference_device="device"), {}, CPU)
+    assert references.choice(auto, {"reference_device": "device"}) == "device"
+    got = run_variants(on_cpu, _case(), DEVICE, 1e9, 10, device=CPU)
+    assert got["ran"] == 10 and "parity" not in got
