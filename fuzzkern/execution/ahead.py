@@ -298,10 +298,11 @@ def neighbours(spec: Spec, *, configs: tuple[Any, ...] = (), config: Any = None,
 
 
 @functools.cache
-def _loaded(ref: str) -> None:
+def _target(ref: str) -> Any:
+    """The target ``ref`` names, loaded once per process (as a worker loads it)."""
     from fuzzkern.target import loader
 
-    loader.load_ref(ref)
+    return loader.load_ref(ref)
 
 
 def resolve(module: str, qualname: str, ref: str | None = None) -> Any:
@@ -318,7 +319,7 @@ def resolve(module: str, qualname: str, ref: str | None = None) -> Any:
             if not ref:
                 raise AheadError(f"Expected module {module!r} to be importable, but it is "
                                  "not, and no target reference was given to load it.") from None
-            _loaded(ref)
+            _target(ref)
             mod = sys.modules.get(module)
     if mod is None:
         raise AheadError(f"Expected loading {ref!r} to define module {module!r}, but it did "
@@ -492,9 +493,7 @@ def _choices(ref: str | None) -> Mapping[str, Sequence[Any]] | None:
     if ref is None:
         return None
     try:
-        from fuzzkern.execution import runner
-
-        return runner._target(ref).compile_options
+        return _target(ref).compile_options
     except Exception:
         return None
 

@@ -253,18 +253,21 @@ def worker(tmp_path, monkeypatch):
     heur, jit = at.fn, at.fn.fn
     target = GPUTarget(*aj.SM90)
     backend = make_backend(target)
-    monkeypatch.setitem(jit.device_caches, "cpu-test", ({}, {}, target, backend, None))
-    monkeypatch.setattr(jit, "compile", triton.compile, raising=False)
-    monkeypatch.setattr(jit, "ASTSource", ASTSource, raising=False)
+    for fn in (jit, module._broken_kernel.fn):
+        monkeypatch.setitem(fn.device_caches, "cpu-test", ({}, {}, target, backend, None))
+        monkeypatch.setattr(fn, "compile", triton.compile, raising=False)
+        monkeypatch.setattr(fn, "ASTSource", ASTSource, raising=False)
+
+    def compile_spec(spec, key):
+        return spec.fn._do_compile(key, dict(spec.signature), "cpu-test", dict(spec.constexprs),
+                                   backend.parse_options(dict(spec.options)),
+                                   dict(spec.attrs), False)
 
     def launch(index):
         spec, bound = aj.double_spec(module, index=index)
 
         def run(self, bound_args):  # JITFunction.run's frame: its self and bound_args
-            return jit._do_compile(f"key{index}", dict(spec.signature), "cpu-test",
-                                   dict(spec.constexprs),
-                                   backend.parse_options(dict(spec.options)),
-                                   dict(spec.attrs), False)
+            return compile_spec(spec, f"key{index}")
 
         def heuristics_run(self):
             return run(jit, bound)
@@ -275,6 +278,7 @@ def worker(tmp_path, monkeypatch):
 
         return autotuner_run(at)
 
+    launch.plain = lambda spec: compile_spec(spec, "plain")
     return launch, sent, {"TRITON_CACHE_DIR": cache, ahead.LOCKS_ENV: locks}
 
 
@@ -346,3 +350,12 @@ def test_the_worker_pool_counts_compile_wait_across_variants_and_submits_jobs(tm
         assert clock.compiled(5.0) == 1.0  # the clock itself is left as it was
     finally:
         pool.close()
+
+
+def test_a_kernel_launched_with_the_drawn_warps_asks_for_the_other_drawn_values(worker):
+    launch, sent, _ = worker
+    _, module = aj.loaded()
+    assert launch.plain(aj.broken_spec(module, 16)) is not None  # num_warps 4, as drawn
+    ((_, jobs),) = sent
+    # the target's compile options (the default: num_warps in 4, 1, 2, 8), then the flips
+    assert [j["options"]["num_warps"] for j in jobs] == [1, 2, 8, 4, 4, 4]
