@@ -1,0 +1,73 @@
+"""examples/fla: flash-linear-attention 0.6.0's ops as fuzzkern targets. Every target loads,
+its simplest case runs in Triton's interpreter and passes (its chunked ops loop over chunks
+with ``for i_t in range(NT)`` and call ``i_t.to(tl.int64)``), and ``fuzzkern run`` fuzzes a
+chunked op and a norm from the example file."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import find, settings
+
+from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.target import loader
+
+PINNED = "0.6.0"
+try:
+    VERSION: str | None = importlib.metadata.version("fla-core")
+except importlib.metadata.PackageNotFoundError:
+    VERSION = None
+
+pytestmark = [
+    pytest.mark.skipif(VERSION is None, reason="flash-linear-attention is not installed (pip "
+                       f"install --no-deps fla-core=={PINNED} einops==0.8.2)"),
+    pytest.mark.skipif(VERSION is not None and VERSION != PINNED,
+                       reason=f"the suite is written for fla-core {PINNED}, not {VERSION}"),
+]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+SUITE = os.path.join(ROOT, "examples", "fla", "fla_targets.py")
+CHUNKED = ["chunk_simple_gla", "chunk_gla", "chunk_delta_rule", "chunk_gated_delta_rule",
+           "chunk_retention", "chunk_linear_attn"]
+NAMES = [lt.ref.rsplit("::", 1)[1] for lt in loader.load(SUITE)]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    p = WorkerPool()
+    yield p
+    p.close()
+
+
+def test_the_suite_covers_chunked_recurrent_and_norm_ops_with_backward_passes():
+    ids = {lt.target.id.removeprefix("fla.") for lt in loader.load(SUITE)}
+    assert len(ids) >= 20
+    assert set(CHUNKED) <= ids
+    assert {f"{n}.backward" for n in CHUNKED[:4]} <= ids
+    assert {"fused_recurrent_simple_gla", "fused_recurrent_gla", "fused_recurrent_delta_rule",
+            "fused_recurrent_gated_delta_rule", "fused_recurrent_retention"} <= ids
+    assert {"layer_norm", "rms_norm", "group_norm", "l2norm", "rms_norm_gated"} <= ids
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_simplest_case_runs_in_the_interpreter_and_passes(pool, name):
+    (lt,) = loader.load(f"{SUITE}::{name}")
+    case = find(lt.target.cases(), lambda c: True, settings=settings(database=None))
+    outcome = pool.run(lt.ref, case.to_json(), {"modes": ["interpret"]}, 300.0)
+    assert outcome.verdict == "pass", (case.describe(), outcome.message)
+
+
+@pytest.mark.slow
+def test_fuzzkern_run_fuzzes_a_chunked_op_and_a_norm_from_the_example_file(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "fuzzkern", "run", f"{SUITE}::chunk_simple_gla",
+         f"{SUITE}::layer_norm", "--modes", "interpret", "--max-examples", "4", "--budget",
+         "120s", "--no-db", "--no-corpus", "-j", "1", "--seed", "0"],
+        cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "fla.chunk_simple_gla" in done.stdout and "fla.layer_norm" in done.stdout
+    assert "no cases" not in done.stdout
