@@ -84,7 +84,8 @@ def _target(name, launcher, reference, inputs, dims=ATTN_DIMS, tolerance=ATTN_TO
 
 def _backward(outputs, grads_out, leaves):
     """Run backward from ``outputs`` with ``grads_out``; the leaves' gradients (0 if unused)."""
-    pairs = [(o, g) for o, g in zip(outputs, grads_out, strict=True) if o is not None and o.requires_grad]
+    pairs = [(o, g) for o, g in zip(outputs, grads_out, strict=True)
+             if o is not None and o.requires_grad]
     torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
     return tuple(torch.zeros_like(t) if t.grad is None else t.grad for t in leaves)
 
@@ -96,7 +97,8 @@ def _ref_grads(fn, leaves, grads_out):
         leaves = [t.detach().requires_grad_(True) for t in leaves]
         outs = fn(*leaves)
         grads = torch.autograd.grad(outs, leaves, grads_out, allow_unused=True)
-    grads = tuple(torch.zeros_like(t) if g is None else g for t, g in zip(leaves, grads, strict=True))
+    grads = tuple(torch.zeros_like(t) if g is None else g
+                  for t, g in zip(leaves, grads, strict=True))
     return tuple(o.detach() for o in outs) + grads
 
 
