@@ -35,6 +35,15 @@
 #                                     #   --python-version 3.12 --platform manylinux2014_x86_64
 #                                     #   sqlalchemy==2.0.48 PyYAML==6.0.3
 #                                     # installed here with pip --no-deps      ~6 min
+#   bash bench/gpu_suite.sh fla       # examples/fla compiled (fuzzkern run --modes compiled
+#                                     # -j <GPUs> --budget ${BUDGET:-5m}), then its chunked op
+#                                     # with the most autotune configs (${FLA_HEAVY:-chunk_gla}:
+#                                     # 5 autotuners, 122 configs) alone for ${HEAVY_BUDGET:-2m};
+#                                     # prints cases per target. Needs fla-core 0.6.0 and einops
+#                                     # 0.8.2 as wheels under .whl/ (pure Python):
+#                                     # pip download --no-deps -d .whl fla-core==0.6.0
+#                                     #   einops==0.8.2
+#                                     # installed here with pip --no-deps      ~8 min
 #   bash bench/gpu_suite.sh speed     # bench/compiled_speed.py on 8 Liger ops (carry .whl/):
 #                                     # ${SPEED_CONFIGS:-before,variants}, ${SPEED_BUDGET:-200}
 #                                     # s each, fresh Triton cache each; ~7 min
@@ -198,6 +207,37 @@ if [[ $what == flaggems ]]; then
     --modes compiled --budget "${BUDGET:-5m}" --seed 0 --no-db \
     --corpus "$out/flaggems-corpus" --report "$out/flaggems.json" 2>&1 | tee "$out/flaggems.log"
   rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == fla ]]; then
+  for mod in einops:einops fla:fla_core; do
+    if ! python3 -c "import ${mod%%:*}" 2>/dev/null; then
+      whl=$(ls .whl/${mod#*:}-*.whl 2>/dev/null | head -1)
+      python3 -m pip install -q --no-deps "${whl:-.whl/missing-${mod#*:}.whl}" \
+        || { echo "${mod#*:} is missing: carry its wheel under .whl/ (see the header)"; exit 2; }
+    fi
+  done
+  python3 -m fuzzkern run examples/fla/ -j "$((gpus > 0 ? gpus : 1))" \
+    --modes compiled --budget "${BUDGET:-5m}" --seed 0 --no-db \
+    --corpus "$out/fla-corpus" --report "$out/fla.json" 2>&1 | tee "$out/fla.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+  python3 -m fuzzkern run "examples/fla/fla_targets.py::${FLA_HEAVY:-chunk_gla}" -j 1 \
+    --modes compiled --budget "${HEAVY_BUDGET:-2m}" --seed 0 --no-db \
+    --corpus "$out/fla-corpus" --report "$out/fla-heavy.json" 2>&1 | tee "$out/fla-heavy.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+  python3 - "$out/fla.json" "$out/fla-heavy.json" <<'PY' 2>&1 | tee "$out/fla-cases.txt"
+import json, sys
+for path in sys.argv[1:]:
+    r = json.load(open(path))
+    print(f"{path}: {r['elapsed_seconds']:.0f} s, budget {r['budget_seconds']:.0f} s")
+    print(f"  {'target':40s} {'cases':>6s} {'status':10s} {'compiles':>8s} {'compile s':>9s}"
+          "  autotuners found (configs)")
+    for t in r["targets"]:
+        found = t.get("discovered_autotuners") or {}
+        print(f"  {t['target']:40s} {t['cases']:6d} {t['status']:10s} {t['compiles']:8d} "
+              f"{t['compile_seconds']:9.1f}  {len(found)} {found}")
+    short = [t["target"] for t in r["targets"] if t["cases"] < 50]
+    print(f"  targets under 50 cases: {len(short)} {short}")
+PY
 fi
 if [[ $what == speed ]]; then
   # compiled-mode speed on a compile-heavy suite (8 Liger ops, forward and backward, with
