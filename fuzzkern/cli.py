@@ -154,6 +154,16 @@ def main() -> None:
                    "run variants of it with new input values (same shapes, layouts and "
                    "dtypes, so nothing compiles) for FACTOR x C seconds in the same worker. "
                    "0: every case is a fresh draw.")
+@click.option("--reference-device", "reference_device", default="auto", show_default=True,
+              type=click.Choice(["auto", "cpu", "device"]),
+              help="Compiled mode: where torch references run. auto: in float64 on the GPU "
+                   "where that gives the CPU's verdict (a sample is judged both ways every "
+                   "run); cpu: always on the CPU; device: on the GPU wherever it supports "
+                   "float64.")
+@click.option("--compile-ahead", "compile_ahead", default=None, metavar="N|off",
+              help="Compiled mode: processes that compile ahead the kernels the search will "
+                   "need next, in all (split between the -j processes). Default: the host's "
+                   "cores but one; off: none.")
 @click.option("--strict-accuracy", is_flag=True,
               help="Accuracy findings (beyond the tolerance, within a small factor of what "
                    "rounding at the inputs' precision explains) fail like kernel bugs.")
@@ -232,6 +242,7 @@ def run(**params: Any) -> None:
     elapsed = time.monotonic() - start
     done = _Done(results, elapsed, run_seed, _repeat_cases(results, a.max_examples))
     _print_results(console, a, done)
+    _print_run_lines(console, a, done)
     _print_coverage(console, a, done, modes)
     _write_reports(console, a, done, loaded, seconds, modes)
     sys.exit(_run_exit(console, a, done, opts, signum))
@@ -271,6 +282,8 @@ class _RunArgs:
     tracebacks: bool = False
     assume_gpu: str | None = None
     allow_idle_targets: bool = False
+    reference_device: str = "auto"
+    compile_ahead: str | None = None
 
     def argv(self) -> list[str]:
         """The command line that names the same targets and modes (for a repeat command)."""
@@ -351,6 +364,13 @@ def _check_run(a: _RunArgs) -> tuple[float, tuple[str, ...]]:
     if a.sanitize and "compiled" not in modes:
         _fail_usage("--sanitize checks the compiled mode; add it with --modes "
                     "interpret,compiled")
+    if a.compile_ahead is not None:
+        from fuzzkern.execution import ahead
+
+        try:
+            ahead.size_of(a.compile_ahead)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--compile-ahead") from None
     if a.assume_gpu is not None:
         from fuzzkern.gpus import check_gpu_name
 
@@ -422,6 +442,8 @@ def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
         opts.compile_timeout = a.compile_timeout
     opts.guide = not a.no_guide
     opts.assume_gpu = a.assume_gpu
+    opts.reference_device = a.reference_device
+    opts.compile_ahead = a.compile_ahead
     return opts, loaded, jobs, devices
 
 
@@ -511,6 +533,8 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
             "elapsed_seconds": round(done.elapsed, 2),
             "stopped_at_budget": any(r.stopped for r in done.results),
             "idle_targets": [r.target_id for r in done.results if r.idle],
+            "compile": _compile_total(done.results),
+            "reference_parity": _parity_total(done.results),
             "modes": list(modes),
             "targets": [reporting.result_row(r) for r in done.results],
             "failures": [
@@ -631,6 +655,58 @@ def _run_exit(console: Console, a: _RunArgs, done: _Done, opts: Any,
         return EXIT_FAILURES
     return EXIT_USAGE if (few and a.min_cases) or (idle and not a.allow_idle_targets) \
         else EXIT_OK
+
+
+def _compile_total(results: list[Any]) -> dict[str, Any]:
+    """The run's compile wait and work (``TargetResult.compile`` summed)."""
+    from fuzzkern.search.engine import add_compile
+
+    total: dict[str, Any] = {}
+    for r in results:
+        add_compile(total, getattr(r, "compile", {}) or {})
+    return total
+
+
+def _compile_line(results: list[Any], elapsed: float) -> str | None:
+    """One line: compile wait against the run's wall time, compile work, what compiling ahead
+    served; None when nothing compiled."""
+    c = _compile_total(results)
+    if not c or not (c.get("compiles") or c.get("compile_wait")):
+        return None
+    wait = float(c.get("compile_wait", 0.0))
+    share = f"{100 * wait / elapsed:.1f}% of {elapsed:.0f} s" if elapsed > 0 else "-"
+    head = f"compile wait {wait:.1f} s ({share})"
+    done = c.get("ahead")
+    if not done or not done.get("processes"):
+        return head + "; compiling ahead off"
+    failed = f" ({done.get('failed', 0)} failed)" if done.get("failed") else ""
+    return (f"{head}, compile work {float(c.get('compile_work', 0.0)):.1f} s; "
+            f"{c.get('served_ahead', 0)} of {c.get('compiles', 0)} compilations served from "
+            f"{done.get('compiled', 0)} compiled ahead by {done.get('processes')} processes"
+            f"{failed}")
+
+
+def _parity_total(results: list[Any]) -> dict[str, Any]:
+    return {"device": sum(getattr(r, "parity_device", 0) for r in results),
+            "judged": sum(getattr(r, "parity_judged", 0) for r in results),
+            "disagreed": sum(getattr(r, "parity_disagreed", 0) for r in results)}
+
+
+def _print_run_lines(console: Console, a: _RunArgs, done: _Done) -> None:
+    """The run's compile and reference-parity lines."""
+    line = _compile_line(done.results, done.elapsed)
+    if line and not a.quiet:
+        console.print(line, markup=False, soft_wrap=True)
+    p = _parity_total(done.results)
+    if p["device"]:
+        console.print(f"reference parity: {p['judged']} cases judged on both, "
+                      f"{p['disagreed']} disagreements ({p['device']} decided with device "
+                      "references)", markup=False, soft_wrap=True)
+    for r in done.results:
+        if getattr(r, "parity_disagreed", 0) or getattr(r, "parity_off", None):
+            console.print(f"  {r.target_id}: {r.parity_disagreed} disagreement(s); "
+                          f"{r.parity_off or 'device references still on'}", markup=False,
+                          soft_wrap=True)
 
 
 def _idle_targets(a: _RunArgs, results: list[Any]) -> list[Any]:

@@ -420,6 +420,17 @@ class TargetResult:
     cut: str | None = None
     #: skipped because it runs in none of the modes asked (the user's choice, not idle)
     unasked: bool = False
+    #: compiled mode, value variants: references computed on the device (``parity_device``),
+    #: a sample judged with both device and CPU references (``parity_judged``), verdicts they
+    #: disagreed on (``parity_disagreed``), and why device references were turned off, if
+    #: they were (fuzzkern.execution.references)
+    parity_device: int = 0
+    parity_judged: int = 0
+    parity_disagreed: int = 0
+    parity_off: str | None = None
+    #: what the worker pool's ``compile_stats()`` grew by during this target's slices:
+    #: compile wait against compile work, compilations served from compiling ahead
+    compile: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tested(self) -> int:
@@ -535,6 +546,12 @@ class CampaignOptions:
     coverage: bool = True
     #: feed it to the search as hypothesis.target() observations (fuzzkern.search.guidance)
     guide: bool = True
+    #: where torch references run in compiled mode (fuzzkern.execution.references.CHOICES):
+    #: auto (on the device where that is exact), cpu, device
+    reference_device: str = "auto"
+    #: compile-ahead processes (a count, "off"; None: the pool's default, see
+    #: fuzzkern.execution.pool.WorkerPool)
+    compile_ahead: int | str | None = None
 
 
 def draw_cases(target: Target, n: int) -> list[Case]:
@@ -569,7 +586,58 @@ def run_options_of(opts: CampaignOptions) -> dict[str, Any]:
         options["assume_gpu"] = opts.assume_gpu
     if not opts.coverage:
         options["coverage"] = False
+    if opts.reference_device != "auto":
+        options["reference_device"] = opts.reference_device
     return options
+
+
+def add_parity(result: TargetResult, parity: Any) -> None:
+    """Add a batch's reference parity counts (``outcome.variants["parity"]``) to ``result``."""
+    if not isinstance(parity, dict):
+        return
+    result.parity_device += int(parity.get("device", 0) or 0)
+    result.parity_judged += int(parity.get("judged", 0) or 0)
+    result.parity_disagreed += int(parity.get("disagreed", 0) or 0)
+    if parity.get("off") and result.parity_off is None:
+        result.parity_off = str(parity["off"])
+
+
+def compile_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What a pool's ``compile_stats()`` grew by from ``before`` to ``after``: numbers
+    subtracted (``processes`` as after), the new ``errors``.
+
+    >>> compile_delta({"compile_wait": 1.0, "ahead": None}, {"compile_wait": 3.5, "ahead": None})
+    {'compile_wait': 2.5, 'ahead': None}
+    """
+    out: dict[str, Any] = {}
+    for k, v in after.items():
+        old = before.get(k)
+        if isinstance(v, dict):
+            out[k] = compile_delta(old if isinstance(old, dict) else {}, v)
+        elif isinstance(v, list):
+            out[k] = v[len(old):] if isinstance(old, list) else list(v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and k != "processes":
+            out[k] = round(v - (old or 0), 3) if isinstance(v, float) else v - (old or 0)
+        else:
+            out[k] = v
+    return out
+
+
+def add_compile(into: dict[str, Any], more: dict[str, Any]) -> None:
+    """Sum ``more`` (a :func:`compile_delta`) into ``into``: numbers added, ``processes`` the
+    most, a few ``errors`` kept."""
+    for k, v in more.items():
+        old = into.get(k)
+        if isinstance(v, dict):
+            into[k] = old if isinstance(old, dict) else {}
+            add_compile(into[k], v)
+        elif isinstance(v, list):
+            into[k] = ((old if isinstance(old, list) else []) + v)[:5]
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            total = max(old or 0, v) if k == "processes" else (old or 0) + v
+            into[k] = round(total, 3) if isinstance(total, float) else total
+        elif k not in into:
+            into[k] = v
 
 
 def is_empty(case: Case) -> bool:
@@ -658,10 +726,14 @@ def fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, share
     the corpus first (later slices of a campaign).
     """
     killed = getattr(pool, "killed", 0)
+    stats = getattr(pool, "compile_stats", None)
+    before = stats() if callable(stats) else None
     with pool.limits(stop_at=opts.stop_at, compile_timeout=opts.compile_timeout):
         result = _fuzz_target(lt, pool, opts, share, on_event, replay_corpus=replay_corpus,
                               known=known)
     result.killed = getattr(pool, "killed", 0) - killed
+    if before is not None and callable(stats):
+        result.compile = compile_delta(before, stats())
     return result
 
 
@@ -757,6 +829,7 @@ class _Slice:
             ran = int(outcome.variants.get("ran", 0))
             result.cases += ran
             result.variants += ran
+            add_parity(result, outcome.variants.get("parity"))
             result.case_seconds += float(outcome.variants.get("seconds", 0.0))
             for verdict, n in (outcome.variants.get("verdicts") or {}).items():
                 result.counts[verdict] += int(n)

@@ -65,6 +65,7 @@ from fuzzkern.search.engine import (
     CampaignOptions,
     Failure,
     TargetResult,
+    add_compile,
     fuzz_target,
     interrupted,
     same_case_key,
@@ -161,6 +162,11 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     into.cut = piece.cut or into.cut
     into.unasked = into.unasked or piece.unasked
     into.discovered.update(piece.discovered)
+    into.parity_device += piece.parity_device
+    into.parity_judged += piece.parity_judged
+    into.parity_disagreed += piece.parity_disagreed
+    into.parity_off = into.parity_off or piece.parity_off
+    add_compile(into.compile, piece.compile)
     into.unsupported_reason = into.unsupported_reason or piece.unsupported_reason
     rng = random.Random(into.cases)
     for rec in piece.records:
@@ -340,7 +346,7 @@ class _Serial:
 
                 pool = sanitized_pool(opts.sanitize)
             else:
-                pool = WorkerPool()
+                pool = WorkerPool(compile_ahead=opts.compile_ahead)
         self.pool = pool
 
     def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
@@ -375,7 +381,25 @@ class _Serial:
 _child: dict[str, Any] = {}
 
 
-def _child_init(events: Any, device_queue: Any, sanitize: str | None) -> None:
+def _ahead_share(compile_ahead: int | str | None, jobs: int) -> str | None:
+    """Each of ``jobs`` fuzzing processes' compile-ahead processes, as ``FUZZKERN_AHEAD``:
+    ``compile_ahead`` (or the host's default, the cores but one) split between them; None:
+    ``FUZZKERN_AHEAD`` is set already and none was given.
+
+    >>> _ahead_share(15, 4), _ahead_share("off", 4), _ahead_share(2, 4)
+    ('3', '0', '0')
+    """
+    from fuzzkern.execution import ahead
+
+    if compile_ahead is None:
+        if ahead.AHEAD_ENV in os.environ:
+            return None
+        return str(max(0, (ahead.default_size() + 1) // jobs - 1))
+    return str(ahead.size_of(compile_ahead) // jobs)
+
+
+def _child_init(events: Any, device_queue: Any, sanitize: str | None,
+                ahead_share: str | None = None) -> None:
     import signal
 
     from fuzzkern.execution.pool import die_with_parent
@@ -395,6 +419,10 @@ def _child_init(events: Any, device_queue: Any, sanitize: str | None) -> None:
             env["CUDA_VISIBLE_DEVICES"] = str(device_queue.get(timeout=10))
         except queue_module.Empty:  # pragma: no cover
             pass
+    if ahead_share is not None:
+        from fuzzkern.execution import ahead
+
+        env[ahead.AHEAD_ENV] = ahead_share
     if sanitize:
         from fuzzkern.execution.sanitizer import sanitized_pool
 
@@ -448,7 +476,8 @@ class _Parallel:
                 device_queue.put(devices[i % len(devices)])
         self.executor = ProcessPoolExecutor(
             max_workers=jobs, mp_context=ctx, initializer=_child_init,
-            initargs=(self.events, device_queue, opts.sanitize))
+            initargs=(self.events, device_queue, opts.sanitize,
+                      _ahead_share(opts.compile_ahead, jobs)))
 
     def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
                   finish: Callable[[_Slot, TargetResult], None]) -> None:
