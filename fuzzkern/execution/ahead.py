@@ -53,6 +53,8 @@ MOST_AHEAD = 96
 #: Triton options an autotune config sets
 CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 _INTS = ("i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64")
+#: the float dtypes a dtype neighbour retypes pointers between: torch's name, Triton's
+FLOATS = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 _DIVISIBLE = ["tt.divisibility", 16]
 
 
@@ -253,10 +255,17 @@ def _flips(spec: Spec) -> list[Spec]:
     return out
 
 
+def _with_dtype(spec: Spec, old: str, new: str) -> Spec | None:
+    """``spec`` with every pointer to ``old`` (Triton's name: ``fp16``) one to ``new``."""
+    signature = {k: "*" + new if v == "*" + old else v for k, v in spec.signature.items()}
+    return None if signature == dict(spec.signature) else replace(spec, signature=signature)
+
+
 def neighbours(spec: Spec, *, configs: tuple[Any, ...] = (), config: Any = None,
                bound: Mapping[str, Any] | None = None, heuristics: tuple[Any, ...] = (),
                choices: Mapping[str, Sequence[Any]] | None = None,
-               drawn: Mapping[str, Any] | None = None, flips: bool = True,
+               drawn: Mapping[str, Any] | None = None, dtype: str | None = None,
+               dtypes: Sequence[str] = (), flips: bool = True,
                most: int | None = None) -> list[Spec]:
     """The specializations a search is likely to need after ``spec``, most likely first, at
     most ``most`` (None: all), ``spec`` itself left out:
@@ -266,6 +275,9 @@ def neighbours(spec: Spec, *, configs: tuple[Any, ...] = (), config: Any = None,
     - ``choices``/``drawn``: the target's compile options and this case's drawn values
       (:attr:`fuzzkern.target.declare.Target.compile_options`): every other value of an
       option the launch took from the case (an autotune config's own options win);
+    - ``dtype``/``dtypes``: the case's float dtype and the others its target draws (Triton's
+      names): every pointer to ``dtype`` retyped to each other (:func:`_with_dtype`; the
+      heuristics and the host's choices for that dtype are not worked out again);
     - ``flips``: each pointer's or int's divisibility by 16 flipped (:func:`_flips`)."""
     bases = [spec]
     for c in configs:
@@ -282,6 +294,8 @@ def neighbours(spec: Spec, *, configs: tuple[Any, ...] = (), config: Any = None,
             continue  # the config sets it: the drawn value never applies
         out += [replace(b, options={**b.options, name: v})
                 for b in bases for v in values if v != drawn[name]]
+    if dtype is not None:
+        out += [s for s in (_with_dtype(spec, dtype, d) for d in dtypes if d != dtype) if s]
     if flips:
         out += _flips(spec)
     seen = {key_of(spec)}
@@ -442,6 +456,7 @@ class _Case:
 
     ref: str | None = None
     drawn: Mapping[str, Any] | None = None
+    inputs: Mapping[str, Any] | None = None
 
 
 _case = _Case()
@@ -457,6 +472,35 @@ def begin_case(ref: str, case_json: Mapping[str, Any]) -> None:
     _case.ref = ref
     drawn = case_json.get("compile") if isinstance(case_json, Mapping) else None
     _case.drawn = dict(drawn) if isinstance(drawn, Mapping) else None
+    inputs = case_json.get("inputs") if isinstance(case_json, Mapping) else None
+    _case.inputs = inputs if isinstance(inputs, Mapping) else None
+
+
+def dtype_choices(target: Any, inputs: Mapping[str, Any] | None) -> tuple[str | None,
+                                                                          tuple[str, ...]]:
+    """The one float dtype a case (its JSON ``inputs``) drew for the tensors whose dtype the
+    target draws, and the other float dtypes the target draws for them, in Triton's names;
+    (None, ()) when the case drew none or several."""
+    from fuzzkern.strategies._internal.dtypes import DEFAULT_DTYPES
+
+    tensors = getattr(getattr(target, "inputs", None), "tensors", None) or {}
+    drawn: set[str] = set()
+    others: set[str] = set()
+    for name, strategy in tensors.items():
+        if getattr(strategy, "dtype_of", None):
+            continue  # follows another input's dtype
+        arg = getattr(strategy, "_dtypes_arg", None)
+        names = DEFAULT_DTYPES if arg is None else arg
+        entry = (inputs or {}).get(name)
+        got = entry.get("tensor", {}).get("dtype") if isinstance(entry, Mapping) else None
+        if not isinstance(names, (list, tuple)) or len(names) < 2 or got not in FLOATS:
+            continue
+        drawn.add(got)
+        others |= {n for n in names if n in FLOATS}
+    if len(drawn) != 1:
+        return None, ()
+    (got,) = drawn
+    return FLOATS[got], tuple(FLOATS[n] for n in sorted(others) if n != got)
 
 
 def _reaches(obj: Any, fn: Any) -> bool:
@@ -489,13 +533,16 @@ def launch_context(fn: Any, frame: Any) -> tuple[Any, tuple[Any, ...], dict[str,
     return None, tuple(reversed(heuristics)), bound
 
 
-def _choices(ref: str | None) -> Mapping[str, Sequence[Any]] | None:
+def _drawn_choices(ref: str | None) -> tuple[Mapping[str, Sequence[Any]] | None, str | None,
+                                              tuple[str, ...]]:
+    """The target's compile options, the case's float dtype and the target's others."""
     if ref is None:
-        return None
+        return None, None, ()
     try:
-        return _target(ref).compile_options
+        target = _target(ref)
+        return (target.compile_options, *dtype_choices(target, _case.inputs))
     except Exception:
-        return None
+        return None, None, ()
 
 
 def capture(fn: Any, signature: Any, device: Any, constexprs: Any, options: Any,
@@ -512,9 +559,10 @@ def capture(fn: Any, signature: Any, device: Any, constexprs: Any, options: Any,
     _known.add(key)
     autotuner, heuristics, bound = launch_context(fn, frame)
     config = getattr(autotuner, "best_config", None) if autotuner is not None else None
+    choices, dtype, dtypes = _drawn_choices(_case.ref)
     more = neighbours(spec, configs=tuple(getattr(autotuner, "configs", None) or ()),
-                      config=config, bound=bound, heuristics=heuristics,
-                      choices=_choices(_case.ref), drawn=_case.drawn)
+                      config=config, bound=bound, heuristics=heuristics, choices=choices,
+                      drawn=_case.drawn, dtype=dtype, dtypes=dtypes)
     env = dict(get_cache_invalidating_env_vars())
     jobs: list[dict[str, Any]] = []
     for s in more:

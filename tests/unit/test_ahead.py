@@ -359,3 +359,20 @@ def test_a_kernel_launched_with_the_drawn_warps_asks_for_the_other_drawn_values(
     ((_, jobs),) = sent
     # the target's compile options (the default: num_warps in 4, 1, 2, 8), then the flips
     assert [j["options"]["num_warps"] for j in jobs] == [1, 2, 8, 4, 4, 4]
+
+
+def test_dtype_neighbours_retype_the_pointers_of_the_drawn_dtype():
+    from fuzzkern.target import loader
+
+    (lt,) = loader.load(f"{aj.TARGETS}::double_any")
+    case = {"inputs": {"x": {"tensor": {"dtype": "float16"}},
+                       "y": {"tensor": {"dtype": "float16"}}}}
+    assert ahead.dtype_choices(lt.target, case["inputs"]) == ("fp16", ("bf16", "fp32"))
+    (fixed,) = loader.load(f"{aj.TARGETS}::double_target")  # float32 only: nothing to vary
+    assert ahead.dtype_choices(fixed.target, case["inputs"]) == (None, ())
+    _, module = aj.loaded()
+    spec = ahead.replace(aj.broken_spec(module, 16), signature={
+        "x_ptr": "*fp16", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"})
+    more = ahead.neighbours(spec, dtype="fp16", dtypes=("bf16", "fp32"), flips=False)
+    assert [(s.signature["x_ptr"], s.signature["out_ptr"]) for s in more] == [
+        ("*bf16", "*fp32"), ("*fp32", "*fp32")]

@@ -46,3 +46,15 @@ def _broken_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def double_sum(x, y):
+    return double(x + y)
+
+
+double_any = fuzzkern.Target(
+    launcher=double_sum, reference=lambda x, y: 2 * (x + y),
+    inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32", "float16", "bfloat16"]),
+                      y=fks.tensors(("N",), dtype_of="x")),
+    dims={"N": fks.sizes(min_value=1, max_value=300)},
+)
