@@ -549,8 +549,12 @@ def _locate(fn: Any, root: str) -> dict[str, Any] | None:
             "file": os.path.abspath(file) if file else None, "file_relative": _relative(file, root)}
 
 
-def _autotuner_locations(target: Target, case: Case, root: str) -> list[dict[str, Any]]:
-    """For each forced autotune config: where the Autotuner object lives and the config."""
+def _autotuner_locations(target: Target, case: Case, root: str,
+                         outcome: Outcome | None = None) -> list[dict[str, Any]]:
+    """For each forced autotune config: where the Autotuner object lives and the config. A
+    kernel the launcher's code does not name (reached at run time: a library's launch
+    wrapper) has only its index, its config count from the outcome's ``config_counts`` and
+    ``"reached": "at run time"``; it is forced by name when the case runs again."""
     from fuzzkern.introspect import autotuners_of, config_description, kernel_name
 
     out = []
@@ -562,6 +566,8 @@ def _autotuner_locations(target: Target, case: Case, root: str) -> list[dict[str
         at = found.get(name)
         loc: dict[str, Any] = {"kernel": name, "index": index}
         if at is None:
+            count = _run_time_count(outcome, name)
+            loc.update({"count": count} if count else {}, reached="at run time")
             out.append(loc)
             continue
         loc["count"] = len(at.configs)
@@ -584,6 +590,15 @@ def _autotuner_locations(target: Target, case: Case, root: str) -> list[dict[str
     return out
 
 
+def _run_time_count(outcome: Outcome | None, kernel: str) -> int | None:
+    """How many configs ``kernel`` has, as a mode of ``outcome`` reported it."""
+    for m in (outcome.modes.values() if outcome is not None else ()):
+        n = (m.detail.get("config_counts") or {}).get(kernel)
+        if isinstance(n, int):
+            return n
+    return None
+
+
 def _wraps(v: Any, at: Any) -> bool:
     for _ in range(16):
         if v is at:
@@ -594,13 +609,14 @@ def _wraps(v: Any, at: Any) -> bool:
     return False
 
 
-def target_info(target: Target, case: Case, root: str) -> dict[str, Any]:
+def target_info(target: Target, case: Case, root: str,
+                outcome: Outcome | None = None) -> dict[str, Any]:
     """What a standalone script needs to know about the target besides the case."""
     t = target
     return {
         "launcher": _locate(t.launcher, root),
         "reference": _locate(t.reference, root),
-        "autotuners": _autotuner_locations(t, case, root),
+        "autotuners": _autotuner_locations(t, case, root, outcome),
         "inplace": list(t.inplace_names),
         "clobbers": list(t.clobber_names),
         "reduction": t.reduction,
@@ -722,7 +738,7 @@ def _new_entry(eid: str, root: str, target_id: str, ref: str, case: Case, outcom
         verdict=outcome.verdict, message=outcome.message, case=case, outcome=outcome,
         modes=tuple(modes), explanations=list(explanations), inputs=inputs,
         environment=environment(outcome),
-        target=target_info(target, case, root) if target is not None else {},
+        target=target_info(target, case, root, outcome) if target is not None else {},
         shrunk=shrunk, flaky=flaky, options={
             "debug": bool(debug),
             **{k: v for k, v in (run_options or {}).items() if k in _REPLAY_OPTIONS},
@@ -1014,9 +1030,9 @@ def signature_problems(target: Target, case: Case) -> list[str]:
         except Exception:  # pragma: no cover
             counts = {}
         for kernel, index in case.configs.items():
-            if kernel not in counts:
-                problems.append(f"the launcher no longer uses autotuned kernel {kernel!r}")
-            elif not 0 <= index < counts[kernel]:
+            # a kernel the launcher's code does not name may be reached at run time (a
+            # library's launch wrapper): the run checks its index (ForcedConfigError)
+            if kernel in counts and not 0 <= index < counts[kernel]:
                 problems.append(f"autotuned kernel {kernel!r} has {counts[kernel]} config(s), "
                                 f"not config {index}")
     return problems

@@ -3,6 +3,7 @@ launch wrapper, an ``autograd.Function``): the first case runs each with its fir
 config and reports it (``configs_used``, ``config_counts``); from then on the target's cases
 draw a config index for it, so configs vary across cases, and a case forces the one it drew."""
 
+import dataclasses
 import os
 
 from fuzzkern.execution.pool import WorkerPool
@@ -52,3 +53,20 @@ def test_the_search_discovers_the_kernel_and_varies_its_config(monkeypatch):
     assert result.discovered == {"_copy": 3}
     assert seen[0] == 0  # the first case: no config drawn, the first pruned one ran
     assert set(seen[1:]) == {0, 1, 2}, seen  # then drawn, and forced as drawn
+
+
+def test_a_corpus_entry_forces_the_discovered_kernels_config(tmp_path):
+    from fuzzkern.corpus import store
+    from fuzzkern.execution.runner import run_case
+
+    lt = _loaded()
+    (case,) = engine.draw_cases(lt.target, 1)
+    case = dataclasses.replace(case, configs={"_copy": 2})
+    outcome = run_case(lt.target, case, {"modes": ["interpret"]})
+    assert outcome.verdict == "pass", outcome.message
+    assert outcome.modes["interpret"].detail["configs_used"] == {"_copy": 2}  # as forced
+    assert store.signature_problems(lt.target, case) == []  # not a kernel "no longer used"
+    path = store.save(str(tmp_path), lt.target.id, lt.ref, case, outcome, modes=["interpret"],
+                      target=lt.target)
+    assert store.load(path).target["autotuners"] == [
+        {"kernel": "_copy", "index": 2, "count": 3, "reached": "at run time"}]
