@@ -213,9 +213,9 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             # inputs, as alone, and fails there as alone if it must
             block = None
 
-    if block is not None and use_device(ones[0][1].run.target, options, device):
-        with stage("reference"):
-            _twins(block, [inputs for _, inputs in placed], [one for _, one in ones])
+    if block is not None:
+        _twins(block, [inputs for _, inputs in placed], [one for _, one in ones], options,
+               device)
     launched: list[tuple[int, OnDevice, float]] = []
     held = block.device.numel() if block is not None else 0
     # placed inputs: the launches share one scope of poisoned allocations and forced configs
@@ -277,7 +277,21 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             if got is not None:
                 pending.append(got)
         if pending:
-            _decide(pending, results, parity, outcome_of)
+            try:
+                _decide(pending, results, parity, outcome_of)
+            except Exception as e:  # the device path failed: the batch decided as before it
+                if not any(p.device for p in pending):
+                    raise
+                parity.off = parity.off or f"the batch's device references failed: {_said(e)}"
+                for p in pending:
+                    results.pop(p.k, None)
+                cpu = [_Pending(p.k, p.one, exp, mag, False)
+                       for p, (exp, mag) in zip(pending, _cpu_refs(pending), strict=True)
+                       if exp is not None]
+                for p, ok in zip(cpu, _passes(cpu, [(p.expected, p.magnitude) for p in cpu]),
+                                 strict=True):
+                    if ok:
+                        results[p.k] = None
 
     passed = 0
     others: dict[str, int] = {}
@@ -306,16 +320,36 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
     return passed, None, others, launched[-1][0]
 
 
-def _twins(block: Block, placed: list[Any], ones: list[OnDevice]) -> None:
-    """Give each variant its inputs on the device as placed, for its reference there
+def _twins(block: Block, placed: list[Any], ones: list[OnDevice], options: Mapping[str, Any],
+           device: Any) -> None:
+    """Where the batch's references run on the device (:func:`fuzzkern.execution.references.
+    use_device`), give each variant its inputs there as placed, for its reference
     (:attr:`fuzzkern.execution.runner._Run.device_base`): views into one copy of the block,
     made before any launch (a launch may write into its inputs, in place or by mistake); a
-    tensor outside the block (a plain copy of its own) copied alone."""
-    copy = block.device.clone()
-    for one, inputs in zip(ones, placed, strict=True):
-        one.run.device_base = {
-            name: twin(view, block.device, copy) if name in inputs.zones else view.clone()
-            for name, view in inputs.views.items()}
+    tensor outside the block (a plain copy of its own) copied alone. Anything that fails here
+    (out of memory, say) leaves the batch to the CPU's references, and the target too, with
+    the reason said once (``Parity.off``)."""
+    target = ones[0].run.target
+    parity = parity_of(target)
+    try:
+        if not use_device(target, options, device):
+            return
+        with stage("reference"):
+            copy = block.device.clone()
+            bases = [{name: twin(view, block.device, copy) if name in inputs.zones
+                      else view.clone() for name, view in inputs.views.items()}
+                     for inputs in placed]
+    except Exception as e:
+        parity.off = parity.off or ("the inputs could not be copied for the device's "
+                                    f"references: {_said(e)}")
+        return
+    for one, base in zip(ones, bases, strict=True):
+        one.run.device_base = base
+
+
+def _said(e: BaseException) -> str:
+    """An exception in one line, for :attr:`fuzzkern.execution.references.Parity.off`."""
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]
 
 
 @dataclass
@@ -403,10 +437,15 @@ def _decide(pending: list[_Pending], results: dict[int, ModeResult | None], pari
             results[pending[j].k] = None
 
 
+def _cpu_refs(pending: list[_Pending]) -> list[tuple[Any, Any]]:
+    """Each variant's CPU reference and magnitude (None, None where it raises)."""
+    with stage("reference"):
+        return [(p.one.run.reference(), p.one.run._magnitude) for p in pending]
+
+
 def _cpu_passes(pending: list[_Pending]) -> list[bool]:
     """:func:`_passes` of ``pending`` with their CPU references (False where it raises)."""
-    with stage("reference"):
-        refs = [(p.one.run.reference(), p.one.run._magnitude) for p in pending]
+    refs = _cpu_refs(pending)
     ok = _passes([p for p, (e, _) in zip(pending, refs, strict=True) if e is not None],
                  [r for r in refs if r[0] is not None])
     it = iter(ok)

@@ -171,8 +171,8 @@ def batched(runs: Sequence[Any]) -> bool:
             raise TypeError("a stacked reference returns tensors only")
         return tuple(got)
 
-    stacked = [_stacked([run.device_base[n] for run in runs]) for n in names]
     try:
+        stacked = [_stacked([run.device_base[n] for run in runs]) for n in names]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # vmap's "no batching rule: a for-loop" notes
             expected = vmap(one)(*stacked)

@@ -310,3 +310,41 @@ def test_the_target_and_the_run_choose_together_and_cpu_wins():
     assert references.choice(auto, {"reference_device": "device"}) == "device"
     got = run_variants(on_cpu, _case(), DEVICE, 1e9, 10, device=CPU)
     assert got["ran"] == 10 and "parity" not in got
+
+
+def _out_of_memory(*args, **kwargs):
+    raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore text")
+
+
+@pytest.mark.parametrize("where", ["twin", "decide", "stacked"])
+def test_a_failure_of_the_device_path_leaves_the_batch_to_the_cpu_and_says_so(where,
+                                                                               monkeypatch):
+    # a fault injected where only the device path goes: the variants get the verdicts the
+    # CPU path gives them (no error verdict, no lost variant), and the reason is said
+    from fuzzkern.execution import batch
+
+    targets = [_target(f"t.{where}.{launcher.__name__}", launcher, lambda x: 2 * x)
+               for launcher in (_double, _drops_large)]
+    before = [run_variants(t, _case(), HOST, 1e9, 40, device=CPU) for t in targets]
+    if where == "twin":
+        monkeypatch.setattr(batch, "twin", _out_of_memory)
+    elif where == "decide":  # the fast path fails where a reference was the device's
+        passes = batch._passes
+
+        def fails_on_device(pending, refs):
+            if any(p.device for p in pending):
+                _out_of_memory()
+            return passes(pending, refs)
+
+        monkeypatch.setattr(batch, "_passes", fails_on_device)
+    else:
+        monkeypatch.setattr(references, "_stacked", _out_of_memory)
+    for target, theirs in zip(targets, before, strict=True):
+        ours = run_variants(target, _case(), DEVICE, 1e9, 40, device=CPU)
+        assert _strip(ours) == _strip(theirs)
+        if where == "stacked":  # each variant's reference alone, on the device still
+            assert references.parity_of(target).stacked is False
+            assert ours["parity"]["device"] >= 1 and "off" not in ours["parity"]
+        else:
+            assert "CUDA out of memory. Tried to allocate 2.00 GiB" in ours["parity"]["off"]
+            assert "more text" not in ours["parity"]["off"]
