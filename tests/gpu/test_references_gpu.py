@@ -71,8 +71,9 @@ def test_liger_targets_judge_the_same_with_device_references(monkeypatch):
     for lt in loader.load(LIGER):
         if "compiled" not in lt.target.modes:
             continue
-        totals[lt.ref.split(":")[-1]] = _both_ways(lt, engine.draw_cases(lt.target, 2), 16,
-                                                   monkeypatch, against_cpu=False)
+        # one case each (the second drawn: the first is the simplest), within 10 minutes
+        totals[lt.ref.split(":")[-1]] = _both_ways(lt, engine.draw_cases(lt.target, 2)[1:],
+                                                   16, monkeypatch, against_cpu=False)
     print(totals)
     assert totals
     # every target whose variants passed their first batch decided on the device
