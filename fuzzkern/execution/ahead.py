@@ -358,19 +358,38 @@ def lock_path(key: str, folder: str | None = None) -> str | None:
     return os.path.join(folder, key + ".lock") if folder else None
 
 
+#: seconds a worker waits at most for a compile process compiling what it needs (then it
+#: compiles it itself)
+WAIT_AHEAD = 120.0
+
+
 @contextlib.contextmanager
-def held(key: str, exclusive: bool) -> Iterator[None]:
-    """The lock of ``key`` held for the block (exclusive: a compile process compiling it;
-    shared: a worker waiting until that compile ends). Without a lock folder, nothing."""
+def held(key: str, exclusive: bool, wait: float = WAIT_AHEAD) -> Iterator[bool]:
+    """The lock of ``key`` for the block (exclusive: a compile process compiling it; shared:
+    a worker waiting, at most ``wait`` seconds, until that compile ends); yields whether it
+    is held. Without a lock folder, nothing is locked."""
     path = lock_path(key)
     if path is None:
-        yield
+        yield False
         return
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
+        if exclusive:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield True
+            return
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.01)
+        yield True
     finally:
         os.close(fd)
 
@@ -468,8 +487,9 @@ _send: Callable[..., None] | None = None
 
 
 def begin_case(ref: str, case_json: Mapping[str, Any]) -> None:
-    """In a worker, before a case: its target's reference and its drawn compile options."""
-    _case.ref = ref
+    """In a worker, before a case: its target's reference, its drawn compile options and
+    its inputs (never raises: what it cannot read is left out)."""
+    _case.ref = ref if isinstance(ref, str) else None
     drawn = case_json.get("compile") if isinstance(case_json, Mapping) else None
     _case.drawn = dict(drawn) if isinstance(drawn, Mapping) else None
     inputs = case_json.get("inputs") if isinstance(case_json, Mapping) else None
@@ -578,12 +598,19 @@ def capture(fn: Any, signature: Any, device: Any, constexprs: Any, options: Any,
     return key, jobs
 
 
-def install(send: Callable[..., None] | None = None) -> None:
+def install(send: Callable[..., None] | None = None) -> bool:
     """In a worker: capture every compilation from now on and ask for its neighbours ahead
     (``send("ahead", jobs)``; default: the event channel to the parent); a compilation of a
     specialization asked for ahead waits for the compile process compiling it, and when it
     is then served from the cache, ``send("ahead-served", 1)``. Installed once; a failure
-    to derive never touches the compilation."""
+    to derive never touches the compilation. Whether it is installed (never raises)."""
+    try:
+        return _install(send)
+    except Exception:
+        return False
+
+
+def _install(send: Callable[..., None] | None) -> bool:
     global _send
     from triton.runtime.jit import JITFunction
 
@@ -591,8 +618,10 @@ def install(send: Callable[..., None] | None = None) -> None:
 
     _send = send or progress.notify
     do_compile = JITFunction.__dict__.get("_do_compile")
-    if do_compile is None or getattr(do_compile, "_fuzzkern_ahead", False):
-        return
+    if do_compile is None:
+        return False
+    if getattr(do_compile, "_fuzzkern_ahead", False):
+        return True
 
     @functools.wraps(do_compile)
     def ahead(self: Any, key: Any, signature: Any, device: Any, constexprs: Any, options: Any,
@@ -612,6 +641,7 @@ def install(send: Callable[..., None] | None = None) -> None:
 
     ahead._fuzzkern_ahead = True  # type: ignore[attr-defined]
     JITFunction._do_compile = ahead  # type: ignore[method-assign]
+    return True
 
 
 def _served(key: str, compile_now: Callable[[], Any]) -> Any:
@@ -620,10 +650,15 @@ def _served(key: str, compile_now: Callable[[], Any]) -> Any:
     from fuzzkern.execution import compiled, progress
 
     with progress.compile_phase():
-        with held(key, exclusive=False):
+        hits: int | None = None
+        try:
+            with held(key, exclusive=False):
+                pass
+            hits = compiled.counter.cache_hits
+        except Exception:  # no lock to wait on: compile as without compiling ahead
             pass
-        hits = compiled.counter.cache_hits
         result = compile_now()
-        if compiled.counter.cache_hits > hits and _send is not None:
-            _send("ahead-served", 1)
+        if hits is not None and compiled.counter.cache_hits > hits and _send is not None:
+            with contextlib.suppress(Exception):
+                _send("ahead-served", 1)
     return result

@@ -26,6 +26,7 @@ finishing programs is ``slow``. A case that reports nothing is a ``hang`` at the
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -359,9 +360,10 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     import fuzzkern.execution.runner  # noqa: F401  (imported once, before the first case)
 
     progress._channel = conn.send
-    compiling_ahead = ahead.size_of(env.get(ahead.AHEAD_ENV, "0")) > 0
-    if compiling_ahead:
-        ahead.install()
+    try:  # a worker that cannot capture its compilations runs its cases as without
+        compiling_ahead = ahead.size_of(env.get(ahead.AHEAD_ENV, "0")) > 0 and ahead.install()
+    except ValueError:
+        compiling_ahead = False
     capture = _Capture().start()
     while True:
         try:
@@ -631,10 +633,12 @@ class AheadPool:
                 r = self._results.get(timeout=0.2)
             except queue.Empty:
                 continue
-            except (EOFError, OSError, ValueError):  # closed under us
+            except Exception:  # closed under us
                 return
+            if not isinstance(r, dict):
+                continue
             with self._lock:
-                self.seconds += float(r.get("seconds", 0.0))
+                self.seconds += float(r.get("seconds", 0.0) or 0.0)
                 if r.get("ok"):
                     self.compiled += 1
                     self.cached += bool(r.get("cached"))
@@ -669,16 +673,19 @@ class AheadPool:
         """Kill the compile processes and what they started; nothing waits for a compile."""
         self._closed = True
         for p in self._procs:
-            if p.is_alive() and p.pid is not None:
-                end_descendants(p.pid)
-                p.kill()
+            with contextlib.suppress(Exception):
+                if p.is_alive() and p.pid is not None:
+                    end_descendants(p.pid)
+                    p.kill()
         for p in self._procs:
-            p.join(5)
+            with contextlib.suppress(Exception):
+                p.join(5)
         self._procs = []
         for q in (self._jobs, self._results):
             if q is not None:
-                q.cancel_join_thread()
-                q.close()
+                with contextlib.suppress(Exception):
+                    q.cancel_join_thread()
+                    q.close()
         self._jobs = self._results = None
         if self._thread is not None:
             self._thread.join(2)
@@ -735,6 +742,8 @@ class WorkerPool:
         self.compiles = 0
         #: compilations the worker found in the disk cache, compiled ahead
         self.served_ahead = 0
+        #: why compiling ahead stopped, if it did (a failure of its own, never a case's)
+        self.ahead_stopped: str | None = None
         self.worker_factory = worker_factory or Worker
         self._worker: Any = None
         self.restarts = 0
@@ -811,7 +820,9 @@ class WorkerPool:
             elif self.stop_at is not None and now >= self.stop_at:
                 self._account(clock, now)
                 self.replace()
-                raise StopTime
+                # what the case had compiled: the engine's note on a first case cut short
+                raise StopTime(clock.compiles, round(clock.compiled(now), 3),
+                               clock.compiling_since is not None)
             stop = clock.check(now)
             if stop is not None:
                 verdict, message, detail = stop
@@ -839,7 +850,10 @@ class WorkerPool:
         kind = event[0] if isinstance(event, (list, tuple)) and event else None
         if kind == "ahead":
             if self.ahead is not None and isinstance(event[1], list):
-                self.ahead.submit(event[1])
+                try:
+                    self.ahead.submit(event[1])
+                except Exception as e:  # never a case's problem: compiling ahead stops
+                    self._stop_ahead(f"{type(e).__name__}: {e}")
             return
         if kind == "ahead-served":
             self.served_ahead += int(event[1])
@@ -847,6 +861,14 @@ class WorkerPool:
         if kind == "variant":  # the clock starts again: what the last case waited counts now
             self._account(clock, now)
         clock.event(event, now)
+
+    def _stop_ahead(self, why: str) -> None:
+        """Compiling ahead stops for the rest of the pool's life; ``compile_stats`` says why."""
+        if self.ahead is not None:
+            self.ahead_stopped = (f"compiling ahead stopped: {why}; cases compile in their "
+                                  "worker as without it")
+            with contextlib.suppress(Exception):
+                self.ahead.close()
 
     def _account(self, clock: CaseClock, now: float) -> None:
         """Count what the clock compiled since it was last counted."""
@@ -862,8 +884,12 @@ class WorkerPool:
         many of the worker's compilations were served from what was compiled ahead."""
         done = self.ahead.stats() if self.ahead is not None else None
         work = self.compile_wait + (done["seconds"] if done else 0.0)
-        return {"compile_wait": round(self.compile_wait, 3), "compile_work": round(work, 3),
-                "compiles": self.compiles, "served_ahead": self.served_ahead, "ahead": done}
+        out: dict[str, Any] = {
+            "compile_wait": round(self.compile_wait, 3), "compile_work": round(work, 3),
+            "compiles": self.compiles, "served_ahead": self.served_ahead, "ahead": done}
+        if self.ahead_stopped:
+            out["ahead_stopped"] = self.ahead_stopped
+        return out
 
     def _died(self, worker: Any, start: float, clock: CaseClock) -> Outcome:
         self._account(clock, time.monotonic())

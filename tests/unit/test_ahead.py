@@ -376,3 +376,32 @@ def test_dtype_neighbours_retype_the_pointers_of_the_drawn_dtype():
     more = ahead.neighbours(spec, dtype="fp16", dtypes=("bf16", "fp32"), flips=False)
     assert [(s.signature["x_ptr"], s.signature["out_ptr"]) for s in more] == [
         ("*bf16", "*fp32"), ("*fp32", "*fp32")]
+
+
+def test_a_worker_waits_for_a_compile_in_flight_at_most_a_while(tmp_path, monkeypatch):
+    monkeypatch.setenv(ahead.LOCKS_ENV, str(tmp_path))
+    with ahead.held("k", exclusive=True) as compiling:
+        assert compiling
+        start = time.monotonic()
+        with ahead.held("k", exclusive=False, wait=0.3) as waited:
+            assert waited is False and time.monotonic() - start >= 0.3
+    with ahead.held("k", exclusive=False) as waited:
+        assert waited is True
+
+
+def test_a_failure_of_compiling_ahead_stops_it_and_never_reaches_the_case(tmp_path,
+                                                                        monkeypatch):
+    from fuzzkern.execution.pool import CaseClock
+
+    pool = WorkerPool(compile_ahead=1)
+    try:
+        def refuse(jobs):
+            raise OSError("Resource temporarily unavailable")
+
+        monkeypatch.setattr(pool.ahead, "submit", refuse)
+        pool._event(["ahead", aj.other_config_jobs(str(tmp_path))], CaseClock(1.0), 0.0)
+        assert "compiling ahead stopped: OSError" in pool.compile_stats()["ahead_stopped"]
+    finally:
+        pool.close()
+    ahead.begin_case(None, "not a case")  # a worker's view of a case it cannot read: nothing
+    assert ahead._case.drawn is None and ahead._case.inputs is None
