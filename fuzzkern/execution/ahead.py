@@ -598,6 +598,10 @@ def capture(fn: Any, signature: Any, device: Any, constexprs: Any, options: Any,
     return key, jobs
 
 
+#: the parameters of ``JITFunction._do_compile`` after ``self``
+_DO_COMPILE = ("key", "signature", "device", "constexprs", "options", "attrs", "warmup")
+
+
 def install(send: Callable[..., None] | None = None) -> bool:
     """In a worker: capture every compilation from now on and ask for its neighbours ahead
     (``send("ahead", jobs)``; default: the event channel to the parent); a compilation of a
@@ -624,20 +628,20 @@ def _install(send: Callable[..., None] | None) -> bool:
         return True
 
     @functools.wraps(do_compile)
-    def ahead(self: Any, key: Any, signature: Any, device: Any, constexprs: Any, options: Any,
-              attrs: Any, warmup: Any) -> Any:
+    def ahead(self: Any, *args: Any, **kwargs: Any) -> Any:
         mine = None
-        try:
-            mine, jobs = capture(self, signature, device, constexprs, options, attrs,
+        try:  # (key, signature, device, constexprs, options, attrs, warmup), Triton 3.6-3.9
+            given = dict(zip(_DO_COMPILE, args, strict=False), **kwargs)
+            mine, jobs = capture(self, given["signature"], given["device"],
+                                 given["constexprs"], given["options"], given["attrs"],
                                  sys._getframe(1))
             if jobs and _send is not None:
                 _send("ahead", jobs)
         except Exception:
             pass
         if mine is None or mine not in _asked:
-            return do_compile(self, key, signature, device, constexprs, options, attrs, warmup)
-        return _served(mine, lambda: do_compile(self, key, signature, device, constexprs,
-                                                options, attrs, warmup))
+            return do_compile(self, *args, **kwargs)
+        return _served(mine, lambda: do_compile(self, *args, **kwargs))
 
     ahead._fuzzkern_ahead = True  # type: ignore[attr-defined]
     JITFunction._do_compile = ahead  # type: ignore[method-assign]

@@ -856,7 +856,8 @@ class WorkerPool:
                     self._stop_ahead(f"{type(e).__name__}: {e}")
             return
         if kind == "ahead-served":
-            self.served_ahead += int(event[1])
+            with contextlib.suppress(TypeError, ValueError, IndexError):
+                self.served_ahead += int(event[1])
             return
         if kind == "variant":  # the clock starts again: what the last case waited counts now
             self._account(clock, now)
