@@ -74,7 +74,14 @@ from fuzzkern.execution.compiled import (
     run_on_device,
 )
 from fuzzkern.execution.launching import checks_of
-from fuzzkern.execution.references import Parity, batched, parity_of, twin, use_device
+from fuzzkern.execution.references import (
+    Parity,
+    alone_on_device,
+    batched,
+    parity_of,
+    twin,
+    use_device,
+)
 from fuzzkern.execution.stages import stage
 from fuzzkern.judge import oracle
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
@@ -261,6 +268,9 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
                 and not options.get("flush_subnormals"):
             with stage("reference"):  # the batch's device references in one call
                 parity.stacked = batched(runs)
+        if runs and parity.stacked is False and not alone_on_device(runs[0], options):
+            for run in runs:  # small inputs, one reference each: the CPU's, as before
+                run.device_base = None
         for k, one, _ in launched:
             if time.perf_counter() - told > RETIME:
                 # a slow batch: its checks and reference are timed as the variant's own

@@ -25,8 +25,10 @@ The variants of a batch share their shapes, dtypes and scalars, so their referen
 **one call over the variants stacked** (:func:`batched`: ``torch.func.vmap`` of the reference
 over a leading dim, one set of device operations for the batch instead of one per variant);
 a reference that vmap cannot run (data-dependent control flow, autograd inside, random
-numbers) raises there, and each variant's reference then runs alone on the device, for that
-target from then on. The parity check compares the verdicts either way.
+numbers) raises there, and from then on each variant's reference of that target runs alone:
+on the device where its inputs hold :data:`ALONE_ELEMENTS` elements or more (or with
+``"device"``), on the CPU otherwise (a small reference's device operations cost a launch each,
+about what the CPU takes to compute them). The parity check compares the verdicts either way.
 
 Which reference (:func:`use_device`): the run option ``reference_device`` and the target's
 (``Target(reference_device=...)``; ``"cpu"`` where either says so), ``"auto"`` by default:
@@ -51,6 +53,9 @@ FIRST = 16
 EVERY = 32
 #: the values ``reference_device`` takes
 CHOICES = ("auto", "cpu", "device")
+#: a reference that cannot run stacked (:func:`batched`) runs on the device, variant by
+#: variant, only where a variant's inputs hold this many elements or more (``"auto"``)
+ALONE_ELEMENTS = 1 << 16
 
 
 @dataclass
@@ -125,6 +130,15 @@ def use_device(target: Any, options: Mapping[str, Any], device: Any) -> bool:
     if wanted == "cpu" or not target.upcast or parity_of(target).off is not None:
         return False
     return wanted == "device" or torch.device(device).type == "cuda"
+
+
+def alone_on_device(run: Any, options: Mapping[str, Any]) -> bool:
+    """Whether ``run``'s reference, when it cannot run stacked, runs alone on the device
+    (else on the CPU): with ``"device"``, or inputs of :data:`ALONE_ELEMENTS` elements or
+    more."""
+    if choice(run.target, options) == "device":
+        return True
+    return sum(t.numel() for t in run.device_base.values()) >= ALONE_ELEMENTS
 
 
 def widened(t: torch.Tensor) -> torch.Tensor:

@@ -348,3 +348,21 @@ def test_a_failure_of_the_device_path_leaves_the_batch_to_the_cpu_and_says_so(wh
         else:
             assert "CUDA out of memory. Tried to allocate 2.00 GiB" in ours["parity"]["off"]
             assert "more text" not in ours["parity"]["off"]
+
+
+def test_a_reference_that_cannot_stack_runs_alone_on_the_device_only_for_large_inputs(
+        monkeypatch):
+    # "auto" on a device that takes the device path (use_device stands in for CUDA here):
+    # small inputs' references that cannot run stacked go back to the CPU, large ones stay
+    from fuzzkern.execution import batch
+
+    monkeypatch.setattr(batch, "use_device", lambda target, options, device: True)
+    auto = {"modes": ["compiled"]}
+    small = _target("t.small", _double, _branches, dims=("N",))
+    got = run_variants(small, _case(), auto, 1e9, 12, device=CPU)
+    assert got["ran"] == 12 and "parity" not in got  # every reference the CPU's
+    assert references.parity_of(small).stacked is False
+    large = _target("t.large", _double, _branches, dims=("N",))
+    n = references.ALONE_ELEMENTS
+    got = run_variants(large, _case(shape=(n,)), auto, 1e9, 12, device=CPU)
+    assert got["ran"] == 12 and got["parity"]["device"] == 12
