@@ -473,7 +473,16 @@ def forced_configs(configs: Mapping[str, int] | None,
                                  getattr(self, "best_config", missing))
         self.nargs = dict(zip(self.arg_names, args, strict=False))
         try:
-            config, index, reset = choices.choose(self, args, kwargs)
+            try:
+                config, index, reset = choices.choose(self, args, kwargs)
+            except ForcedConfigError:
+                raise
+            except Exception as e:  # its own pruning failed: upstream's run decides, as before
+                for detail in details:
+                    detail.setdefault("autotune_fallback", f"{kernel_name(self)}: "
+                                      f"{type(e).__name__}: {e}")
+                own = next(c for c in type(self).__mro__ if c in originals)
+                return originals[own](self, *args, **kwargs)
             record_config(details, self, index)
             self.best_config = config
             full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}
