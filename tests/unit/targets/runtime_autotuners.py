@@ -85,6 +85,7 @@ def add_one(out):
 
 
 def copy(x):
+    x = x.contiguous()
     out = torch.empty_like(x)
     n = x.numel()
     _kernel("copy_kernel")[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
