@@ -294,6 +294,56 @@ def _assigned(body: list[ast.stmt]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _stored(node: ast.AST) -> set[str]:
+    """Names bound anywhere in ``node`` (a simple statement, a loop's or a with's target)."""
+    return {n.id for n in ast.walk(node)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def bound_before_loops(fn: ast.FunctionDef) -> dict[int, frozenset[str]]:
+    """For each ``for``/``while`` of ``fn`` (by ``id`` of its node), the names bound before it
+    as Triton's code generator scopes them, which is what makes a name loop-carried there: a
+    loop's body is a scope of its own (a name it binds first is gone after the loop), and after
+    an ``if`` only the names both arms bind remain (a compile-time condition keeps its taken arm's
+    names compiled too: those are left out here, so a check of them is missed, never invented).
+
+    >>> tree = ast.parse("def k(x):\\n for i in r:\\n  a = 1\\n for j in r:\\n  a = 2")
+    >>> sorted(sorted(v) for v in bound_before_loops(tree.body[0]).values())
+    [['x'], ['x']]
+    """
+    out: dict[int, frozenset[str]] = {}
+
+    def block(stmts: list[ast.stmt], bound: set[str]) -> set[str]:
+        bound = set(bound)
+        for st in stmts:
+            if isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
+                out[id(st)] = frozenset(bound)
+                inner = bound | (_stored(st.target) if isinstance(st, (ast.For, ast.AsyncFor))
+                                 else set())
+                block(st.body, inner)
+                block(st.orelse, bound)
+            elif isinstance(st, ast.If):
+                bound |= block(st.body, bound) & block(st.orelse, bound)
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
+                for item in st.items:
+                    if item.optional_vars is not None:
+                        bound |= _stored(item.optional_vars)
+                bound = block(st.body, bound)
+            elif isinstance(st, ast.Try):
+                bound = block(st.body, bound)
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.add(st.name)
+            else:
+                bound |= _stored(st)
+        return bound
+
+    a = fn.args
+    params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    params |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
+    block(fn.body, params)
+    return out
+
+
 def _call(name: str, args: list[ast.expr]) -> ast.Call:
     return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=args, keywords=[])
 
@@ -333,6 +383,17 @@ class _Transformer(_upstream_transformer()):  # type: ignore[misc]
     operators. A walrus inside keeps Python's semantics (thunks would rebind its target)."""
 
     _upstream_compare = hasattr(_upstream_transformer(), "visit_Compare")
+    #: :func:`bound_before_loops` of the function being rewritten
+    _bound: dict[int, frozenset[str]] = {}
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        outer = self._bound
+        self._bound = bound_before_loops(node)
+        try:
+            visit = getattr(super(), "visit_FunctionDef", None)
+            return visit(node) if visit is not None else self.generic_visit(node)
+        finally:
+            self._bound = outer
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         if len(node.targets) > 1:  # the code generator asserts one target: a compile error
@@ -359,11 +420,15 @@ class _Transformer(_upstream_transformer()):  # type: ignore[misc]
         """A loop over ``range``/``tl.range`` checks, after each iteration, what the compiler
         checks of its loop-carried variables (:func:`_fk_carried`); ``tl.static_range`` is
         unrolled compiled: no loop, nothing carried."""
+        bound = self._bound.get(id(node))  # before generic_visit rewrites the body
         node = self.generic_visit(node)
         func = node.iter.func if isinstance(node.iter, ast.Call) else None
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         target = node.target.id if isinstance(node.target, ast.Name) else None
-        names = tuple(n for n in _assigned(node.body) if n != target)
+        # carried: what the body reassigns of the names bound before the loop, as the code
+        # generator scopes them (a name an earlier loop's body bound is not one of them)
+        names = tuple(n for n in _assigned(node.body)
+                      if n != target and (bound is None or n in bound))
         if name == "static_range" or not names or _has_walrus(node):
             return node
         live = f"__fuzzkern_live_{node.lineno}_{node.col_offset}"

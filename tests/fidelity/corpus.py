@@ -615,6 +615,34 @@ case(name="loop_carried_type", construct="a loop-carried variable whose type the
      )(_carried_type_run)
 
 
+@triton.jit
+def _loop_local(x_ptr, out_ptr, n, B: tl.constexpr):
+    o = tl.arange(0, B)
+    acc = tl.zeros((B, B), tl.float32)
+    for _ in range(n):
+        a = tl.load(x_ptr + o)
+        acc += a[:, None]
+    for _ in range(n):
+        a = tl.load(x_ptr + o[:, None] * 0 + o[None, :])
+        acc += a
+    tl.store(out_ptr + o[:, None] * B + o[None, :], acc)
+
+
+def _loop_local_run(device: str) -> list[torch.Tensor]:
+    x = torch.arange(4, dtype=torch.float32, device=device)
+    out = torch.zeros(16, device=device)
+    _loop_local[(1,)](x, out, 2, B=4)
+    return [out]
+
+
+case(name="loop_local_name", construct="a name bound first in one loop's body and bound again, "
+     "with another type, in a later loop (a loop's body is a scope of its own compiled)",
+     upstream="runs", issue=None,
+     expected=lambda: [(2 * torch.arange(4.0)[:, None] + 2 * torch.arange(4.0)[None, :])
+                       .reshape(16)],
+     )(_loop_local_run)
+
+
 # -- low-precision dtypes as given (fuzzkern.execution.formats) -------------------------------
 
 

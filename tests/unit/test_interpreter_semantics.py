@@ -310,6 +310,29 @@ def _constexpr_reassigned(out_ptr, n, B: tl.constexpr):
     tl.store(out_ptr, B)
 
 
+@triton.jit
+def _loop_local(x_ptr, out_ptr, n, B: tl.constexpr):
+    o = tl.arange(0, B)
+    acc = tl.zeros((B, B), tl.float32)
+    for _ in range(n):
+        a = tl.load(x_ptr + o)  # a block of B: bound first in this loop's body
+        acc += a[:, None]
+    for _ in range(n):
+        a = tl.load(x_ptr + o[:, None] * 0 + o[None, :])  # a B x B block: another `a`
+        acc += a
+    tl.store(out_ptr + o[:, None] * B + o[None, :], acc)
+
+
+def test_a_name_an_earlier_loop_bound_is_not_carried_by_a_later_one():
+    # Triton's code generator scopes a loop's body: `a` of the first loop is gone after it, so
+    # the second loop's `a` is a new name there, not a loop-carried variable changing type.
+    x, out = torch.arange(4, dtype=torch.float32), torch.zeros(16)
+    with interpreter_mode():
+        _loop_local[(1,)](x, out, 2, B=4)
+    expected = 2 * x[:, None] + 2 * x[None, :]
+    assert out.view(4, 4).tolist() == expected.tolist()
+
+
 def test_a_loop_carried_variable_must_keep_its_type_as_compiled():
     x, out = torch.ones(4), torch.zeros(4)
     with interpreter_mode():
