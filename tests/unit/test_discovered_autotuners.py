@@ -70,3 +70,20 @@ def test_a_corpus_entry_forces_the_discovered_kernels_config(tmp_path):
                       target=lt.target)
     assert store.load(path).target["autotuners"] == [
         {"kernel": "_copy", "index": 2, "count": 3, "reached": "at run time"}]
+
+
+def test_autotune_benchmark_draws_no_config_and_a_wrong_value_is_refused(monkeypatch):
+    import pytest
+
+    import fuzzkern
+    from fuzzkern.errors import InvalidArgument
+
+    lt = _loaded()
+    monkeypatch.setitem(fk_inputs.DISCOVERED, lt.target.id, {"_copy": 3})
+    drawn = engine.draw_cases(lt.target, 20)
+    assert {c.configs.get("_copy") for c in drawn} == {0, 1, 2}
+    bench = dataclasses.replace(lt.target, autotune="benchmark")
+    assert all(c.configs == {} for c in engine.draw_cases(bench, 20))
+    with pytest.raises(InvalidArgument, match="autotune to be one of"):
+        fuzzkern.Target(launcher=lt.target.launcher, reference=lt.target.reference,
+                        inputs=lt.target.inputs, dims=lt.target.dims, autotune="fast")
