@@ -268,7 +268,8 @@ def _run_meta(run_info: dict[str, str] | None) -> str:
 def _failure_links(r: TargetResult, row: dict[str, Any]) -> str:
     """The summary's failures cell: each failure a link to its diagnosis."""
     if not r.failures:
-        return _e(r.error or r.skipped or "-")
+        return _e(r.error or (f"ran no case: {r.idle_reason()}" if r.idle else None)
+                  or r.skipped or "-")
     return ", ".join(f"<a href='#f-{_e(r.target_id)}-{k}'>{_e(f.outcome.verdict)}</a>"
                      for k, f in enumerate(r.failures))
 
