@@ -71,3 +71,23 @@ def test_fuzzkern_run_fuzzes_a_chunked_op_and_a_norm_from_the_example_file(tmp_p
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "fla.chunk_simple_gla" in done.stdout and "fla.layer_norm" in done.stdout
     assert "no cases" not in done.stdout
+
+
+#: the fla-core 0.6.0 bugs of docs/findings.md, each through its standalone reproducer
+FINDINGS = {
+    "logsumexp_strided": "logsumexp_fwd of a transposed",
+    "matmul_tanh_nan": "is nan, expected 1.0",
+    "delta_rule_strided_h0_grad": "non-contiguous initial state that requires grad raises",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FINDINGS))
+def test_each_upstream_bug_still_shows_through_its_reproducer(name):
+    script = os.path.join(ROOT, "examples", "fla", "repro", f"{name}.py")
+    env = {**os.environ, "REPRO_DEVICE": os.environ.get("FLA_REPRO_DEVICE", "cpu")}
+    done = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 1, (
+        f"{name}.py exited {done.returncode} (0: fixed upstream: update docs/findings.md)\n"
+        + done.stdout[-2000:] + done.stderr[-2000:])
+    assert "BUG: " in done.stdout and FINDINGS[name] in done.stdout, done.stdout
