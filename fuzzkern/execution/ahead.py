@@ -188,7 +188,9 @@ def job_of(spec: Spec, *, ref: str | None = None, env: Mapping[str, str] | None 
         constexprs = [[list(k), _encode(v)] for k, v in spec.constexprs.items()]
     except _NotPlain:
         return None
+    file = getattr(sys.modules.get(module), "__file__", None)
     return {"key": key_of(spec), "module": module, "qualname": qualname,
+            "file": file if isinstance(file, str) else None,
             "cache_key": fn.cache_key, "ref": ref, "signature": dict(spec.signature),
             "constexprs": constexprs, "attrs": [[list(k), v] for k, v in spec.attrs.items()],
             "options": dict(spec.options), "target": list(spec.target),
@@ -319,25 +321,56 @@ def _target(ref: str) -> Any:
     return loader.load_ref(ref)
 
 
-def resolve(module: str, qualname: str, ref: str | None = None) -> Any:
-    """The ``JITFunction`` named ``module:qualname``, imported again (a target file's module
-    through its target's reference ``ref``, loaded the way a worker loads it); autotuner and
-    heuristics wrappers are seen through."""
+def _import_file(module: str, file: str) -> Any:
+    """``file`` imported as module ``module``, its folder on ``sys.path`` (as the target
+    loader imports a target file)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(module, file)
+    if spec is None or spec.loader is None:
+        raise AheadError(f"Expected {file!r} to be a Python file, but it cannot be imported.")
+    folder = os.path.dirname(os.path.abspath(file))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[module]
+        raise
+    return mod
+
+
+def _module(module: str, ref: str | None, file: str | None) -> Any:
+    """Module ``module`` in this process: imported by name, else defined by loading the
+    target ``ref`` (a target file's module), else imported from the worker's ``file``."""
+    mod = sys.modules.get(module)
+    if mod is not None:
+        return mod
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        pass
+    if ref:
+        _target(ref)
+        mod = sys.modules.get(module)
+    if mod is None and file and file.endswith(".py") and os.path.isfile(file):
+        mod = _import_file(module, file)
+    if mod is None:
+        raise AheadError(f"Expected module {module!r} to be importable, to be defined by "
+                         f"loading target {ref!r} or to be file {file!r}, but it is none.")
+    return mod
+
+
+def resolve(module: str, qualname: str, ref: str | None = None,
+            file: str | None = None) -> Any:
+    """The ``JITFunction`` named ``module:qualname``, imported again (:func:`_module`: by
+    name, through its target's reference ``ref`` loaded the way a worker loads it, or from
+    the worker's ``file``); autotuner and heuristics wrappers are seen through."""
     from triton.runtime.jit import JITFunction
 
-    mod = sys.modules.get(module)
-    if mod is None:
-        try:
-            mod = importlib.import_module(module)
-        except ImportError:
-            if not ref:
-                raise AheadError(f"Expected module {module!r} to be importable, but it is "
-                                 "not, and no target reference was given to load it.") from None
-            _target(ref)
-            mod = sys.modules.get(module)
-    if mod is None:
-        raise AheadError(f"Expected loading {ref!r} to define module {module!r}, but it did "
-                         "not.")
+    mod = _module(module, ref, file)
     obj: Any = mod
     for part in qualname.split("."):
         obj = getattr(obj, part)
@@ -453,7 +486,7 @@ def compile_job(job: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"key": job.get("key"), "ok": False, "cached": False}
     try:
         with _environment(job.get("env") or {}, job.get("cache_dir")):
-            fn = resolve(job["module"], job["qualname"], job.get("ref"))
+            fn = resolve(job["module"], job["qualname"], job.get("ref"), job.get("file"))
             if fn.cache_key != job["cache_key"]:
                 raise AheadError(f"Expected {job['module']}:{job['qualname']} to hash as in "
                                  "the worker, but its source or globals differ here.")

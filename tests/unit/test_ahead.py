@@ -405,3 +405,28 @@ def test_a_failure_of_compiling_ahead_stops_it_and_never_reaches_the_case(tmp_pa
         pool.close()
     ahead.begin_case(None, "not a case")  # a worker's view of a case it cannot read: nothing
     assert ahead._case.drawn is None and ahead._case.inputs is None
+
+
+def test_compiling_ahead_between_a_real_worker_its_pool_and_the_compile_processes(tmp_path):
+    from fuzzkern.case.model import Case, Layout, TensorCase, Values
+    from fuzzkern.target import loader
+
+    (lt,) = loader.load(os.path.join(aj.HERE, "targets", "ahead_plumbing.py") + "::plumbing")
+    x = TensorCase.build((4,), "float32", Layout.contiguous(1), Values(seed=0))
+    pool = WorkerPool(env={"TRITON_CACHE_DIR": str(tmp_path / "cache")}, compile_ahead=2)
+    try:
+        first = pool.run(lt.ref, Case({"N": 4}, {"x": x, "INDEX": 0}).to_json(),
+                         {"modes": ["interpret"]}, 300)
+        assert first.verdict == "pass", first.message
+        assert pool.ahead is not None and pool.ahead.wait(600), pool.compile_stats()
+        asked = pool.compile_stats()
+        # configs 1-3 and three divisibility flips, compiled by the pool's processes
+        assert (asked["ahead"]["submitted"], asked["ahead"]["compiled"]) == (6, 6), asked["ahead"]
+        again = pool.run(lt.ref, Case({"N": 4}, {"x": x, "INDEX": 3}).to_json(),
+                         {"modes": ["interpret"]}, 300)
+        assert again.verdict == "pass", again.message
+        stats = pool.compile_stats()
+    finally:
+        pool.close()
+    assert stats["served_ahead"] == 1 and stats["compiles"] == 2, stats
+    assert stats["compile_work"] > stats["compile_wait"] > 0
