@@ -393,7 +393,7 @@ def lock_path(key: str, folder: str | None = None) -> str | None:
 
 #: seconds a worker waits at most for a compile process compiling what it needs (then it
 #: compiles it itself)
-WAIT_AHEAD = 120.0
+WAIT_AHEAD = 60.0
 
 
 @contextlib.contextmanager
