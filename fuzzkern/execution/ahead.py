@@ -3,19 +3,22 @@ other processes, on the host's idle cores, into Triton's on-disk cache; a case t
 of them later only loads it.
 
 Why: docs/scaling.md, "Compile ahead". In compiled mode a case that needs a new
-specialization (another autotune config, another drawn ``num_warps``, another divisibility of
-a dim or alignment of a pointer) waits while its worker compiles it, one kernel at a time.
+specialization (another autotune config, another drawn ``num_warps``, another dtype, another
+divisibility of a dim or alignment of a pointer) waits while its worker compiles it, one
+kernel at a time.
 The specializations a search draws next are mostly predictable from the one it needed now:
 
 - **in a worker** (:func:`install`): every compilation a kernel asks for (Triton's
   ``JITFunction._do_compile``, an in-memory cache miss) is captured as a :class:`Spec` (the
   function, its signature, constexprs, attributes, options and target, Triton 3.6 to 3.9) and
   its neighbours derived (:func:`neighbours`): the other configs of the autotuner that launched
-  it, the other values of the target's drawn compile options, each pointer or int argument's
+  it, the other values of the target's drawn compile options, the case's float dtype's
+  pointers retyped to the target's other float dtypes, each pointer or int argument's
   divisibility by 16 flipped. Each neighbour becomes a *job* (:func:`job_of`), plain data
   naming the kernel by module and qualified name (and the target's reference, to load the
-  target the way a worker does when the module is a target file); the jobs go to the parent
-  as an ``("ahead", jobs)`` event, before the worker compiles what it needs itself;
+  target the way a worker does when the module is a target file, and the module's file);
+  the jobs go to the parent as an ``("ahead", jobs)`` event, before the worker compiles what
+  it needs itself;
 - **in the parent's compile processes** (:class:`fuzzkern.execution.pool.AheadPool`):
   :func:`compile_job` imports the kernel again, checks that its source hashes as the
   worker's did, and calls ``triton.compile`` for the worker's target, with the worker's
@@ -26,7 +29,9 @@ No user object crosses a process: a job holds strings, numbers and tuples; nothi
 corpus entry runs as code. A job that fails (a kernel that cannot be imported again, a
 compile error) is counted and dropped: it never touches a case. While a compile process
 compiles a job it holds a lock on the job's key (:func:`lock_path`), and a worker that needs
-that very specialization waits for it rather than compiling it a second time.
+that very specialization waits for it (at most :data:`WAIT_AHEAD` seconds) rather than
+compiling it a second time. Whatever fails in compiling ahead, the worker compiles as it would
+without it.
 """
 
 from __future__ import annotations
