@@ -599,6 +599,14 @@ class AheadPool:
             self._thread = threading.Thread(target=self._collect, name="fuzzkern-ahead",
                                             daemon=True)
             self._thread.start()
+        for p in [p for p in self._procs if not p.is_alive()]:  # died compiling (a crash)
+            self._procs.remove(p)
+            p.join(0)
+            with self._lock:
+                self.failed += 1  # the job it was compiling, if any, never reports
+                if len(self.errors) < 5:
+                    self.errors.append("a compile process died "
+                                       f"({_signal_name(p.exitcode)}); another replaces it")
         while len(self._procs) < min(self.size, self.pending()):
             p = self._ctx.Process(target=_compiler_main, args=(self._jobs, self._results,
                                                                self.env), daemon=True)

@@ -430,3 +430,26 @@ def test_compiling_ahead_between_a_real_worker_its_pool_and_the_compile_processe
         pool.close()
     assert stats["served_ahead"] == 1 and stats["compiles"] == 2, stats
     assert stats["compile_work"] > stats["compile_wait"] > 0
+
+
+def test_a_compile_process_that_dies_is_replaced_and_its_job_counted(tmp_path):
+    crash = tmp_path / "exits_at_import.py"
+    crash.write_text("import os\nos._exit(3)\n")
+    cache = str(tmp_path / "cache")
+    (good,) = aj.other_config_jobs(cache)[:1]
+    dies = dict(good, key="dies", module="fk_exits_at_import", ref=None, file=str(crash))
+    pool = AheadPool(1, {"TRITON_CACHE_DIR": cache})
+    try:
+        pool.submit([dies])
+        (pid,) = pool.pids()
+        deadline = time.monotonic() + 120
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pool.submit([good])
+        assert pool.wait(600)
+        stats = pool.stats()
+        assert pool.pids() != [pid]
+    finally:
+        pool.close()
+    assert (stats["compiled"], stats["failed"]) == (1, 1), stats
+    assert "died (exit code 3)" in stats["errors"][0]
