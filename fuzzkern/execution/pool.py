@@ -739,9 +739,13 @@ class WorkerPool:
         self.ahead: AheadPool | None = None
         self._locks: str | None = None
         if size:
+            import shutil
             import tempfile
+            import weakref
 
             self._locks = tempfile.mkdtemp(prefix="fuzzkern-ahead-")
+            # (removed by close(), or with the pool if it is never closed)
+            weakref.finalize(self, shutil.rmtree, self._locks, True)
             self.env[ahead.LOCKS_ENV] = self._locks
             self.ahead = AheadPool(size, self.env)
         #: seconds cases waited while their worker compiled, and how many compilations
