@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import triton
 from hypothesis import find, settings
 
 from fuzzkern.execution.pool import WorkerPool
@@ -81,8 +82,18 @@ FINDINGS = {
 }
 
 
+#: reproducers whose kernels loop over a runtime bound (``for _ in range(0, T)``): Triton 3.6's
+#: own interpreter raises ``TypeError: only 0-dimensional arrays can be converted to Python
+#: scalars`` there (3.9's runs them; fuzzkern's interpreter runs them on both)
+LOOPS = {"matmul_tanh_nan", "delta_rule_strided_h0_grad"}
+PLAIN_LOOPS = tuple(int(p) for p in triton.__version__.split(".")[:2]) >= (3, 9)
+
+
 @pytest.mark.parametrize("name", sorted(FINDINGS))
 def test_each_upstream_bug_still_shows_through_its_reproducer(name):
+    if name in LOOPS and not PLAIN_LOOPS and os.environ.get("FLA_REPRO_DEVICE", "cpu") == "cpu":
+        pytest.skip(f"Triton {triton.__version__}'s interpreter cannot run the reproducer's "
+                    "loop over a runtime bound")
     script = os.path.join(ROOT, "examples", "fla", "repro", f"{name}.py")
     env = {**os.environ, "REPRO_DEVICE": os.environ.get("FLA_REPRO_DEVICE", "cpu")}
     done = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env,
