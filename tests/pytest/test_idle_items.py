@@ -30,7 +30,7 @@ def test_an_item_that_ran_no_case_fails_unless_allowed(pytester):
     result = pytester.runpytest("--fuzzkern-budget", "1s", "--fuzzkern-db", "none",
                                 "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*stuck ran no case: first case still running after*"
+    result.stdout.fnmatch_lines(["*stuck ran no case: first case still compiling after*"
                                  "--fuzzkern-allow-idle*"])
     loader._file_modules.clear()
     allowed = pytester.runpytest("--fuzzkern-budget", "1s", "--fuzzkern-db", "none",
