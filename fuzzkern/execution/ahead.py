@@ -262,9 +262,12 @@ def _flips(spec: Spec) -> list[Spec]:
     return out
 
 
-def _with_dtype(spec: Spec, old: str, new: str) -> Spec | None:
-    """``spec`` with every pointer to ``old`` (Triton's name: ``fp16``) one to ``new``."""
-    signature = {k: "*" + new if v == "*" + old else v for k, v in spec.signature.items()}
+def _with_dtype(spec: Spec, old: str, new: str,
+                following: frozenset[str] | None = None) -> Spec | None:
+    """``spec`` with every pointer to ``old`` (Triton's name: ``fp16``) one to ``new``; with
+    ``following``, only the pointers of those arguments."""
+    signature = {k: "*" + new if v == "*" + old and (following is None or k in following)
+                 else v for k, v in spec.signature.items()}
     return None if signature == dict(spec.signature) else replace(spec, signature=signature)
 
 
@@ -272,8 +275,8 @@ def neighbours(spec: Spec, *, configs: tuple[Any, ...] = (), config: Any = None,
                bound: Mapping[str, Any] | None = None, heuristics: tuple[Any, ...] = (),
                choices: Mapping[str, Sequence[Any]] | None = None,
                drawn: Mapping[str, Any] | None = None, dtype: str | None = None,
-               dtypes: Sequence[str] = (), flips: bool = True,
-               most: int | None = None) -> list[Spec]:
+               dtypes: Sequence[str] = (), following: frozenset[str] | None = None,
+               flips: bool = True, most: int | None = None) -> list[Spec]:
     """The specializations a search is likely to need after ``spec``, most likely first, at
     most ``most`` (None: all), ``spec`` itself left out:
 
@@ -284,7 +287,9 @@ def neighbours(spec: Spec, *, configs: tuple[Any, ...] = (), config: Any = None,
       option the launch took from the case (an autotune config's own options win);
     - ``dtype``/``dtypes``: the case's float dtype and the others its target draws (Triton's
       names): every pointer to ``dtype`` retyped to each other (:func:`_with_dtype`; the
-      heuristics and the host's choices for that dtype are not worked out again);
+      heuristics and the host's choices for that dtype are not worked out again); with
+      ``following`` (the arguments seen to follow the case's dtype), only those when
+      ``dtype`` is ``fp32``, which a kernel's own buffers often are whatever the inputs;
     - ``flips``: each pointer's or int's divisibility by 16 flipped (:func:`_flips`)."""
     bases = [spec]
     for c in configs:
@@ -302,7 +307,9 @@ def neighbours(spec: Spec, *, configs: tuple[Any, ...] = (), config: Any = None,
         out += [replace(b, options={**b.options, name: v})
                 for b in bases for v in values if v != drawn[name]]
     if dtype is not None:
-        out += [s for s in (_with_dtype(spec, dtype, d) for d in dtypes if d != dtype) if s]
+        only = following if dtype == "fp32" else None
+        out += [s for s in (_with_dtype(spec, dtype, d, only) for d in dtypes if d != dtype)
+                if s]
     if flips:
         out += _flips(spec)
     seen = {key_of(spec)}
@@ -517,6 +524,9 @@ class _Case:
 
 
 _case = _Case()
+#: per kernel (its ``JITFunction``'s id), the pointer arguments seen to follow the case's
+#: float dtype (pointers to it in a case of a dtype other than fp32)
+_following: dict[int, frozenset[str]] = {}
 #: keys this worker compiled itself or asked for ahead
 _known: set[str] = set()
 _asked: set[str] = set()
@@ -618,9 +628,12 @@ def capture(fn: Any, signature: Any, device: Any, constexprs: Any, options: Any,
     autotuner, heuristics, bound = launch_context(fn, frame)
     config = getattr(autotuner, "best_config", None) if autotuner is not None else None
     choices, dtype, dtypes = _drawn_choices(_case.ref)
+    if dtype is not None and dtype != "fp32":
+        _following[id(fn)] = frozenset(k for k, v in spec.signature.items() if v == "*" + dtype)
     more = neighbours(spec, configs=tuple(getattr(autotuner, "configs", None) or ()),
                       config=config, bound=bound, heuristics=heuristics, choices=choices,
-                      drawn=_case.drawn, dtype=dtype, dtypes=dtypes)
+                      drawn=_case.drawn, dtype=dtype, dtypes=dtypes,
+                      following=_following.get(id(fn)))
     env = dict(get_cache_invalidating_env_vars())
     jobs: list[dict[str, Any]] = []
     for s in more:

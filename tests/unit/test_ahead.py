@@ -242,7 +242,8 @@ def worker(tmp_path, monkeypatch):
     monkeypatch.setattr(compiled.counter, "_installed", False)
     monkeypatch.setattr(compiled.counter, "compiles", 0)
     monkeypatch.setattr(compiled.counter, "cache_hits", 0)
-    for name, value in (("_known", set()), ("_asked", set()), ("_case", ahead._Case())):
+    for name, value in (("_known", set()), ("_asked", set()), ("_case", ahead._Case()),
+                        ("_following", {})):
         monkeypatch.setattr(ahead, name, value)
     compiled.counter.install()
     sent = []
@@ -453,3 +454,20 @@ def test_a_compile_process_that_dies_is_replaced_and_its_job_counted(tmp_path):
         pool.close()
     assert (stats["compiled"], stats["failed"]) == (1, 1), stats
     assert "died (exit code 3)" in stats["errors"][0]
+
+
+def test_an_fp32_case_retypes_only_the_arguments_seen_to_follow_the_dtype(worker):
+    from fuzzkern.target import loader
+
+    launch, sent, _ = worker
+    _, module = aj.loaded()
+    (lt,) = loader.load(f"{aj.TARGETS}::double_any")
+    half = {"x": {"tensor": {"dtype": "float16"}}, "y": {"tensor": {"dtype": "float16"}}}
+    ahead.begin_case(lt.ref, {"inputs": half})
+    spec = aj.broken_spec(module, 16)
+    launch.plain(ahead.replace(spec, signature={**spec.signature, "x_ptr": "*fp16"}))
+    assert ahead._following[id(spec.fn)] == {"x_ptr"}  # out_ptr stayed fp32: a buffer
+    more = ahead.neighbours(spec, dtype="fp32", dtypes=("bf16", "fp32"), flips=False,
+                            following=ahead._following[id(spec.fn)])
+    assert [(s.signature["x_ptr"], s.signature["out_ptr"]) for s in more] == [
+        ("*bf16", "*fp32")]
