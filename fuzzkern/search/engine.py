@@ -793,6 +793,8 @@ class _Slice:
         #: (empty: not yet; explore() then runs cases with their variants)
         self.replaying: list[int] = []
         self.first_seen: dict[str, float] = {}
+        #: autotuned kernels reached at run time, not yet drawn (:meth:`_discover`)
+        self.pending: dict[str, int] = {}
         self.guide = Guide(self.result.coverage, enabled=opts.guide and opts.coverage)
 
     def replay_corpus(self) -> bool:
@@ -889,13 +891,20 @@ class _Slice:
 
     def _discover(self, case: Case, outcome: Outcome) -> None:
         """Autotuned kernels ``outcome`` ran that ``case`` drew no config for (reached at
-        run time, not in the launcher's code): later cases draw one for them."""
+        run time, not in the launcher's code): later cases draw one for them. Found by a
+        failing case or while one shrinks, from the next attempt on: a failing case replayed
+        by the shrinker must draw as it did."""
         for m in outcome.modes.values():
             counts = m.detail.get("config_counts")
             if isinstance(counts, dict) and counts:
-                found = {k: n for k, n in counts.items() if k not in case.configs}
-                for k in discover(self.target.id, found):
-                    self.result.discovered[k] = found[k]
+                self.pending.update({k: n for k, n in counts.items() if k not in case.configs})
+        if self.pending and not (outcome.failed or self.replaying or self.last_failure):
+            self._flush_discoveries()
+
+    def _flush_discoveries(self) -> None:
+        for k in discover(self.target.id, self.pending):
+            self.result.discovered[k] = self.pending[k]
+        self.pending.clear()
 
     def _stop(self, e: StopTime) -> None:
         """A stop time cut the case in flight short: the campaign's (``stopped``), or this
@@ -1005,6 +1014,7 @@ class _Slice:
     def _hypothesis_test(self, attempt: int) -> Callable[[], None]:
         """The Hypothesis test of one attempt, over the target's cases."""
         opts = self.opts
+        self._flush_discoveries()
         # A seeded run, or one without a database, gets an empty one of its own: Hypothesis
         # draws differently with a database (its target observations go to a Pareto front),
         # so `--seed N --no-db` repeats what an unseeded run with a fresh database drew.
@@ -1107,6 +1117,7 @@ class _Slice:
                 break  # not new: Hypothesis had nothing more to try
             if opts.max_examples is not None and result.cases >= opts.max_examples:
                 break
+        self._flush_discoveries()  # for the target's next slice
 
 
 def cut_note(cases: int, seconds: float, stop: tuple[Any, ...],

@@ -87,3 +87,22 @@ def test_autotune_benchmark_draws_no_config_and_a_wrong_value_is_refused(monkeyp
     with pytest.raises(InvalidArgument, match="autotune to be one of"):
         fuzzkern.Target(launcher=lt.target.launcher, reference=lt.target.reference,
                         inputs=lt.target.inputs, dims=lt.target.dims, autotune="fast")
+
+
+def test_a_kernel_found_by_a_failing_case_is_drawn_only_after_its_shrink(monkeypatch):
+    """The shrinker replays the failing draw: it must draw as it did, with no config for the
+    kernel it found, so the failure shrinks as found (not flaky) and is saved without one."""
+    (lt,) = loader.load(f"{RUNTIME}::off_by_one")
+    monkeypatch.setitem(fk_inputs.DISCOVERED, lt.target.id, {})
+    opts = engine.CampaignOptions(budget=120.0, seed=0, max_examples=40, modes=("interpret",),
+                                  max_failures=1, explain=False)
+    pool = WorkerPool()
+    try:
+        result = engine.fuzz_target(lt, pool, opts, 120.0)
+    finally:
+        pool.close()
+    (failure,) = result.failures
+    assert failure.outcome.verdict == "kernel-bug" and not failure.flaky and failure.shrunk
+    assert failure.case.configs == {} and failure.case.dims == {"N": 1}
+    assert result.discovered == {"_copy": 3}  # for the next attempt or slice
+    assert fk_inputs.DISCOVERED[lt.target.id] == {"_copy": 3}

@@ -92,15 +92,17 @@ def copy(x):
     return out
 
 
-def _target():
+def _target(reference, min_value=0):
     import fuzzkern
     from fuzzkern import strategies as fks
 
-    return fuzzkern.Target(launcher=copy, reference=lambda x: x,
+    return fuzzkern.Target(launcher=copy, reference=reference,
                            inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
-                           dims={"N": fks.sizes(max_value=24)})
+                           dims={"N": fks.sizes(min_value=min_value, max_value=24)})
 
 
 #: a target whose only autotuned kernel (``_copy``, three configs, all correct) is reached at
 #: run time: the search learns of it from the first case and draws a config for it after
-copied = _target()
+copied = _target(lambda x: x)
+#: the same kernel judged against x + 1: every case fails, the first one included
+off_by_one = _target(lambda x: x + 1, min_value=1)
