@@ -229,7 +229,8 @@ chunk_gated_delta_rule, chunk_gated_delta_rule_backward = _attn_pair(
 def _retention_gates(q):
     """RetNet's fixed per-head decays: ``log(1 - 2^(-5-h))`` for head ``h``."""
     B, T, H, _ = q.shape
-    g = torch.log(1 - 2.0 ** (-5.0 - torch.arange(H, dtype=torch.float64)))
+    g = torch.log(1 - 2.0 ** (-5.0 - torch.arange(H, dtype=torch.float64,
+                                                  device=q.device)))
     return g.to(q.dtype).expand(B, T, H)
 
 
@@ -458,9 +459,9 @@ def _strict_lower(A):
     """``A`` ``[B, T, H, BT]`` with each chunk's rows strictly lower triangular (row ``t`` of a
     chunk keeps columns ``< t % BT``), as solve_tril's docstring requires."""
     BT = A.shape[-1]
-    strict = torch.ones(BT, BT, dtype=torch.bool).tril(-1)
-    rows = torch.arange(A.shape[1]) % BT
-    return torch.where(strict[rows][None, :, None, :], A, torch.zeros((), dtype=A.dtype))
+    strict = torch.ones(BT, BT, dtype=torch.bool, device=A.device).tril(-1)
+    rows = torch.arange(A.shape[1], device=A.device) % BT
+    return torch.where(strict[rows][None, :, None, :], A, A.new_zeros(()))
 
 
 def _solve_tril_ref(A):
@@ -470,7 +471,7 @@ def _solve_tril_ref(A):
     for s in range(0, T, BT):
         n = min(BT, T - s)
         blk = A[:, s:s + n, :, :n].permute(0, 2, 1, 3)
-        inv = torch.linalg.inv(torch.eye(n, dtype=A.dtype) + blk)
+        inv = torch.linalg.inv(torch.eye(n, dtype=A.dtype, device=A.device) + blk)
         out[:, s:s + n, :, :n] = inv.permute(0, 2, 1, 3)
     return out
 
