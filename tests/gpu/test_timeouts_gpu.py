@@ -22,7 +22,9 @@ OPTIONS = {"modes": ["compiled"]}
 @pytest.fixture
 def pool(tmp_path):
     # a fresh Triton cache: every config compiles for real
-    p = WorkerPool(env={**worker_env(), "TRITON_CACHE_DIR": str(tmp_path / "triton-cache")})
+    # no compiling ahead: these tests time real compiles in the worker
+    p = WorkerPool(env={**worker_env(), "TRITON_CACHE_DIR": str(tmp_path / "triton-cache")},
+                   compile_ahead=0)
     yield p
     p.close()
 
@@ -67,7 +69,8 @@ def test_compiling_past_the_compile_limit_is_slow(pool):
 
 def test_a_campaign_with_a_short_timeout_reports_compile_time_not_hangs(tmp_path):
     (lt,) = loader.load(REF)
-    pool = WorkerPool(env={**worker_env(), "TRITON_CACHE_DIR": str(tmp_path / "cache")})
+    pool = WorkerPool(env={**worker_env(), "TRITON_CACHE_DIR": str(tmp_path / "cache")},
+                      compile_ahead=0)
     try:
         # (compiled only: the first case also starts CUDA, counted as its work)
         opts = engine.CampaignOptions(budget=120.0, modes=("compiled",), seed=0,
