@@ -67,7 +67,7 @@ def test_fuzzkern_run_fuzzes_a_chunked_op_and_a_norm_from_the_example_file(tmp_p
     done = subprocess.run(
         [sys.executable, "-m", "fuzzkern", "run", f"{SUITE}::chunk_simple_gla",
          f"{SUITE}::layer_norm", "--modes", "interpret", "--max-examples", "4", "--budget",
-         "120s", "--no-db", "--no-corpus", "-j", "1", "--seed", "0"],
+         "180s", "--no-db", "--no-corpus", "-j", "1", "--seed", "0"],
         cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "fla.chunk_simple_gla" in done.stdout and "fla.layer_norm" in done.stdout
