@@ -37,8 +37,10 @@
 #                                     # installed here with pip --no-deps      ~6 min
 #   bash bench/gpu_suite.sh fla       # examples/fla compiled (fuzzkern run --modes compiled
 #                                     # -j <GPUs> --budget ${BUDGET:-5m}), then its chunked op
-#                                     # with the most autotune configs (${FLA_HEAVY:-chunk_gla}:
-#                                     # 5 autotuners, 122 configs) alone for ${HEAVY_BUDGET:-2m};
+#                                     # with the most autotune configs alone for
+#                                     # ${HEAVY_BUDGET:-2m} (${FLA_HEAVY:-chunk_gla_backward}: 10
+#                                     # autotuners, 266 configs, one of 48; the forward
+#                                     # chunk_gla: 5, 122; chunk_simple_gla: 3, 55);
 #                                     # prints cases per target. Needs fla-core 0.6.0 and einops
 #                                     # 0.8.2 as wheels under .whl/ (pure Python):
 #                                     # pip download --no-deps -d .whl fla-core==0.6.0
@@ -220,7 +222,7 @@ if [[ $what == fla ]]; then
     --modes compiled --budget "${BUDGET:-5m}" --seed 0 --no-db \
     --corpus "$out/fla-corpus" --report "$out/fla.json" 2>&1 | tee "$out/fla.log"
   rc=$((rc | ${PIPESTATUS[0]}))
-  python3 -m fuzzkern run "examples/fla/fla_targets.py::${FLA_HEAVY:-chunk_gla}" -j 1 \
+  python3 -m fuzzkern run "examples/fla/fla_targets.py::${FLA_HEAVY:-chunk_gla_backward}" -j 1 \
     --modes compiled --budget "${HEAVY_BUDGET:-2m}" --seed 0 --no-db \
     --corpus "$out/fla-corpus" --report "$out/fla-heavy.json" 2>&1 | tee "$out/fla-heavy.log"
   rc=$((rc | ${PIPESTATUS[0]}))
