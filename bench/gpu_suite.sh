@@ -236,7 +236,7 @@ for path in sys.argv[1:]:
     for t in r["targets"]:
         found = t.get("discovered_autotuners") or {}
         print(f"  {t['target']:40s} {t['cases']:6d} {t['status']:10s} {t['compiles']:8d} "
-              f"{t['compile_seconds']:9.1f}  {len(found)} {found}")
+              f"{t['compile_seconds']:9.1f}  {len(found)} ({sum(found.values())})")
     short = [t["target"] for t in r["targets"] if t["cases"] < 50]
     print(f"  targets under 50 cases: {len(short)} {short}")
 PY
