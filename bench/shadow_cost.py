@@ -4,13 +4,16 @@ The shadow (fuzzkern.execution.shadow, docs/oracle.md) judges a failed compariso
 the kernel again with float64 values under their real dtypes; a case whose comparison passes
 never starts it. This bench checks that claim on real cases instead of taking it from the code:
 for each target, the same cases (the first ``--cases`` Hypothesis draws with its derandomized
-seed) run in this process through ``run_case`` with the shadow on and off, alternating passes,
-each case counted at its fastest of ``--rounds`` on each side. Printed per target:
+seed) run in this process through ``run_case`` with the shadow on and off, back to back per
+case (which goes first alternates), each case counted at its fastest of ``--rounds`` on each
+side, in this process's CPU seconds (a shared machine's other load is not counted; torch runs
+one thread). Printed per target:
 
 - ``cases``, ``passed``: the cases, and those whose verdict was ``pass`` both ways;
-- ``on ms``, ``off ms``: mean ms per passing case with and without the shadow;
-- ``cost``: on / off - 1 over the passing cases (noise on a shared machine is a few percent
-  either way; the claim is that it is not systematically above 0);
+- ``on ms``, ``off ms``: mean CPU ms per passing case with and without the shadow;
+- ``cost``: on / off - 1 over the passing cases (the claim: no larger than the noise);
+- ``A/A``: the shadow on a second time against the first, the same ratio where nothing
+  differs: what the machine's noise alone gives;
 - ``shadow runs``: cases where the shadow stage ran at all (``timings["shadow"]``), with its
   mean ms; on a passing case it must be 0;
 - ``verdicts differ``: cases whose verdict changed with the shadow (the ones it exists for:
@@ -51,32 +54,37 @@ def measure(ref: str, n_cases: int, rounds: int, modes: list[str]) -> dict[str, 
 
     target = loader.load_ref(ref)
     cases = draw_cases(target, n_cases)
-    best = {True: [float("inf")] * len(cases), False: [float("inf")] * len(cases)}
-    verdicts: dict[bool, list[str]] = {True: [""] * len(cases), False: [""] * len(cases)}
+    # "again": the shadow on a second time, an A/A control of what the machine's noise is
+    sides = (True, False, "again")
+    best: dict[Any, list[float]] = {k: [float("inf")] * len(cases) for k in sides}
+    verdicts: dict[Any, list[str]] = {k: [""] * len(cases) for k in sides}
     shadow_seconds = [0.0] * len(cases)
     for case in cases:  # warm-up: compiles, first launches
         run_case(target, case, {"modes": modes})
-    for _ in range(rounds):
-        for shadow in (True, False):
-            for i, case in enumerate(cases):
-                start = time.perf_counter()
-                outcome = run_case(target, case, {"modes": modes, "shadow": shadow})
-                spent = time.perf_counter() - start
-                best[shadow][i] = min(best[shadow][i], spent)
-                verdicts[shadow][i] = outcome.verdict
-                if shadow:
+    for r in range(rounds):
+        for i, case in enumerate(cases):  # each case on and off back to back, in turn first
+            order = sides[r % 3:] + sides[:r % 3]
+            for side in (order if i % 2 == 0 else order[::-1]):
+                start = time.process_time()
+                outcome = run_case(target, case, {"modes": modes, "shadow": side is not False})
+                spent = time.process_time() - start
+                best[side][i] = min(best[side][i], spent)
+                verdicts[side][i] = outcome.verdict
+                if side is not False:
                     shadow_seconds[i] = max(shadow_seconds[i],
                                             float((outcome.timings or {}).get("shadow", 0.0)))
     passing = [i for i in range(len(cases))
                if verdicts[True][i] == verdicts[False][i] == "pass"]
     on = statistics.mean(best[True][i] for i in passing) if passing else None
     off = statistics.mean(best[False][i] for i in passing) if passing else None
+    again = statistics.mean(best["again"][i] for i in passing) if passing else None
     ran = [s for s in shadow_seconds if s > 0]
     return {
         "target": ref, "cases": len(cases), "passed": len(passing),
         "on_ms": None if on is None else round(1000 * on, 3),
         "off_ms": None if off is None else round(1000 * off, 3),
         "cost_pct": None if not (on and off) else round(100 * (on / off - 1), 1),
+        "aa_pct": None if not (on and again) else round(100 * (again / on - 1), 1),
         "shadow_runs": len(ran),
         "shadow_runs_on_passing": sum(1 for i in passing if shadow_seconds[i] > 0),
         "shadow_ms_mean": round(1000 * statistics.mean(ran), 3) if ran else 0.0,
@@ -110,15 +118,16 @@ def main() -> int:
     refs = args.targets or _builtin_refs()
     rows = []
     header = (f"{'target':40} {'cases':>5} {'passed':>6} {'on ms':>8} {'off ms':>8} "
-              f"{'cost':>7} {'shadow runs':>11} {'on passing':>10} {'differ':>6}")
+              f"{'cost':>7} {'A/A':>7} {'shadow runs':>11} {'on passing':>10} {'differ':>6}")
     print(header)
     with np.errstate(all="ignore"):
         for ref in refs:
             row = measure(ref, args.cases, args.rounds, modes)
             rows.append(row)
             cost = "-" if row["cost_pct"] is None else f"{row['cost_pct']:+.1f}%"
+            aa = "-" if row["aa_pct"] is None else f"{row['aa_pct']:+.1f}%"
             print(f"{ref[-40:]:40} {row['cases']:>5} {row['passed']:>6} "
-                  f"{row['on_ms'] or '-':>8} {row['off_ms'] or '-':>8} {cost:>7} "
+                  f"{row['on_ms'] or '-':>8} {row['off_ms'] or '-':>8} {cost:>7} {aa:>7} "
                   f"{row['shadow_runs']:>11} {row['shadow_runs_on_passing']:>10} "
                   f"{row['verdicts_differ']:>6}", flush=True)
     date = datetime.date.today().isoformat()
