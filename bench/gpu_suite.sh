@@ -46,6 +46,21 @@
 #                                     # pip download --no-deps -d .whl fla-core==0.6.0
 #                                     #   einops==0.8.2
 #                                     # installed here with pip --no-deps      ~8 min
+#   bash bench/gpu_suite.sh costs     # per-case cost: the GPU tests of device references,
+#                                     # compile ahead, forced autotuners and timeouts (-n 3),
+#                                     # then bench/throughput.py --modes compiled --variants 32
+#                                     # (per value variant against the bare loop, with the
+#                                     # device's float64 references and the CPU's, and their
+#                                     # parity counts) and bench/shadow_cost.py --modes compiled
+#                                     # (carry .whl/: the autotuner test needs FlagGems)  ~9 min
+#   bash bench/gpu_suite.sh ahead     # bench/compile_ahead.py: a compile-heavy campaign with
+#                                     # compiling ahead off and on, fresh Triton caches (the
+#                                     # built-in heavy target, then fla's chunk_gla forward and
+#                                     # backward; carry .whl/)                     ~8 min
+#   bash bench/gpu_suite.sh autotuned # bench/autotuned_targets.py: examples/fla, flaggems and
+#                                     # liger compiled under one ${BUDGET:-5m} budget (every
+#                                     # target >= 50 cases?), then fla's chunk_gla alone for
+#                                     # ${HEAVY_BUDGET:-2m} (>= 100 cases?); carry .whl/  ~8 min
 #   bash bench/gpu_suite.sh speed     # bench/compiled_speed.py on 8 Liger ops (carry .whl/):
 #                                     # ${SPEED_CONFIGS:-before,variants}, ${SPEED_BUDGET:-200}
 #                                     # s each, fresh Triton cache each; ~7 min
@@ -292,6 +307,53 @@ assert "hang" not in t["failures"], t["failures"]
 assert t["compiles"] > 0 and t["compile_seconds"] > 0
 assert r["elapsed_seconds"] < 40 + 5, r["elapsed_seconds"]
 PY
+  rc=$((rc | ${PIPESTATUS[0]}))
+fi
+need_fla() {
+  for mod in einops:einops fla:fla_core; do
+    if ! python3 -c "import ${mod%%:*}" 2>/dev/null; then
+      whl=$(ls .whl/${mod#*:}-*.whl 2>/dev/null | head -1)
+      python3 -m pip install -q --no-deps "${whl:-.whl/missing-${mod#*:}.whl}" \
+        || { echo "${mod#*:} is missing: carry its wheel under .whl/ (see the header)"; exit 2; }
+    fi
+  done
+}
+if [[ $what == costs ]]; then
+  need_flaggems
+  python3 -c "import liger_kernel" 2>/dev/null \
+    || python3 -m pip install -q --no-deps .whl/liger_kernel-0.8.5-py3-none-any.whl
+  python3 -m pytest -m gpu tests/gpu/test_references_gpu.py tests/gpu/test_ahead_gpu.py \
+    tests/gpu/test_autotuners_gpu.py tests/gpu/test_timeouts_gpu.py tests/gpu/test_variants_gpu.py \
+    -v -rs -p no:cacheprovider -n 3 > "$out/costs-tests.log" 2>&1 &
+  tests=$!
+  python3 bench/throughput.py --modes compiled --variants 32 --cases 8 --fresh 1 \
+    --out "$out/throughput-compiled-refs.json" 2>&1 | tee "$out/throughput-compiled-refs.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+  python3 bench/shadow_cost.py --modes compiled --cases 20 --rounds 3 \
+    --out "$out/shadow-cost-compiled.json" 2>&1 | tee "$out/shadow-cost-compiled.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+  wait "$tests"; rc=$((rc | $?))
+  tail -n 40 "$out/costs-tests.log"
+fi
+if [[ $what == ahead ]]; then
+  need_fla
+  python3 bench/compile_ahead.py --budget 90 --out "$out/compile-ahead.json" 2>&1 \
+    | tee "$out/compile-ahead.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+  python3 bench/compile_ahead.py examples/fla/fla_targets.py::chunk_gla \
+    examples/fla/fla_targets.py::chunk_gla_backward --budget 150 --ahead 0,15 \
+    --out "$out/compile-ahead-fla.json" 2>&1 | tee "$out/compile-ahead-fla.log"
+  rc=$((rc | ${PIPESTATUS[0]}))
+fi
+if [[ $what == autotuned ]]; then
+  need_fla; need_flaggems
+  python3 -c "import liger_kernel" 2>/dev/null \
+    || python3 -m pip install -q --no-deps .whl/liger_kernel-0.8.5-py3-none-any.whl
+  python3 bench/autotuned_targets.py examples/fla examples/flaggems examples/liger \
+    --budget "${BUDGET:-5m}" --modes compiled \
+    --heavy "examples/fla/fla_targets.py::${FLA_HEAVY:-chunk_gla}" \
+    --heavy-budget "${HEAVY_BUDGET:-2m}" --out "$out/autotuned-targets.json" 2>&1 \
+    | tee "$out/autotuned-targets.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == scaling ]]; then
