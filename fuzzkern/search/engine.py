@@ -56,10 +56,14 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)?")
 
 
 #: seconds a case still running at its slice's end may go on before it is cut short (or the
-#: share itself, when longer): room for a library's first import and compile, while a case
-#: that would take minutes leaves the other targets their shares (the overrun is paid back
-#: from the target's later shares: fuzzkern.search.schedule)
+#: share itself, or OVERRUN_FRACTION of the campaign's budget, whichever is longest): room for
+#: a library's first import and compile, or an interpreted first case that costs more than a
+#: round's share, while a case that would take minutes leaves the other targets their shares
+#: (the overrun is paid back from the target's later shares: fuzzkern.search.schedule). A case
+#: cut short is lost work, and a target whose first case is always cut never runs one, so the
+#: stop is a safety net for the extreme case, not the share itself.
 SLICE_OVERRUN = 10.0
+OVERRUN_FRACTION = 1 / 8
 
 
 def parse_budget(text: str) -> float:
@@ -778,8 +782,11 @@ class _Slice:
             self.deadline = min(self.deadline, opts.search_until)
         self.timeout = opts.timeout or lt.target.timeout
         #: when a case still running is cut short (until a failure is found: then the shrink
-        #: deadline): :data:`SLICE_OVERRUN` past the share, at most
-        self.case_stop = min(self.shrink_deadline, self.deadline + max(share, SLICE_OVERRUN))
+        #: deadline): :data:`SLICE_OVERRUN` past the share, the share, or
+        #: :data:`OVERRUN_FRACTION` of the budget, whichever is longest; the hard stop at most
+        self.case_stop = self.deadline + max(share, SLICE_OVERRUN, OVERRUN_FRACTION * opts.budget)
+        if opts.stop_at is not None:
+            self.case_stop = min(self.case_stop, opts.stop_at)
         # one drawn case may cost at most a quarter of the share: many cheap cases and some
         # expensive ones, never a few that take minutes (fuzzkern.execution.pool.COST_CAP_FRACTION)
         self.cost_cap = max(COST_CAP_MIN, COST_CAP_FRACTION * share)
