@@ -48,7 +48,7 @@ def test_the_repeat_line_draws_the_same_cases_again(tmp_path):
     (tmp_path / "ops.py").write_text(textwrap.dedent(TARGET))
     first_log, again_log = tmp_path / "first.log", tmp_path / "again.log"
     # unseeded, an example database, cut by its budget: what a first run looks like
-    first = _run(tmp_path, ["ops.py", "--budget", "4s", "--db", str(tmp_path / "db"),
+    first = _run(tmp_path, ["ops.py", "--budget", "8s", "--db", str(tmp_path / "db"),
                             "--no-corpus", "-j", "1"], first_log)
     assert first.returncode == 0, first.stdout + first.stderr
     line = next((ln for ln in first.stdout.splitlines() if ln.startswith("to repeat: ")), None)
