@@ -184,9 +184,21 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
     """Run variants ``ks`` (or the first of them, up to :data:`BATCH_BYTES`) as one batch: how
     many passed on the fast path, the first failure as ``{"index", "outcome"}`` or None, counts
     of the other verdicts of variants before it, and the last variant run."""
+    ks = ks[:max(1, BATCH_BYTES // 2 // max(1, _input_bytes(case)))]
+    block, placed, ones = _place(case, ks, make_run, device, on_device, options, checks)
+    launched, stopped, arena = _launch(ones, placed, block)
+    fetched, unchanged, verified = _fetch(launched, block, arena)
+    results = _decide_batch(ones, launched, fetched, unchanged, verified, options, outcome_of)
+    return _tally(case, launched, results, stopped, make_run, outcome_of, device, on_device)
+
+
+def _place(case: Case, ks: list[int], make_run: MakeRun, device: Any,
+           on_device: Mapping[str, Any], options: Mapping[str, Any], checks: dict[str, bool]
+           ) -> tuple[Block | None, list[Any], list[tuple[int, OnDevice]]]:
+    """The batch's inputs in one block of red zones on the device (None: each variant places
+    its own, as alone), each variant's placed inputs, and its :class:`OnDevice`."""
     from fuzzkern.execution import progress
 
-    ks = ks[:max(1, BATCH_BYTES // 2 // max(1, _input_bytes(case)))]
     block: Block | None = None
     bases: list[Any] = [None] * len(ks)
     placed: list[Any] = [None] * len(ks)
@@ -209,7 +221,6 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             told = time.perf_counter()
         ones.append((k, OnDevice(make_run(case.variant(k), base), device, checks=checks,
                                  **on_device)))
-    stopped: tuple[int, ModeResult, float] | None = None
     if guard and block is None:
         try:
             with stage("copy"):
@@ -219,13 +230,23 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             # the block could not be placed (out of memory, say): each variant copies its own
             # inputs, as alone, and fails there as alone if it must
             block = None
-
     if block is not None:
         _twins(block, [inputs for _, inputs in placed], [one for _, one in ones], options,
                device)
+    return block, placed, ones
+
+
+def _launch(ones: list[tuple[int, OnDevice]], placed: list[Any], block: Block | None
+            ) -> tuple[list[tuple[int, OnDevice, float]], tuple[int, ModeResult, float] | None,
+                       Any]:
+    """Launch the variants one after the other (placed inputs: in one scope of poisoned
+    allocations and forced configs) until one fails to launch or the red zones held pass
+    :data:`BATCH_BYTES`: those launched, the one that failed (``stopped``), the arena."""
+    from fuzzkern.execution import progress
+
     launched: list[tuple[int, OnDevice, float]] = []
+    stopped: tuple[int, ModeResult, float] | None = None
     held = block.device.numel() if block is not None else 0
-    # placed inputs: the launches share one scope of poisoned allocations and forced configs
     arena = None
     with launches([one for _, one in ones]) if block is not None else \
             contextlib.nullcontext() as record:
@@ -242,7 +263,15 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             if held > BATCH_BYTES:
                 break
     if stopped is not None and stopped[1].detail.get("poisoned"):
-        launched = []  # the context is unusable: nothing launched before can be copied back
+        launched.clear()  # the context is unusable: nothing launched before can be copied back
+    return launched, stopped, arena
+
+
+def _fetch(launched: list[tuple[int, OnDevice, float]], block: Block | None, arena: Any
+           ) -> tuple[Any, bool, set[int]]:
+    """Every red zone of the launched variants copied back in one transfer, whether the block
+    is unchanged, and the zones whose guards the arena's check verified at once (None fetched:
+    each variant copies its own zones back, and fails alone if it must)."""
     unchanged = False
     verified: set[int] = set()
     try:
@@ -256,9 +285,21 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             if arena is not None and launched:
                 verified = arena.untouched(fetched)
     except Exception:
-        fetched = None  # each variant copies its own zones back, and fails alone if it must
+        fetched = None
+    return fetched, unchanged, verified
 
-    results: dict[int, ModeResult | None] = {}  # None: passed on the fast path
+
+def _decide_batch(ones: list[tuple[int, OnDevice]], launched: list[tuple[int, OnDevice, float]],
+                  fetched: Any, unchanged: bool, verified: set[int],
+                  options: Mapping[str, Any], outcome_of: OutcomeOf
+                  ) -> dict[int, ModeResult | None]:
+    """Each launched variant's checks settled and, where they found nothing, its output
+    judged with the others' by the batched oracle (references on the device where the target
+    has them, :mod:`fuzzkern.execution.references`): variant -> its failing result, or None
+    where it passed on the fast path (absent: judged alone afterwards)."""
+    from fuzzkern.execution import progress
+
+    results: dict[int, ModeResult | None] = {}
     pending: list[_Pending] = []
     parity = parity_of(ones[0][1].run.target)
     told = time.perf_counter()
@@ -287,21 +328,39 @@ def _batch(case: Case, ks: list[int], make_run: MakeRun, outcome_of: OutcomeOf, 
             if got is not None:
                 pending.append(got)
         if pending:
-            try:
-                _decide(pending, results, parity, outcome_of)
-            except Exception as e:  # the device path failed: the batch decided as before it
-                if not any(p.device for p in pending):
-                    raise
-                parity.off = parity.off or f"the batch's device references failed: {_said(e)}"
-                for p in pending:
-                    results.pop(p.k, None)
-                cpu = [_Pending(p.k, p.one, exp, mag, False)
-                       for p, (exp, mag) in zip(pending, _cpu_refs(pending), strict=True)
-                       if exp is not None]
-                for p, ok in zip(cpu, _passes(cpu, [(p.expected, p.magnitude) for p in cpu]),
-                                 strict=True):
-                    if ok:
-                        results[p.k] = None
+            _decide_or_fall_back(pending, results, parity, outcome_of)
+    return results
+
+
+def _decide_or_fall_back(pending: list[_Pending], results: dict[int, ModeResult | None],
+                         parity: Parity, outcome_of: OutcomeOf) -> None:
+    """:func:`_decide`; where the device path fails, the batch decided as before it, with the
+    CPU's references (and the target's device references off, with why)."""
+    try:
+        _decide(pending, results, parity, outcome_of)
+    except Exception as e:
+        if not any(p.device for p in pending):
+            raise
+        parity.off = parity.off or f"the batch's device references failed: {_said(e)}"
+        for p in pending:
+            results.pop(p.k, None)
+        cpu = [_Pending(p.k, p.one, exp, mag, False)
+               for p, (exp, mag) in zip(pending, _cpu_refs(pending), strict=True)
+               if exp is not None]
+        for p, ok in zip(cpu, _passes(cpu, [(p.expected, p.magnitude) for p in cpu]),
+                         strict=True):
+            if ok:
+                results[p.k] = None
+
+
+def _tally(case: Case, launched: list[tuple[int, OnDevice, float]],
+           results: dict[int, ModeResult | None], stopped: tuple[int, ModeResult, float] | None,
+           make_run: MakeRun, outcome_of: OutcomeOf, device: Any, on_device: Mapping[str, Any]
+           ) -> tuple[int, dict[str, Any] | None, dict[str, int], int]:
+    """What the batch gives :func:`_batch`'s caller: variants the fast path did not clear are
+    judged alone (one with a finding run again alone: another variant's stray write could have
+    made it), up to the first failure."""
+    from fuzzkern.execution import progress
 
     passed = 0
     others: dict[str, int] = {}
