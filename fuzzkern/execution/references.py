@@ -47,6 +47,8 @@ from typing import Any
 
 import torch
 
+from fuzzkern.judge.oracle import upcast_for_reference
+
 #: device-judged variants of a target that are all also judged with the CPU reference
 FIRST = 16
 #: ... and after those, one in this many
@@ -144,12 +146,7 @@ def alone_on_device(run: Any, options: Mapping[str, Any]) -> bool:
 def widened(t: torch.Tensor) -> torch.Tensor:
     """:func:`fuzzkern.judge.oracle.upcast_for_reference` on ``t``'s own device: float dtypes
     as float64, complex as complex128, integers and bool unchanged; never aliases."""
-    t = t.detach()
-    if t.is_floating_point():
-        return t.to(dtype=torch.float64, copy=True)
-    if t.is_complex():
-        return t.to(dtype=torch.complex128, copy=True)
-    return t.clone()
+    return upcast_for_reference(t, t.device)
 
 
 def twin(view: torch.Tensor, placed: torch.Tensor, copy: torch.Tensor) -> torch.Tensor:

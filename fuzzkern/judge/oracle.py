@@ -203,15 +203,16 @@ def default_tolerance(dtype: torch.dtype, compiled: bool = False) -> tuple[float
 # -- conversions ------------------------------------------------------------------------------
 
 
-def upcast_for_reference(t: torch.Tensor) -> torch.Tensor:
-    """A CPU copy of ``t`` for the reference: float dtypes (bf16, fp16, fp8 included) as
-    float64, complex as complex128, integers and bool unchanged. Same shape; never aliases."""
+def upcast_for_reference(t: torch.Tensor, device: Any = "cpu") -> torch.Tensor:
+    """A copy of ``t`` on ``device`` (the CPU by default) for the reference: float dtypes
+    (bf16, fp16, fp8 included) as float64, complex as complex128, integers and bool unchanged.
+    Same shape; never aliases."""
     t = t.detach()
     if t.is_floating_point():
-        return t.to(device="cpu", dtype=torch.float64, copy=True)
+        return t.to(device=device, dtype=torch.float64, copy=True)
     if t.is_complex():
-        return t.to(device="cpu", dtype=torch.complex128, copy=True)
-    return t.to(device="cpu", copy=True)
+        return t.to(device=device, dtype=torch.complex128, copy=True)
+    return t.to(device=device, copy=True)
 
 
 def ulp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
