@@ -170,6 +170,15 @@ need_flaggems() {
     fi
   done
 }
+need_fla() {
+  for mod in einops:einops fla:fla_core; do
+    if ! python3 -c "import ${mod%%:*}" 2>/dev/null; then
+      whl=$(ls .whl/${mod#*:}-*.whl 2>/dev/null | head -1)
+      python3 -m pip install -q --no-deps "${whl:-.whl/missing-${mod#*:}.whl}" \
+        || { echo "${mod#*:} is missing: carry its wheel under .whl/ (see the header)"; exit 2; }
+    fi
+  done
+}
 if [[ $what == attribution ]]; then
   # Compiled attribution in one call: the planted causes, compiled mode's and the fidelity
   # tests, and compiled runs of examples/liger and examples/flaggems (${BUDGET:-4m} each), side
@@ -226,13 +235,7 @@ if [[ $what == flaggems ]]; then
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [[ $what == fla ]]; then
-  for mod in einops:einops fla:fla_core; do
-    if ! python3 -c "import ${mod%%:*}" 2>/dev/null; then
-      whl=$(ls .whl/${mod#*:}-*.whl 2>/dev/null | head -1)
-      python3 -m pip install -q --no-deps "${whl:-.whl/missing-${mod#*:}.whl}" \
-        || { echo "${mod#*:} is missing: carry its wheel under .whl/ (see the header)"; exit 2; }
-    fi
-  done
+  need_fla
   python3 -m fuzzkern run examples/fla/ -j "$((gpus > 0 ? gpus : 1))" \
     --modes compiled --budget "${BUDGET:-5m}" --seed 0 --no-db \
     --corpus "$out/fla-corpus" --report "$out/fla.json" 2>&1 | tee "$out/fla.log"
@@ -309,15 +312,6 @@ assert r["elapsed_seconds"] < 40 + 5, r["elapsed_seconds"]
 PY
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
-need_fla() {
-  for mod in einops:einops fla:fla_core; do
-    if ! python3 -c "import ${mod%%:*}" 2>/dev/null; then
-      whl=$(ls .whl/${mod#*:}-*.whl 2>/dev/null | head -1)
-      python3 -m pip install -q --no-deps "${whl:-.whl/missing-${mod#*:}.whl}" \
-        || { echo "${mod#*:} is missing: carry its wheel under .whl/ (see the header)"; exit 2; }
-    fi
-  done
-}
 if [[ $what == costs ]]; then
   need_flaggems
   python3 -c "import liger_kernel" 2>/dev/null \
