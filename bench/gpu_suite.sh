@@ -161,8 +161,10 @@ if [[ $what == liger ]]; then
     --corpus "$out/liger-corpus" --report "$out/liger.json" 2>&1 | tee "$out/liger.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
-need_flaggems() {
-  for mod in yaml:pyyaml packaging:packaging sqlalchemy:sqlalchemy flag_gems:flag_gems; do
+# need_wheels import:wheel ...: each module that does not import is installed from its carried
+# wheel (.whl/<wheel>-*.whl) with --no-deps
+need_wheels() {
+  for mod in "$@"; do
     if ! python3 -c "import ${mod%%:*}" 2>/dev/null; then
       whl=$(ls .whl/${mod#*:}-*.whl 2>/dev/null | head -1)
       python3 -m pip install -q --no-deps "${whl:-.whl/missing-${mod#*:}.whl}" \
@@ -170,15 +172,8 @@ need_flaggems() {
     fi
   done
 }
-need_fla() {
-  for mod in einops:einops fla:fla_core; do
-    if ! python3 -c "import ${mod%%:*}" 2>/dev/null; then
-      whl=$(ls .whl/${mod#*:}-*.whl 2>/dev/null | head -1)
-      python3 -m pip install -q --no-deps "${whl:-.whl/missing-${mod#*:}.whl}" \
-        || { echo "${mod#*:} is missing: carry its wheel under .whl/ (see the header)"; exit 2; }
-    fi
-  done
-}
+need_flaggems() { need_wheels yaml:pyyaml packaging:packaging sqlalchemy:sqlalchemy flag_gems:flag_gems; }
+need_fla() { need_wheels einops:einops fla:fla_core; }
 if [[ $what == attribution ]]; then
   # Compiled attribution in one call: the planted causes, compiled mode's and the fidelity
   # tests, and compiled runs of examples/liger and examples/flaggems (${BUDGET:-4m} each), side
