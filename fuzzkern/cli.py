@@ -22,6 +22,7 @@ from rich.text import Text
 
 from fuzzkern.errors import FuzzkernError
 from fuzzkern.judge.outcome import Verdict, tested_cases
+from fuzzkern.target.declare import REFERENCE_DEVICES
 
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE = 0, 1, 2
 
@@ -155,7 +156,7 @@ def main() -> None:
                    "dtypes, so nothing compiles) for FACTOR x C seconds in the same worker. "
                    "0: every case is a fresh draw.")
 @click.option("--reference-device", "reference_device", default="auto", show_default=True,
-              type=click.Choice(["auto", "cpu", "device"]),
+              type=click.Choice(list(REFERENCE_DEVICES)),
               help="Compiled mode: where torch references run. auto: in float64 on the GPU "
                    "where that gives the CPU's verdict (a sample is judged both ways every "
                    "run); cpu: always on the CPU; device: on the GPU wherever it supports "

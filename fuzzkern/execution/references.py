@@ -48,13 +48,14 @@ from typing import Any
 import torch
 
 from fuzzkern.judge.oracle import upcast_for_reference
+from fuzzkern.target.declare import REFERENCE_DEVICES
 
 #: device-judged variants of a target that are all also judged with the CPU reference
 FIRST = 16
 #: ... and after those, one in this many
 EVERY = 32
-#: the values ``reference_device`` takes
-CHOICES = ("auto", "cpu", "device")
+#: the values ``reference_device`` takes (the target's option and the run's)
+CHOICES = REFERENCE_DEVICES
 #: a reference that cannot run stacked (:func:`batched`) runs on the device, variant by
 #: variant, only where a variant's inputs hold this many elements or more (``"auto"``)
 ALONE_ELEMENTS = 1 << 16
