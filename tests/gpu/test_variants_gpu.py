@@ -53,8 +53,7 @@ def test_a_campaign_finds_and_shrinks_a_value_dependent_bug_with_variants():
     (lt,) = loader.load(VALUE_BUG)
     pool = WorkerPool(env=worker_env())
     try:
-        opts = engine.CampaignOptions(budget=60, modes=("compiled",), seed=0, amortize=1.0,
-                                      max_failures=1)
+        opts = engine.CampaignOptions(budget=60, modes=("compiled",), seed=0, amortize=1.0)
         result = engine.fuzz_target(lt, pool, opts, 60)
         assert [f.outcome.verdict for f in result.failures] == ["kernel-bug"]
         f = result.failures[0]
