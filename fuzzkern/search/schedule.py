@@ -234,6 +234,8 @@ def _slice_opts(opts: CampaignOptions, slot: _Slot) -> CampaignOptions:
         changes["draw_seed"] = opts.draw_seed + slot.total.slices
     if opts.max_examples is not None:
         changes["max_examples"] = max(1, opts.max_examples - slot.total.cases)
+    if slot.total.cases:
+        changes["no_case_yet"] = False
     found = sum(not f.replayed for f in slot.total.failures)
     if found:
         changes["max_failures"] = max(1, opts.max_failures - found)
