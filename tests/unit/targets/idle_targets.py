@@ -31,9 +31,9 @@ _compiled_once = []
 
 
 def _first_compile_slow(x):
-    if not _compiled_once:  # the first case in a worker compiles for 20 s, the rest hit its cache
+    if not _compiled_once:  # the first case in a worker compiles for 30 s, the rest hit its cache
         with fuzzkern.compile_phase():
-            time.sleep(20.0)
+            time.sleep(30.0)
         _compiled_once.append(True)
     return x * 1
 
