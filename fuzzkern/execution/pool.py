@@ -330,6 +330,18 @@ def end_case_processes() -> int:
     return end_descendants(reap=True)
 
 
+def unnamed_semaphores() -> None:
+    """In a worker or compile process (forked from the fork server): the locks a library
+    makes later (FlagGems: a ``multiprocessing.Lock`` per kernel, at import) are semaphores
+    unlinked at once. Under forkserver, the start method these processes inherit, each is a
+    named semaphore in ``/dev/shm`` that only an exit handler removes, so every process
+    killed (a hang, a crash, the budget's end, the compile processes at ``close``) left its
+    own behind until the run's resource tracker ended (or for good, when that was killed
+    too). With ``fork`` as the default they never get a name; nothing here starts processes
+    through the default context."""
+    mp.set_start_method("fork", force=True)
+
+
 def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     """Loop of one worker: receive (ref, case, options), run it, send back the outcome."""
     os.environ.update(env)
@@ -352,6 +364,7 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     # Ctrl-C reaches the whole process group: the parent decides what an interrupt means (it
     # kills this worker when it stops); a KeyboardInterrupt here would read as a kernel error.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    unnamed_semaphores()  # a worker is killed after a hang, a crash, at the budget's end
     import torch
 
     # One intra-op thread: cases are small, and torch's thread pool costs more than it saves
@@ -547,15 +560,15 @@ def _compiler_main(jobs: Any, results: Any, env: dict[str, str]) -> None:
     die_with_parent()
     become_subreaper()  # ptxas and the like stay below it, and end with it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
-    try:
-        os.nice(10)  # never in the way of the worker and the search
-    except OSError:  # pragma: no cover
-        pass
+    ahead.below_workers()  # never in the way of the workers and the search
+    unnamed_semaphores()  # every close() kills this process
     while True:
         job = jobs.get()
         if job is None:
             return
-        results.put(ahead.compile_job(job))
+        with ahead.compile_slot():  # the host's compile processes within the idle cores
+            result = ahead.compile_job(job)
+        results.put(result)
 
 
 #: jobs waiting for a compile process at most (more are dropped, and counted)
@@ -584,6 +597,10 @@ class AheadPool:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.submitted = self.compiled = self.cached = self.failed = self.dropped = 0
+        #: the worker's compilations served from what this pool compiled (:meth:`served_one`)
+        self.served = 0
+        #: why it stopped submitting (a low hit rate, a failure of its own); None: it runs
+        self.stopped: str | None = None
         self.seconds = 0.0
         #: the first few errors, for a report (a job that fails never touches a case)
         self.errors: list[str] = []
@@ -614,8 +631,13 @@ class AheadPool:
             self._procs.append(p)
 
     def submit(self, jobs: list[dict[str, Any]]) -> int:
-        """Queue the jobs not seen before; how many were queued."""
-        if self._closed or self.size <= 0:
+        """Queue the jobs not seen before; how many were queued (none once stopped, e.g. by
+        a low hit rate: :meth:`paying`)."""
+        if self._closed or self.size <= 0 or self.stopped:
+            return 0
+        why = self.paying()
+        if why:
+            self.stop(why)
             return 0
         queued = 0
         for job in jobs:
@@ -655,6 +677,36 @@ class AheadPool:
                     if len(self.errors) < 5:
                         self.errors.append(str(r.get("error")))
 
+    def served_one(self, n: int = 1) -> None:
+        """The worker's compilation was served from what this pool compiled."""
+        with self._lock:
+            self.served += n
+
+    def hit_rate(self) -> float | None:
+        """Compilations served per job compiled; None before any compiled."""
+        with self._lock:
+            return self.served / self.compiled if self.compiled else None
+
+    def paying(self, warmup: int | None = None, least: float | None = None) -> str | None:
+        """Why compiling ahead does not pay (its hit rate below ``least``, default
+        :data:`~fuzzkern.execution.ahead.MIN_HIT_RATE`, once ``warmup`` jobs compiled,
+        default :data:`~fuzzkern.execution.ahead.AHEAD_WARMUP`); None while it may."""
+        warmup = ahead.AHEAD_WARMUP if warmup is None else warmup
+        least = ahead.MIN_HIT_RATE if least is None else least
+        with self._lock:
+            served, compiled = self.served, self.compiled
+        if compiled < max(1, warmup) or served >= least * compiled:
+            return None
+        return (f"hit rate {served}/{compiled} ({100 * served / compiled:.1f}%) below "
+                f"{100 * least:g}% after {compiled} jobs compiled")
+
+    def stop(self, why: str) -> None:
+        """Stop for good (the processes killed, nothing more submitted); ``stats`` says
+        why."""
+        if not self.stopped:
+            self.stopped = why
+        self.close()
+
     def pending(self) -> int:
         """Jobs queued or compiling now."""
         with self._lock:
@@ -669,10 +721,14 @@ class AheadPool:
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            return {"processes": self.size, "submitted": self.submitted,
-                    "compiled": self.compiled, "cached": self.cached, "failed": self.failed,
-                    "dropped": self.dropped, "seconds": round(self.seconds, 3),
-                    "errors": list(self.errors)}
+            out: dict[str, Any] = {"processes": self.size, "submitted": self.submitted,
+                                   "compiled": self.compiled, "served": self.served,
+                                   "cached": self.cached, "failed": self.failed,
+                                   "dropped": self.dropped, "seconds": round(self.seconds, 3),
+                                   "errors": list(self.errors)}
+        if self.stopped:
+            out["stopped"] = self.stopped
+        return out
 
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs if p.pid is not None]
@@ -747,7 +803,16 @@ class WorkerPool:
             # (removed by close(), or with the pool if it is never closed)
             weakref.finalize(self, shutil.rmtree, self._locks, True)
             self.env[ahead.LOCKS_ENV] = self._locks
+            self.env.setdefault(ahead.HOST_ENV, ahead.host_folder())
             self.ahead = AheadPool(size, self.env)
+        # this pool's worker counts against the host's compile slots (ahead.host_slots),
+        # its own compile processes' and those of other fuzzkern processes
+        unregister = ahead.register_pool(self.env.get(ahead.HOST_ENV))
+        self._unregister: Callable[[], Any] | None = None
+        if unregister is not None:
+            import weakref
+
+            self._unregister = weakref.finalize(self, unregister)  # once, here or by close()
         #: seconds cases waited while their worker compiled, and how many compilations
         #: (in-memory cache misses: some are loads from Triton's disk cache)
         self.compile_wait = 0.0
@@ -870,6 +935,8 @@ class WorkerPool:
         if kind == "ahead-served":
             with contextlib.suppress(TypeError, ValueError, IndexError):
                 self.served_ahead += int(event[1])
+                if self.ahead is not None:
+                    self.ahead.served_one(int(event[1]))
             return
         if kind == "variant":  # the clock starts again: what the last case waited counts now
             self._account(clock, now)
@@ -881,7 +948,7 @@ class WorkerPool:
             self.ahead_stopped = (f"compiling ahead stopped: {why}; cases compile in their "
                                   "worker as without it")
             with contextlib.suppress(Exception):
-                self.ahead.close()
+                self.ahead.stop(why)
 
     def _account(self, clock: CaseClock, now: float) -> None:
         """Count what the clock compiled since it was last counted."""
@@ -942,6 +1009,9 @@ class WorkerPool:
             self._worker = None
         if self.ahead is not None:
             self.ahead.close()
+        if self._unregister is not None:
+            self._unregister()
+            self._unregister = None
         if self._locks is not None:
             import shutil
 
