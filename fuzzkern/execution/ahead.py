@@ -143,13 +143,19 @@ def register_pool(folder: str | None = None) -> Callable[[], None] | None:
     (an exclusive lock on a file of its own; once the process is gone it no longer counts
     either); None when the folder cannot be written."""
     folder = folder or host_folder()
-    path = os.path.join(folder, f"pool-{os.getpid()}-{os.urandom(6).hex()}.lock")
+    name = f"{os.getpid()}-{os.urandom(6).hex()}.lock"
+    path = os.path.join(folder, "pool-" + name)
     try:
         os.makedirs(folder, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(os.path.join(folder, "new-" + name), os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:
         return None
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # locked before it is counted: never taken as stale
+        os.rename(os.path.join(folder, "new-" + name), path)
+    except OSError:
+        os.close(fd)
+        return None
 
     def unregister() -> None:
         with contextlib.suppress(OSError):
