@@ -56,6 +56,10 @@ SLOW_EARLY_FACTOR = 2.0
 #: a few that take minutes (``WorkerPool.run(cost_cap=...)``)
 COST_CAP_FRACTION = 0.25
 COST_CAP_MIN = 5.0
+#: a case projected past its cost cap is stopped only when the programs left would take at
+#: least this fraction of the cap: stopping one that is nearly done (its earlier launches
+#: spent the cap, its last needs 0.08 s more) would lose what it spent and save nothing
+COST_CAP_SAVING = 0.25
 #: at the timeout, a launch whose current program has run longer than this many times its
 #: slowest finished program (and longer than :data:`STALL_MIN` seconds or a quarter of the
 #: timeout, whichever is less) is stuck: ``hang``
@@ -144,8 +148,26 @@ class CaseClock:
         assert self.progress is not None
         done, total, seconds, slowest = self.progress
         each = seconds / max(done, 1)
-        return (f"{done} of {total} programs in {seconds:.2f} s, {each:.3g} s each (slowest "
-                f"{slowest:.3g} s): about {each * total:.1f} s for the launch")
+        return (f"{done} of {total} programs in {seconds:.3g} s, {each:.3g} s each (slowest "
+                f"{slowest:.3g} s): about {each * total:.2f} s for the launch")
+
+    def projection(self, now: float) -> tuple[float, float, float]:
+        """The case's projected cost from its launch's last report: (projected, seconds the
+        case had worked when the report's state was reached, seconds its launch's programs
+        left will take at the measured pace); projected = the two added."""
+        assert self.progress is not None
+        done, total, seconds, _ = self.progress
+        so_far = self.ran(min(now, self.progress_at))
+        left = seconds / max(done, 1) * (total - done)
+        return so_far + left, so_far, left
+
+    def _projected(self, now: float) -> str:
+        """The projection in words, its figures adding up to it."""
+        projected, so_far, left = self.projection(now)
+        assert self.progress is not None
+        done, total = self.progress[:2]
+        return (f"about {projected:.2f} s: {so_far:.2f} s so far, plus {left:.2f} s for the "
+                f"{total - done} programs left of its launch ({self._cost()})")
 
     def check(self, now: float) -> tuple[str, str, dict[str, Any]] | None:
         """(verdict, message, detail) when the case must stop now, else None."""
@@ -167,22 +189,22 @@ class CaseClock:
             done, total, seconds, slowest = p
             detail["progress"] = {"done": done, "total": total, "seconds": round(seconds, 3),
                                   "slowest": round(slowest, 3)}
-            left = seconds / done * (total - done)
-            if ran + left > SLOW_EARLY_FACTOR * self.timeout:
-                return (Verdict.SLOW,
-                        f"the interpreted launch would take past {SLOW_EARLY_FACTOR:g} times "
-                        f"the timeout of {self.timeout:g} s ({self._cost()}); stopped after "
-                        f"{ran:.1f} s: slow, not hung", detail)
             # projected from the last report, not from now: a program that stops finishing
-            # is a hang at the timeout, not a case the cap stops
-            projected = self.ran(self.progress_at) + left
-            if self.cost_cap is not None and projected > self.cost_cap:
+            # is a hang at the timeout, not a case the projection stops
+            projected, so_far, left = self.projection(now)
+            if projected > SLOW_EARLY_FACTOR * self.timeout:
+                return (Verdict.SLOW,
+                        f"the case would take past {SLOW_EARLY_FACTOR:g} times the timeout "
+                        f"of {self.timeout:g} s, {self._projected(now)}; stopped after "
+                        f"{ran:.1f} s: slow, not hung", detail)
+            if (self.cost_cap is not None and projected > self.cost_cap
+                    and left >= COST_CAP_SAVING * self.cost_cap):
                 detail["cost_cap"] = round(self.cost_cap, 3)
                 return (Verdict.SLOW,
-                        f"the interpreted launch would take about {projected:.1f} s, past "
-                        f"{self.cost_cap:.1f} s, the most one case may cost in this target's "
-                        f"share of the budget ({self._cost()}); stopped after {ran:.1f} s: "
-                        "slow, too expensive for the budget, not a failure", detail)
+                        f"the case would take past {self.cost_cap:.1f} s, the most one case "
+                        f"may cost in this target's share of the budget, "
+                        f"{self._projected(now)}; stopped after {ran:.1f} s: slow, too "
+                        "expensive for the budget, not a failure", detail)
         if ran <= self.timeout:
             return None
         if p is not None and p[0] >= 1:
