@@ -16,12 +16,12 @@ def _imports(mark):
     return mark.read_text().split() if mark.exists() else []
 
 
-def test_warm_imports_the_targets_in_the_worker_before_any_case(tmp_path, monkeypatch):
+def test_warm_imports_the_targets_in_the_worker_before_any_case(tmp_path):
     mark = tmp_path / "imports"
-    monkeypatch.setenv("FUZZKERN_TEST_IMPORT_MARK", str(mark))
     (lt,) = loader.load(f"{SLOW}::doubled")  # this process's own import (if not done yet)
     before = _imports(mark)
-    pool = WorkerPool(compile_ahead=0)
+    # (the worker's environment, not this process's: the fork server may be older)
+    pool = WorkerPool(env={"FUZZKERN_TEST_IMPORT_MARK": str(mark)}, compile_ahead=0)
     try:
         pool.warm([lt.ref], {"modes": ("interpret",)}, timeout=120)
         assert pool.started == 1 and pool.restarts == 0
