@@ -242,7 +242,8 @@ def run(**params: Any) -> None:
                                         devices=devices)
         signum = engine.interrupted()
     elapsed = time.monotonic() - start
-    done = _Done(results, elapsed, run_seed, _repeat_cases(results, a.max_examples))
+    done = _Done(results, elapsed, run_seed, _repeat_cases(results, a.max_examples),
+                 display.start_up)
     _print_results(console, a, done)
     _print_run_lines(console, a, done)
     _print_coverage(console, a, done, modes)
@@ -313,6 +314,8 @@ class _Done:
     seed: int
     #: the case count that repeats the run's draws (``--max-examples``)
     repeat_cases: int
+    #: seconds of the workers' start-up, before the budget's clock started (in ``elapsed``)
+    start_up: float = 0.0
 
     @property
     def failures(self) -> list[Any]:
@@ -533,6 +536,7 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
             "seeded": a.seed is not None,
             "repeat": shlex.join(a.argv()) + " " + _repeat_line(a, done),
             "elapsed_seconds": round(done.elapsed, 2),
+            "start_up_seconds": round(done.start_up, 2),
             "stopped_at_budget": any(r.stopped for r in done.results),
             "idle_targets": [r.target_id for r in done.results if r.idle],
             "compile": _compile_total(done.results),
@@ -937,6 +941,8 @@ class _Display:
         self.rows = {t: Progress(t) for t in target_ids}
         self.budget = budget
         self.start = time.monotonic()
+        #: seconds the workers took to start before the budget's clock started
+        self.start_up = 0.0
         self.quiet = quiet
         self.live: Any = None
         if live:
@@ -1016,6 +1022,10 @@ class _Display:
 
         if isinstance(obj, Progress):
             self.rows[obj.target_id] = obj
+            return
+        if kind == "warm":  # the budget counts from here (fuzzkern.search.schedule)
+            self.start_up = float(obj)
+            self.start = time.monotonic()
             return
         if kind != "done":
             return

@@ -41,7 +41,12 @@ when ``devices`` are given (round robin). A round's capacity is then ``jobs`` sl
 clock; no slice is longer than the round. Progress flows back over a queue as :class:`Progress`
 snapshots; the parent never runs Hypothesis or a kernel.
 
-Events (``on_event(kind, obj, outcome)``): ``"progress"`` with a :class:`Progress` (at most
+**Start-up.** Before the first round the worker starts and imports the targets' modules (and
+CUDA for compiled mode: :meth:`~fuzzkern.execution.pool.WorkerPool.warm`); the budget's clock
+starts after it, so no target's first slice pays for it.
+
+Events (``on_event(kind, obj, outcome)``): ``"warm"`` with the start-up's seconds, once, when
+the budget's clock starts; ``"progress"`` with a :class:`Progress` (at most
 every 0.2 s per running slice, and at slice ends), ``"done"`` with a target's final merged
 :class:`~fuzzkern.search.engine.TargetResult` when it leaves the campaign.
 """
@@ -85,6 +90,10 @@ HARD_STOP_GRACE = 2.0
 #: seconds past the budget's hard stop after which the parent asks fuzzing processes still
 #: running to stop (SIGTERM: they save what they found), should one not have stopped itself
 STOP_GRACE = 10.0
+
+#: seconds a worker's warm-up (:meth:`WorkerPool.warm`) may take before the campaign's clock
+#: starts; past them the worker is replaced and the first case starts it again
+WARM_TIMEOUT = 120.0
 
 #: ``on_event(kind, Progress or TargetResult, outcome or None)``
 Event = Callable[[str, Any, Any], None]
@@ -281,18 +290,20 @@ def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions, *,
     for s in slots:
         emit("progress", s.progress, None)
     jobs = max(1, min(jobs, len(slots)))
+    runner: _Serial | _Parallel
+    refs = [s.lt.ref for s in slots]
+    if jobs == 1:  # (its worker warmed up: the budget counts from when it is ready)
+        runner = _Serial(opts, pool, emit, refs)
+    else:
+        runner = _Parallel(opts, jobs, database_spec, devices, emit, refs)
     start = time.monotonic()
+    emit("warm", getattr(runner, "warmed", 0.0), None)
     if opts.stop_at is None:  # the budget is a hard stop (fuzzkern.execution.pool.StopTime),
         # moved out by the shrinking time; the search itself ends at the budget
         opts = dataclasses.replace(
             opts, stop_at=start + opts.budget + opts.shrink_time + HARD_STOP_GRACE,
             search_until=start + opts.budget)
-    runner: _Serial | _Parallel
-    refs = [s.lt.ref for s in slots]
-    if jobs == 1:
-        runner = _Serial(opts, pool, emit, refs)
-    else:
-        runner = _Parallel(opts, jobs, database_spec, devices, emit, refs)
+        runner.opts = (opts if jobs == 1 else dataclasses.replace(opts, database=None))
     # One target has no one to share with: one slice, one Hypothesis run, whose draws a seed
     # and a case count repeat whatever the budget (slices are cut by time)
     rounds = 1 if len(slots) == 1 else ROUNDS
@@ -342,6 +353,8 @@ class _Serial:
     def __init__(self, opts: CampaignOptions, pool: WorkerPool | None, emit: Event,
                  refs: list[str]) -> None:
         self.opts = opts
+        #: seconds the worker's warm-up took (before the campaign's clock starts)
+        self.warmed = 0.0
         self.emit = emit
         self.own_pool = pool is None
         if pool is None:
@@ -354,8 +367,8 @@ class _Serial:
         if not opts.sanitize:
             # Start-up (the worker, the targets' modules, CUDA) happens before the first
             # round's shares are cut, so no target's first slice pays for it.
-            pool.warm(list(dict.fromkeys(refs)), _warm_options(opts),
-                      timeout=min(120.0, opts.budget))
+            self.warmed = pool.warm(list(dict.fromkeys(refs)), _warm_options(opts),
+                                    timeout=WARM_TIMEOUT)
         self.pool = pool
 
     def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
