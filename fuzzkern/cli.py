@@ -1223,20 +1223,23 @@ def repro(entry_path: str, output: str | None, allow_outside_root: bool = False)
 @click.option("--torch", "torch_version", default="2.13.0", show_default=True,
               help="The torch version to install (the CPU build in the CPU job).")
 @click.option("--fuzzkern-spec", default=None,
-              help="What pip installs fuzzkern from: a version on your index, a wheel's URL, "
-                   "a git URL (default: fuzzkern==<this version>).")
+              help="What the runner installs fuzzkern from: a version your index serves "
+                   "(0.1.0), a git URL (git+https://host/you/fuzzkern@<commit>), a wheel's "
+                   "URL, or a folder or wheel inside the repository (default: where this "
+                   "fuzzkern was installed from, when the runner can reach it).")
 @click.option("--gpu-label", default="gpu", show_default=True,
               help="The label of the self-hosted GPU runner the GPU job asks for.")
-@click.option("--install", "install_command",
-              default="if [ -f requirements.txt ]; then pip install -r requirements.txt; fi",
-              show_default=True, help="One line that installs your project's requirements.")
+@click.option("--install", "install_command", default=None,
+              help="One line that installs your project and its requirements (default: "
+                   "`pip install -r requirements.txt` and `pip install -e .` as the repository "
+                   "has them; '' for nothing).")
 @click.option("--corpus", "corpus_dir", default="corpus", show_default=True)
 @click.option("--root", default=".", show_default=True,
               help="The repository to write the workflow into.")
 @click.option("--force", is_flag=True, help="Replace the files if they exist.")
 def init_ci(targets: tuple[str, ...], budget: str, cron: str, python_version: str,
             torch_version: str, fuzzkern_spec: str | None, gpu_label: str,
-            install_command: str, corpus_dir: str, root: str, force: bool) -> None:
+            install_command: str | None, corpus_dir: str, root: str, force: bool) -> None:
     """Write a nightly fuzzing workflow for TARGETS (your target files, folders or modules):
     .github/workflows/fuzzkern-nightly.yml and its script .github/fuzzkern/nightly.sh.
 
@@ -1247,11 +1250,17 @@ def init_ci(targets: tuple[str, ...], budget: str, cron: str, python_version: st
     from fuzzkern._version import __version__
     from fuzzkern.target import loader
 
-    opts = initci.NightlyOptions(
-        targets=targets, budget=budget, cron=cron, python=python_version, torch=torch_version,
-        fuzzkern=fuzzkern_spec or f"fuzzkern=={__version__}", gpu_label=gpu_label,
-        install=install_command, corpus=corpus_dir)
     try:
+        spec, warnings = initci.source(fuzzkern_spec, root, __version__)
+        if install_command is None:
+            install_command, notes = initci.project_install(root)
+            warnings += notes
+        else:
+            initci.check_line("--install", install_command)
+        opts = initci.NightlyOptions(
+            targets=targets, budget=budget, cron=cron, python=python_version,
+            torch=torch_version, fuzzkern=spec, gpu_label=gpu_label, install=install_command,
+            corpus=corpus_dir, warnings=warnings)
         opts.check()
         here = os.getcwd()
         os.chdir(root)
@@ -1264,10 +1273,13 @@ def init_ci(targets: tuple[str, ...], budget: str, cron: str, python_version: st
         _fail_usage(str(e))
     for path in written:
         click.echo(f"wrote {os.path.relpath(path, root)}")
+    project = "; ".join(opts.install.splitlines()) or "nothing (imported from the checkout)"
+    click.echo(f"installs fuzzkern from: {opts.fuzzkern}; the project: {project}")
+    for warning in opts.warnings:
+        click.echo(f"fuzzkern: warning: {warning}", err=True)
     click.echo(f"{len(loaded)} target(s): {', '.join(lt.id for lt in loaded)}. Commit both "
                "files; set the repository variable FUZZKERN_GPU=true once a self-hosted runner "
                f"labelled {gpu_label} exists (docs/ci.md).")
-
 
 if __name__ == "__main__":  # pragma: no cover
     main()
