@@ -201,3 +201,38 @@ def test_fail_under_coverage_exits_1_and_reports_json(tmp_path):
     assert row["measured"] and 0 < row["percent"] < 99.5
     assert row["counts"]["lines"]["total"] == 11
     assert any("axpy_kernel" in t for t in row["never_reached"])
+
+
+_UNDER_ENV = """
+import json, torch
+from fuzzkern.execution.coverage import recording
+from fuzzkern.execution.interpreter import interpreter_mode
+from tests.unit import _coverage_kernels as K
+import triton.runtime.interpreter as upstream
+assert type(K.branchy_kernel) is upstream.InterpretedFunction  # decorated under the variable
+x = torch.arange(20, dtype=torch.float32) - 10
+with interpreter_mode(), recording() as rec:
+    out = K.branchy(x)
+assert torch.equal(out, torch.where(x + 1 > 0, x + 1, torch.full_like(x, 3.0)))
+print(json.dumps({"counts": rec.coverage.counts(), "functions": sorted(rec.coverage.functions)}))
+"""
+
+
+def test_coverage_is_measured_with_triton_interpret_set():
+    """Issue 43, point 3: with TRITON_INTERPRET=1 the kernels are upstream's
+    InterpretedFunction; a session runs them in fuzzkern's interpreter all the same, so the
+    coverage is what it is without the variable (helpers included)."""
+    import json
+    import subprocess
+    import sys
+
+    _, cov = _run(K.branchy, torch.arange(20, dtype=torch.float32) - 10)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(FILE)))
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", _UNDER_ENV], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["functions"] == sorted(cov.functions) == sorted([BRANCHY, TWICE])
+    assert got["counts"] == {k: list(v) for k, v in cov.counts().items()}
