@@ -184,6 +184,10 @@ def main() -> None:
               help="Fail (exit 2) when a target ran fewer cases than this. Without it, a "
                    f"target that ran fewer than {20} cases gets a warning (it tested little: "
                    "raise --budget).")
+@click.option("--case-floor", type=int, default=20, show_default=True,
+              help="A target whose budget ran out before this many cases is fuzzed more, for "
+                   "the time its measured case cost says they take, at most the budget again "
+                   "(said in the summary); 0: the budget is all it gets.")
 @click.option("--allow-idle-targets", is_flag=True,
               help="Exit 0 even when a target ran no case (the budget ran out before its turn, "
                    "or before its first case finished: each is named in a warning). Without "
@@ -233,16 +237,24 @@ def run(**params: Any) -> None:
     display = _Display(console, [lt.id for lt in loaded], seconds,
                        live=console.is_terminal and not a.quiet, quiet=a.quiet,
                        heartbeat=0.0 if console.is_terminal or a.quiet else a.heartbeat)
-    from fuzzkern.search import engine, schedule
+    from fuzzkern.search import engine, floor, schedule
+
+    def campaign(targets: list[Any], o: Any) -> list[Any]:
+        return schedule.run_campaign(targets, o, on_event=display.on_event, jobs=jobs,
+                                     database_spec=None if a.no_db else a.db_path,
+                                     devices=devices)
 
     with engine.handle_interrupts(), display:
-        results = schedule.run_campaign(loaded, opts, on_event=display.on_event, jobs=jobs,
-                                        database_spec=None if a.no_db else a.db_path,
-                                        devices=devices)
+        results = campaign(loaded, opts)
+        signum = engine.interrupted()
+        topups = [] if signum is not None or not a.case_floor else floor.top_up_campaign(
+            loaded, results, opts, campaign, a.case_floor)
         signum = engine.interrupted()
     elapsed = time.monotonic() - start
     done = _Done(results, elapsed, run_seed, _repeat_cases(results, a.max_examples))
     _print_results(console, a, done)
+    for line in floor.said(topups):
+        console.print(line, markup=False, soft_wrap=True)
     _print_run_lines(console, a, done)
     _print_coverage(console, a, done, modes)
     _write_reports(console, a, done, loaded, seconds, modes)
@@ -277,6 +289,7 @@ class _RunArgs:
     corpus_dir: str
     no_corpus: bool
     min_cases: int | None = None
+    case_floor: int = 20
     shrink_text: str = "auto"
     fail_under_coverage: float | None = None
     no_guide: bool = False
@@ -343,7 +356,8 @@ def _check_run(a: _RunArgs) -> tuple[float, tuple[str, ...]]:
             (a.max_examples, 1, "a number of cases", "--max-examples"),
             (a.repeat_compiled, 1, "a number of runs", "--repeat-compiled"),
             (a.max_failures, 1, "a number of failures", "--max-failures"),
-            (a.min_cases, 1, "a number of cases", "--min-cases")):
+            (a.min_cases, 1, "a number of cases", "--min-cases"),
+            (a.case_floor, 0, "a number of cases", "--case-floor")):
         if value is not None and value < least:
             raise click.BadParameter(f"expected {what} >= {least}, got {value:g}",
                                      param_hint=option)

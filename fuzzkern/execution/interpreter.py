@@ -1089,14 +1089,15 @@ def _install() -> None:
     _set(CompiledKernel, "__getitem__", _compiled_getitem)
     _set(JITFunction, "__call__", _jit_call)
     _set(JITFunction, "__get__", _jit_get)
-    _set(_interp.InterpretedFunction, "run", _upstream_run)
-    _set(_interp.InterpretedFunction, "__call__", _upstream_call)
     _STATE.autotuner_runs = {cls: vars(cls)["run"] for cls in autotuner_classes()}
     for cls in _STATE.autotuner_runs:
         _set(cls, "run", _autotuner_run)
     _STATE.launch_caches = LaunchCaches()  # a library's launch cache asks the autotuner again
     for cls, run in _STATE.launch_caches.runs().items():
         _set(cls, "run", run)
+    # after the launch caches' (they count InterpretedFunction among the launch wrappers)
+    _set(_interp.InterpretedFunction, "run", _upstream_run)
+    _set(_interp.InterpretedFunction, "__call__", _upstream_call)
     _set(_interp.GridExecutor, "__call__", _grid_call)
     _set(_interp, "_patch_lang", _patch_lang)
     _STATE.scopes = []
