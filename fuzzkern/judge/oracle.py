@@ -77,7 +77,7 @@ import numpy as np
 import torch
 
 from fuzzkern.judge.conditioning import Evidence
-from fuzzkern.judge.outcome import Comparison, Mismatch
+from fuzzkern.judge.outcome import Comparison, Mismatch, output_label
 from fuzzkern.target.declare import Tolerance
 
 __all__ = ["compare", "default_tolerance", "score", "upcast_for_reference", "FloatFormat"]
@@ -977,15 +977,15 @@ def _judge_conditioning(outputs: Sequence[Any] | torch.Tensor, expected: tuple[A
         c.accuracy = _compare(outs, expected, extra=_accuracy_extras(outs, expected, extras),
                               **kw).ok
     if not c.ok:
-        c.explanation, c.condition = _explain(outs, checked, parts, evidence, extras)
+        c.explanation, c.condition = _explain(outs, checked, parts, evidence, extras, c.names)
     own.clear()
     own.extend(masks)
     return c
 
 
 def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str, Any],
-             evidence: Evidence, extras: Sequence[torch.Tensor | None] = ()
-             ) -> tuple[str, dict[str, Any]]:
+             evidence: Evidence, extras: Sequence[torch.Tensor | None] = (),
+             names: Sequence[str | None] | None = None) -> tuple[str, dict[str, Any]]:
     """A sentence about the worst element (largest error over bound), in a kernel author's
     words, and its figures: the bound, and the limit up to which it is an accuracy finding
     (rule 9), so the figure printed and the verdict agree."""
@@ -1010,7 +1010,7 @@ def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str,
     xr = float(round_to(torch.tensor(exp, dtype=torch.float64), o.dtype))
     err = abs(got - xr)
     one = float(ulp(torch.tensor(xr, dtype=torch.float64), o.dtype))
-    where = f"out{i}" if len(outputs) > 1 else "out"
+    where = output_label(i, names, len(outputs) > 1)
     where += "[" + ",".join(str(k) for k in idx) + "]"
     dtype = _dtype_name(o.dtype)
     bound = err / ratio if ratio > 0 and math.isfinite(ratio) else 0.0
@@ -1097,7 +1097,7 @@ def _compare(
     problems: list[str] = []
     many = len(outputs) > 1
     for i, (o_raw, e_raw) in enumerate(zip(outputs, expected, strict=True)):
-        label = f"output {i}" if many else "the output"
+        label = f"output {output_label(i, names) if names else i}" if many else "the output"
         o = o_raw.detach().cpu() if isinstance(o_raw, torch.Tensor) else None
         e = _to_cpu_tensor(e_raw)
         if o is None:
@@ -1153,7 +1153,7 @@ def _compare(
     if len(set(texts)) <= 1:
         tol_text = texts[0] if texts else ""
     else:
-        tol_text = "; ".join(f"out{i}: {t}" for i, t in enumerate(texts))
+        tol_text = "; ".join(f"{output_label(i, names, True)}: {t}" for i, t in enumerate(texts))
 
     mismatched = 0
     nonfinite = 0
@@ -1187,6 +1187,7 @@ def _compare(
         first=first,
         tolerance=tol_text,
         bound_ratio=max(ratios, default=0.0),
+        names=list(names) if names else None,
     )
 
 

@@ -7,7 +7,7 @@ failures, and the corpus stores them. Verdict names are part of the public contr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -97,6 +97,18 @@ class Mismatch:
     expected: float
 
 
+def output_label(i: int, names: Sequence[str | None] | None = None, many: bool = False) -> str:
+    """An output as messages name it: its declared name (``output_names``), else ``out{i}``
+    (``out`` for the first, unless ``many`` says there are others).
+
+    >>> output_label(1), output_label(1, ["dB", "dC"]), output_label(0)
+    ('out1', 'dC', 'out')
+    """
+    if names and 0 <= i < len(names) and names[i]:
+        return str(names[i])
+    return f"out{i}" if i or many else "out"
+
+
 @dataclass
 class Comparison:
     """The comparison of one mode's outputs with the reference."""
@@ -127,6 +139,8 @@ class Comparison:
     explanation: str = ""
     #: that element's figures: error, bound, ratio, sensitivity, native error (JSON numbers)
     condition: dict[str, Any] = field(default_factory=dict)
+    #: the outputs' declared names (the target's ``output_names``), for the messages
+    names: list[str | None] | None = None
 
     def summary(self) -> str:
         if self.structural:
@@ -149,7 +163,7 @@ class Comparison:
             lines.append(self.explanation)
         for m in self.first:
             idx = ",".join(str(i) for i in m.index)
-            out = f"out{m.output}" if m.output else "out"
+            out = output_label(m.output, self.names)
             lines.append(f"  {out}[{idx}]: got {m.got!r}, expected {m.expected!r}")
         return "\n".join(lines)
 

@@ -583,4 +583,17 @@ def minimize(target: Target, case: Case, outcome: Outcome, run: Callable[[Case],
     return _Minimizer(target, case, outcome, run, deadline, max_runs).minimize(case, outcome)
 
 
-__all__ = ["MAX_RUNS", "Minimized", "minimize"]
+def resizer(target: Target, case: Case, outcome: Outcome
+            ) -> tuple[Callable[[Mapping[str, int]], Case | None], dict[str, tuple[int, int | None,
+                                                                                 int]]]:
+    """For explanations (:mod:`fuzzkern.search.explain`): a function giving ``case`` at other
+    dims (tensors rebuilt to the new shapes with their recipes and layouts; None when one
+    cannot take them), and each free dim's range ``(lowest, highest or None, multiple_of)``
+    (dims with a choice list or no known range are left out)."""
+    m = _Minimizer(target, case, outcome, lambda c: outcome, None, 0)
+    ranges = {d: (dom.lo or 0, dom.hi, dom.step) for d, dom in m.dims.items()
+              if dom is not None and dom.choices is None}
+    return (lambda dims: m.build(case, dims=dims)), ranges
+
+
+__all__ = ["MAX_RUNS", "Minimized", "minimize", "resizer"]
