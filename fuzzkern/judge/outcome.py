@@ -7,6 +7,7 @@ failures, and the corpus stores them. Verdict names are part of the public contr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -142,6 +143,15 @@ class Comparison:
     #: the outputs' declared names (the target's ``output_names``), for the messages
     names: list[str | None] | None = None
 
+    def overflowed(self) -> Mismatch | None:
+        """The first reported mismatch where the kernel gave inf or NaN and the reference a
+        finite value: an overflow (of the result or of an intermediate)."""
+        for m in self.first:
+            if (isinstance(m.got, float) and not math.isfinite(m.got)
+                    and isinstance(m.expected, (int, float)) and math.isfinite(m.expected)):
+                return m
+        return None
+
     def summary(self) -> str:
         if self.structural:
             return self.structural
@@ -152,9 +162,18 @@ class Comparison:
             # every mismatch is a NaN/inf position: no finite error to put a figure on
             figures = "each at a NaN/inf position, no finite error to measure"
         else:
-            figures = (f"max abs {self.max_abs_error:.3g}, max rel {self.max_rel_error:.3g}, "
-                       f"max {self.max_ulp_error:.3g} ulp"
-                       + (" over the finite ones" if self.nonfinite_mismatches else ""))
+            ulps = (f", max {self.max_ulp_error:.3g} ulp" if self.max_ulp_error > 0
+                    or not self.max_abs_error else "")  # (none when every reference is 0)
+            figures = (f"max abs {self.max_abs_error:.3g}, max rel {self.max_rel_error:.3g}"
+                       + ulps + (" over the finite ones" if self.nonfinite_mismatches else ""))
+        over = self.overflowed()
+        if over is not None:
+            what = ("overflow: inf where the exact answer is finite" if math.isinf(over.got)
+                    else "NaN where the exact answer is finite (an overflow such as inf - inf, "
+                    "or a value never written)")
+            figures = (f"{what}, e.g. {output_label(over.output, self.names)}"
+                       f"[{','.join(map(str, over.index))}] = {over.got!r} for "
+                       f"{over.expected!r}; " + figures)
         lines = [f"{what}{self.mismatched}/{self.total} elements differ ({figures}; "
                  f"tolerance {self.tolerance})"]
         if self.nonfinite_mismatches:
