@@ -463,8 +463,11 @@ def _np_stats(d: np.ndarray, ae: np.ndarray,
     ``ae`` (float64 arrays of finite pairs); ``f`` the output's format (None: an integer
     output, whose ulp is 1)."""
     rel = np.where(ae > 0, d / ae, np.where(d > 0, math.inf, 0.0))
-    # ulps against an exact 0 count subnormal steps (2e+45 of them): left out
-    u = d if f is None else np.where(ae > 0, d / _np_ulp(ae, f), 0.0)
+    # ulps against an exact 0, or a normal-sized error at a subnormal, count subnormal steps
+    # (2e+45 of them): left out
+    tiny = 0.0 if f is None else 2.0 ** f.emin
+    u = d if f is None else np.where((ae > 0) & ((ae >= tiny) | (d < tiny)),
+                                     d / _np_ulp(ae, f), 0.0)
     return float(d.max()), float(rel.max()), float(u.max())
 
 
@@ -1017,8 +1020,12 @@ def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str,
     bound = err / ratio if ratio > 0 and math.isfinite(ratio) else 0.0
     fig: dict[str, Any] = {"output": i, "index": list(idx), "error": err,
                            "error_ulp": err / one, "bound": bound, "ratio": ratio}
-    # ulps against an exact 0 count subnormal steps: a figure that means nothing
-    ulps = f" ({err / one:.3g} {dtype} ulp)" if xr != 0 else ""
+    # ulps against an exact 0 (or a subnormal) count subnormal steps: a figure that means
+    # nothing, as does the reference's move there
+    f = float_format(o.dtype) if o.dtype.is_floating_point else None
+    tiny = 0.0 if f is None else 2.0 ** f.emin
+    normal = f is None or (xr != 0 and (abs(xr) >= tiny or err < tiny))
+    ulps = f" ({err / one:.3g} {dtype} ulp)" if normal else ""
     text = f"{where}: off by {err:.3g}{ulps}, {ratio:.3g}x the bound {bound:.3g}"
     ex = extras[i] if i < len(extras) else None
     if ex is not None and ex.numel() in (1, ch.got.numel()):
@@ -1032,8 +1039,8 @@ def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str,
     sens = parts["sens"][i] or []
     s, dlt = max(sens, key=lambda p: float(p[1][idx])) if sens else (None, None)
     moved = float(dlt[idx]) if dlt is not None else 0.0
-    if s is not None and moved > 0 and math.isfinite(moved):  # an input that moves nothing
-        # here (one this element does not use) says nothing about it
+    if s is not None and normal and moved > 0 and math.isfinite(moved):  # an input that moves
+        # nothing here (one this element does not use) says nothing about it
         fig["sensitivity"] = moved
         fig["sensitive_input"] = s.name
         fig["condition_ulp"] = moved / one

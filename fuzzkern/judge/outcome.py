@@ -168,12 +168,12 @@ class Comparison:
                        + ulps + (" over the finite ones" if self.nonfinite_mismatches else ""))
         over = self.overflowed()
         if over is not None:
-            what = ("overflow: inf where the exact answer is finite" if math.isinf(over.got)
-                    else "NaN where the exact answer is finite (an overflow such as inf - inf, "
-                    "or a value never written)")
-            figures = (f"{what}, e.g. {output_label(over.output, self.names)}"
-                       f"[{','.join(map(str, over.index))}] = {over.got!r} for "
-                       f"{over.expected!r}; " + figures)
+            overflow = math.isinf(over.got) or "overflow" in self.explanation
+            said = (f"{'overflow: ' if overflow else ''}{over.got:.3g} where the exact answer "
+                    "is finite")
+            figures = (f"{said}, e.g. {output_label(over.output, self.names)}"
+                       f"[{','.join(map(str, over.index))}] = {over.got:.3g} for "
+                       f"{over.expected:.3g}; " + figures)
         lines = [f"{what}{self.mismatched}/{self.total} elements differ ({figures}; "
                  f"tolerance {self.tolerance})"]
         if self.nonfinite_mismatches:

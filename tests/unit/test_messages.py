@@ -57,9 +57,12 @@ def test_overflow_is_said():
     c = oracle.compare(torch.tensor([math.inf, 1.0], dtype=torch.float32),
                        torch.tensor([big, 1.0], dtype=torch.float64))
     assert not c.ok
-    assert "overflow: inf where the exact answer is finite, e.g. out[0] = inf for 6e+37" in \
+    assert "(overflow: inf where the exact answer is finite, e.g. out[0] = inf for 6e+37; " in \
         c.summary(), c.summary()
+    # a NaN is an overflow only when the judge saw one (else: garbage, an unwritten value)
     c = oracle.compare(torch.tensor([math.nan, 1.0]), torch.tensor([big, 1.0]),
                        names=["y"])
-    assert "NaN where the exact answer is finite (an overflow such as inf - inf" in \
-        c.summary() and "y[0]" in c.summary(), c.summary()
+    assert "(nan where the exact answer is finite, e.g. y[0] = nan for 6e+37; " in \
+        c.summary(), c.summary()
+    c.explanation = "the float64 shadow cannot judge this case (fp32 overflows at k.py:14)"
+    assert "overflow: nan where the exact answer is finite" in c.summary(), c.summary()
