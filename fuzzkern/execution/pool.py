@@ -140,12 +140,16 @@ class CaseClock:
             return max(0.0, self.compile_timeout - self.compiled(now))
         return max(0.0, self.timeout - self.ran(now))
 
-    def _cost(self) -> str:
+    def _cost(self, ran: float | None = None) -> str:
+        """The launch's cost in one consistent sum: the case's time so far (``ran``, wall
+        clock, setup included) plus what the programs left take at the programs' own pace."""
         assert self.progress is not None
         done, total, seconds, slowest = self.progress
         each = seconds / max(done, 1)
-        return (f"{done} of {total} programs in {seconds:.2f} s, {each:.3g} s each (slowest "
-                f"{slowest:.3g} s): about {each * total:.1f} s for the launch")
+        left = each * (total - done)
+        cost = (f"{done} of {total} programs done, {each:.3g} s each (slowest {slowest:.3g} s)"
+                f": {left:.1f} s more for the other {total - done}")
+        return cost if ran is None else f"{ran:.1f} s so far + {cost}"
 
     def check(self, now: float) -> tuple[str, str, dict[str, Any]] | None:
         """(verdict, message, detail) when the case must stop now, else None."""
@@ -170,19 +174,20 @@ class CaseClock:
             left = seconds / done * (total - done)
             if ran + left > SLOW_EARLY_FACTOR * self.timeout:
                 return (Verdict.SLOW,
-                        f"the interpreted launch would take past {SLOW_EARLY_FACTOR:g} times "
-                        f"the timeout of {self.timeout:g} s ({self._cost()}); stopped after "
-                        f"{ran:.1f} s: slow, not hung", detail)
+                        f"the case would take about {ran + left:.1f} s, past "
+                        f"{SLOW_EARLY_FACTOR:g} times the timeout of {self.timeout:g} s "
+                        f"({self._cost(ran)}); stopped: slow, not hung", detail)
             # projected from the last report, not from now: a program that stops finishing
             # is a hang at the timeout, not a case the cap stops
             projected = self.ran(self.progress_at) + left
             if self.cost_cap is not None and projected > self.cost_cap:
                 detail["cost_cap"] = round(self.cost_cap, 3)
                 return (Verdict.SLOW,
-                        f"the interpreted launch would take about {projected:.1f} s, past "
+                        f"the case would take about {projected:.1f} s, past "
                         f"{self.cost_cap:.1f} s, the most one case may cost in this target's "
-                        f"share of the budget ({self._cost()}); stopped after {ran:.1f} s: "
-                        "slow, too expensive for the budget, not a failure", detail)
+                        f"share of the budget ({self._cost(projected - left)}); stopped after "
+                        f"{ran:.1f} s: slow, too expensive for the budget, not a failure",
+                        detail)
         if ran <= self.timeout:
             return None
         if p is not None and p[0] >= 1:

@@ -51,7 +51,10 @@ def test_programs_that_would_take_minutes_are_slow_at_once():
     verdict, message, detail = c.check(0.3)
     assert verdict == "slow"
     assert f"{SLOW_EARLY_FACTOR:g} times the timeout of 2 s" in message
-    assert "1 of 2560 programs" in message and "about 256.0 s" in message
+    # one sum, consistent (issue 43, point 9): the time so far plus the programs left
+    assert "would take about 256.2 s" in message, message
+    assert "(0.3 s so far + 1 of 2560 programs done, 0.1 s each (slowest 0.1 s): 255.9 s more " \
+        "for the other 2559)" in message, message
     assert detail["progress"] == {"done": 1, "total": 2560, "seconds": 0.1, "slowest": 0.1}
 
 
