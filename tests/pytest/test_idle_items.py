@@ -3,6 +3,8 @@ overrun allowed) fails with the reason, unless ``--fuzzkern-allow-idle`` makes i
 
 from __future__ import annotations
 
+import os
+
 IDLE = '''
 import time
 
@@ -39,25 +41,10 @@ def test_an_item_that_ran_no_case_fails_unless_allowed(pytester):
     allowed.stdout.fnmatch_lines(["*FewCasesWarning*stuck ran no case*"])
 
 
-SLOW = '''
-import time
 
-import fuzzkern
-from fuzzkern import strategies as fks
-from fuzzkern.targets.kernels import vector_add
-
-
-def _slow_add(x, y):
-    time.sleep(0.3)
-    return vector_add(x, y, 64)
-
-
-slow_add = fuzzkern.Target(
-    launcher=_slow_add, reference=lambda x, y: x + y,
-    inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"]),
-                      y=fks.tensors(("N",), dtype_of="x")),
-    dims={"N": fks.sizes(max_value=64)})
-'''
+# a correct target whose every case costs about 0.3 s (the launcher sleeps)
+SLOW = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
+                    "slow_cases.py")
 
 
 def test_an_item_under_the_case_floor_gets_more_time_and_says_so(pytester):
@@ -65,10 +52,11 @@ def test_an_item_under_the_case_floor_gets_more_time_and_says_so(pytester):
     it on, and its report section says how much more it ran."""
     from fuzzkern.target import loader
 
-    pytester.makepyfile(test_slow=SLOW)
+    with open(SLOW, encoding="utf-8") as fh:
+        pytester.makepyfile(test_slow=fh.read())
     loader._file_modules.clear()
-    result = pytester.runpytest("--fuzzkern-budget", "1s", "--fuzzkern-case-floor", "6",
+    result = pytester.runpytest("--fuzzkern-budget", "2s", "--fuzzkern-case-floor", "12",
                                 "--fuzzkern-db", "none", "-p", "no:cacheprovider", "-rP")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*case floor: test_slow::slow_add: * case(s) in its budget, "
-                                 "under the case floor 6: fuzzed * s more, * case(s)*"])
+                                 "under the case floor 12: fuzzed * s more, * case(s)*"])
