@@ -302,9 +302,6 @@ def _sizes(v: _Variants, case: Case, outcome: Outcome, target: Target) -> list[s
             return runs[k]
 
         line = _multiple(d, n, at, hi) or _threshold(d, n, step, at)
-        fails = sorted(k for k, r in runs.items() if r is False and k != n)
-        if not line and fails and not any(runs.values()):
-            line = "still fails with " + " and ".join(f"{d}={k}" for k in fails[:3])
         if line:
             lines.append(line)
     return lines
