@@ -339,7 +339,7 @@ def test_the_budget_is_a_hard_stop(tmp_path):
 
     t0 = time.monotonic()
     res = _run(["run", f"{SLOW_TARGETS}::long_and_wrong", "--budget", "12s", "--no-db",
-                "--shrink-time", "0",
+                "--shrink-time", "0", "--case-floor", "0",  # (the budget alone: no top-up)
                 "--seed", "1", "-j", "1", "--corpus", "corpus", "--report", "r.json",
                 "--html", "r.html"], tmp_path)
     wall = time.monotonic() - t0
