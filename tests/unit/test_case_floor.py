@@ -18,19 +18,25 @@ SLOW = os.path.join(os.path.dirname(__file__), "..", "fixtures", "slow_cases.py"
 
 def test_a_target_under_the_floor_is_fuzzed_up_to_it():
     (lt,) = loader.load(SLOW)
+    from fuzzkern.case.model import Case, Layout, TensorCase
+
     pool = WorkerPool()
     try:
-        opts = engine.CampaignOptions(budget=1.0, modes=("interpret",), seed=3, explain=False)
+        # a warm worker (its start is no case's cost), then a budget that buys a few cases
+        warm = Case({"N": 4}, {"x": TensorCase.build((4,), "float32", Layout.contiguous(1)),
+                               "y": TensorCase.build((4,), "float32", Layout.contiguous(1))})
+        assert pool.run(lt.ref, warm.to_json(), {"modes": ["interpret"]}, 120).verdict == "pass"
+        opts = engine.CampaignOptions(budget=2.0, modes=("interpret",), seed=3, explain=False)
         result = engine.fuzz_target(lt, pool, opts, opts.budget)
         before = result.cases
-        assert before < 8 and result.ran_out  # 0.3 s a case: a 1 s budget buys a few
-        topup = floor.top_up(lt, pool, opts, result, 8, cap=120.0)
+        assert 0 < before < 12 and result.ran_out, result  # 0.3 s a case
+        topup = floor.top_up(lt, pool, opts, result, 12, cap=120.0)
     finally:
         pool.close()
     assert topup is not None and topup.before == before
-    assert result.cases >= 8 and topup.after == result.cases, topup
+    assert result.cases >= 12 and topup.after == result.cases, topup
     assert not result.failures and result.error is None
-    assert "under the case floor 8: fuzzed" in topup.text() and "(reached the floor)" in \
+    assert "under the case floor 12: fuzzed" in topup.text() and "(reached the floor)" in \
         topup.text()
 
 
