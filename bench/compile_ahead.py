@@ -150,10 +150,10 @@ def main() -> None:
         with open(args.row, "w") as f:
             json.dump(row, f)
         return
-    from fuzzkern.execution.ahead import default_size
+    from fuzzkern.execution.ahead import host_size
 
     sizes = ([int(s) for s in args.ahead.split(",")] if args.ahead
-             else [0, max(1, default_size())])
+             else [0, max(1, host_size())])
     rows = []
     for n in sizes:
         row = _child(args, n)

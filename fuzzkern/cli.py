@@ -163,8 +163,9 @@ def main() -> None:
                    "float64.")
 @click.option("--compile-ahead", "compile_ahead", default=None, metavar="N|off",
               help="Compiled mode: processes that compile ahead the kernels the search will "
-                   "need next, in all (split between the -j processes). Default: the host's "
-                   "cores but one; off: none.")
+                   "need next, in all (split between the -j processes), at idle priority; "
+                   "they stop when few of their compilations are used. Default: off; auto: "
+                   "the host's cores but one. Also FUZZKERN_AHEAD.")
 @click.option("--strict-accuracy", is_flag=True,
               help="Accuracy findings (beyond the tolerance, within a small factor of what "
                    "rounding at the inputs' precision explains) fail like kernel bugs.")
@@ -695,10 +696,13 @@ def _compile_line(results: list[Any], elapsed: float) -> str | None:
     if not done or not done.get("processes"):
         return head + "; compiling ahead off"
     failed = f" ({done.get('failed', 0)} failed)" if done.get("failed") else ""
+    served, compiled = int(c.get("served_ahead", 0) or 0), int(done.get("compiled", 0) or 0)
+    rate = f", hit rate {100 * served / compiled:.1f}%" if compiled else ""
+    stopped = f"; stopped: {done['stopped']}" if done.get("stopped") else ""
     return (f"{head}, compile work {float(c.get('compile_work', 0.0)):.1f} s; "
-            f"{c.get('served_ahead', 0)} of {c.get('compiles', 0)} compilations served from "
-            f"{done.get('compiled', 0)} compiled ahead by {done.get('processes')} processes"
-            f"{failed}")
+            f"{served} of {c.get('compiles', 0)} compilations served from "
+            f"{compiled} compiled ahead by {done.get('processes')} processes"
+            f"{failed}{rate}{stopped}")
 
 
 def _parity_total(results: list[Any]) -> dict[str, Any]:

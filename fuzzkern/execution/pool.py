@@ -56,6 +56,10 @@ SLOW_EARLY_FACTOR = 2.0
 #: a few that take minutes (``WorkerPool.run(cost_cap=...)``)
 COST_CAP_FRACTION = 0.25
 COST_CAP_MIN = 5.0
+#: a case projected past its cost cap is stopped only when the programs left would take at
+#: least this fraction of the cap: stopping one that is nearly done (its earlier launches
+#: spent the cap, its last needs 0.08 s more) would lose what it spent and save nothing
+COST_CAP_SAVING = 0.25
 #: at the timeout, a launch whose current program has run longer than this many times its
 #: slowest finished program (and longer than :data:`STALL_MIN` seconds or a quarter of the
 #: timeout, whichever is less) is stuck: ``hang``
@@ -140,16 +144,30 @@ class CaseClock:
             return max(0.0, self.compile_timeout - self.compiled(now))
         return max(0.0, self.timeout - self.ran(now))
 
-    def _cost(self, ran: float | None = None) -> str:
-        """The launch's cost in one consistent sum: the case's time so far (``ran``, wall
-        clock, setup included) plus what the programs left take at the programs' own pace."""
+    def _cost(self) -> str:
         assert self.progress is not None
         done, total, seconds, slowest = self.progress
         each = seconds / max(done, 1)
-        left = each * (total - done)
-        cost = (f"{done} of {total} programs done, {each:.3g} s each (slowest {slowest:.3g} s)"
-                f": {left:.1f} s more for the other {total - done}")
-        return cost if ran is None else f"{ran:.1f} s so far + {cost}"
+        return (f"{done} of {total} programs in {seconds:.3g} s, {each:.3g} s each (slowest "
+                f"{slowest:.3g} s): about {each * total:.2f} s for the launch")
+
+    def projection(self, now: float) -> tuple[float, float, float]:
+        """The case's projected cost from its launch's last report: (projected, seconds the
+        case had worked when the report's state was reached, seconds its launch's programs
+        left will take at the measured pace); projected = the two added."""
+        assert self.progress is not None
+        done, total, seconds, _ = self.progress
+        so_far = self.ran(min(now, self.progress_at))
+        left = seconds / max(done, 1) * (total - done)
+        return so_far + left, so_far, left
+
+    def _projected(self, now: float) -> str:
+        """The projection in words, its figures adding up to it."""
+        projected, so_far, left = self.projection(now)
+        assert self.progress is not None
+        done, total = self.progress[:2]
+        return (f"about {projected:.2f} s: {so_far:.2f} s so far, plus {left:.2f} s for the "
+                f"{total - done} programs left of its launch ({self._cost()})")
 
     def check(self, now: float) -> tuple[str, str, dict[str, Any]] | None:
         """(verdict, message, detail) when the case must stop now, else None."""
@@ -171,23 +189,22 @@ class CaseClock:
             done, total, seconds, slowest = p
             detail["progress"] = {"done": done, "total": total, "seconds": round(seconds, 3),
                                   "slowest": round(slowest, 3)}
-            left = seconds / done * (total - done)
-            if ran + left > SLOW_EARLY_FACTOR * self.timeout:
-                return (Verdict.SLOW,
-                        f"the case would take about {ran + left:.1f} s, past "
-                        f"{SLOW_EARLY_FACTOR:g} times the timeout of {self.timeout:g} s "
-                        f"({self._cost(ran)}); stopped: slow, not hung", detail)
             # projected from the last report, not from now: a program that stops finishing
-            # is a hang at the timeout, not a case the cap stops
-            projected = self.ran(self.progress_at) + left
-            if self.cost_cap is not None and projected > self.cost_cap:
+            # is a hang at the timeout, not a case the projection stops
+            projected, so_far, left = self.projection(now)
+            if projected > SLOW_EARLY_FACTOR * self.timeout:
+                return (Verdict.SLOW,
+                        f"the case would take past {SLOW_EARLY_FACTOR:g} times the timeout "
+                        f"of {self.timeout:g} s, {self._projected(now)}; stopped after "
+                        f"{ran:.1f} s: slow, not hung", detail)
+            if (self.cost_cap is not None and projected > self.cost_cap
+                    and left >= COST_CAP_SAVING * self.cost_cap):
                 detail["cost_cap"] = round(self.cost_cap, 3)
                 return (Verdict.SLOW,
-                        f"the case would take about {projected:.1f} s, past "
-                        f"{self.cost_cap:.1f} s, the most one case may cost in this target's "
-                        f"share of the budget ({self._cost(projected - left)}); stopped after "
-                        f"{ran:.1f} s: slow, too expensive for the budget, not a failure",
-                        detail)
+                        f"the case would take past {self.cost_cap:.1f} s, the most one case "
+                        f"may cost in this target's share of the budget, "
+                        f"{self._projected(now)}; stopped after {ran:.1f} s: slow, too "
+                        "expensive for the budget, not a failure", detail)
         if ran <= self.timeout:
             return None
         if p is not None and p[0] >= 1:
@@ -335,6 +352,18 @@ def end_case_processes() -> int:
     return end_descendants(reap=True)
 
 
+def unnamed_semaphores() -> None:
+    """In a worker or compile process (forked from the fork server): the locks a library
+    makes later (FlagGems: a ``multiprocessing.Lock`` per kernel, at import) are semaphores
+    unlinked at once. Under forkserver, the start method these processes inherit, each is a
+    named semaphore in ``/dev/shm`` that only an exit handler removes, so every process
+    killed (a hang, a crash, the budget's end, the compile processes at ``close``) left its
+    own behind until the run's resource tracker ended (or for good, when that was killed
+    too). With ``fork`` as the default they never get a name; nothing here starts processes
+    through the default context."""
+    mp.set_start_method("fork", force=True)
+
+
 def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     """Loop of one worker: receive (ref, case, options), run it, send back the outcome."""
     os.environ.update(env)
@@ -357,6 +386,7 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     # Ctrl-C reaches the whole process group: the parent decides what an interrupt means (it
     # kills this worker when it stops); a KeyboardInterrupt here would read as a kernel error.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    unnamed_semaphores()  # a worker is killed after a hang, a crash, at the budget's end
     import torch
 
     # One intra-op thread: cases are small, and torch's thread pool costs more than it saves
@@ -378,6 +408,14 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         if msg is None:
             return
         ref, case_json, options = msg
+        if case_json is None:  # a warm-up (WorkerPool.warm): ``ref`` lists the targets
+            from fuzzkern.execution.runner import warm
+
+            try:
+                conn.send(warm(ref, options))
+            except Exception as e:  # never fatal: the first case meets it again
+                conn.send({"warm": False, "error": f"{type(e).__name__}: {e}"})
+            continue
         if compiling_ahead:
             ahead.begin_case(ref, case_json)
         timer = stages.begin()
@@ -552,15 +590,15 @@ def _compiler_main(jobs: Any, results: Any, env: dict[str, str]) -> None:
     die_with_parent()
     become_subreaper()  # ptxas and the like stay below it, and end with it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
-    try:
-        os.nice(10)  # never in the way of the worker and the search
-    except OSError:  # pragma: no cover
-        pass
+    ahead.below_workers()  # never in the way of the workers and the search
+    unnamed_semaphores()  # every close() kills this process
     while True:
         job = jobs.get()
         if job is None:
             return
-        results.put(ahead.compile_job(job))
+        with ahead.compile_slot():  # the host's compile processes within the idle cores
+            result = ahead.compile_job(job)
+        results.put(result)
 
 
 #: jobs waiting for a compile process at most (more are dropped, and counted)
@@ -589,6 +627,10 @@ class AheadPool:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.submitted = self.compiled = self.cached = self.failed = self.dropped = 0
+        #: the worker's compilations served from what this pool compiled (:meth:`served_one`)
+        self.served = 0
+        #: why it stopped submitting (a low hit rate, a failure of its own); None: it runs
+        self.stopped: str | None = None
         self.seconds = 0.0
         #: the first few errors, for a report (a job that fails never touches a case)
         self.errors: list[str] = []
@@ -619,8 +661,13 @@ class AheadPool:
             self._procs.append(p)
 
     def submit(self, jobs: list[dict[str, Any]]) -> int:
-        """Queue the jobs not seen before; how many were queued."""
-        if self._closed or self.size <= 0:
+        """Queue the jobs not seen before; how many were queued (none once stopped, e.g. by
+        a low hit rate: :meth:`paying`)."""
+        if self._closed or self.size <= 0 or self.stopped:
+            return 0
+        why = self.paying()
+        if why:
+            self.stop(why)
             return 0
         queued = 0
         for job in jobs:
@@ -660,6 +707,36 @@ class AheadPool:
                     if len(self.errors) < 5:
                         self.errors.append(str(r.get("error")))
 
+    def served_one(self, n: int = 1) -> None:
+        """The worker's compilation was served from what this pool compiled."""
+        with self._lock:
+            self.served += n
+
+    def hit_rate(self) -> float | None:
+        """Compilations served per job compiled; None before any compiled."""
+        with self._lock:
+            return self.served / self.compiled if self.compiled else None
+
+    def paying(self, warmup: int | None = None, least: float | None = None) -> str | None:
+        """Why compiling ahead does not pay (its hit rate below ``least``, default
+        :data:`~fuzzkern.execution.ahead.MIN_HIT_RATE`, once ``warmup`` jobs compiled,
+        default :data:`~fuzzkern.execution.ahead.AHEAD_WARMUP`); None while it may."""
+        warmup = ahead.AHEAD_WARMUP if warmup is None else warmup
+        least = ahead.MIN_HIT_RATE if least is None else least
+        with self._lock:
+            served, compiled = self.served, self.compiled
+        if compiled < max(1, warmup) or served >= least * compiled:
+            return None
+        return (f"hit rate {served}/{compiled} ({100 * served / compiled:.1f}%) below "
+                f"{100 * least:g}% after {compiled} jobs compiled")
+
+    def stop(self, why: str) -> None:
+        """Stop for good (the processes killed, nothing more submitted); ``stats`` says
+        why."""
+        if not self.stopped:
+            self.stopped = why
+        self.close()
+
     def pending(self) -> int:
         """Jobs queued or compiling now."""
         with self._lock:
@@ -674,10 +751,14 @@ class AheadPool:
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            return {"processes": self.size, "submitted": self.submitted,
-                    "compiled": self.compiled, "cached": self.cached, "failed": self.failed,
-                    "dropped": self.dropped, "seconds": round(self.seconds, 3),
-                    "errors": list(self.errors)}
+            out: dict[str, Any] = {"processes": self.size, "submitted": self.submitted,
+                                   "compiled": self.compiled, "served": self.served,
+                                   "cached": self.cached, "failed": self.failed,
+                                   "dropped": self.dropped, "seconds": round(self.seconds, 3),
+                                   "errors": list(self.errors)}
+        if self.stopped:
+            out["stopped"] = self.stopped
+        return out
 
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs if p.pid is not None]
@@ -752,7 +833,16 @@ class WorkerPool:
             # (removed by close(), or with the pool if it is never closed)
             weakref.finalize(self, shutil.rmtree, self._locks, True)
             self.env[ahead.LOCKS_ENV] = self._locks
+            self.env.setdefault(ahead.HOST_ENV, ahead.host_folder())
             self.ahead = AheadPool(size, self.env)
+        # this pool's worker counts against the host's compile slots (ahead.host_slots),
+        # its own compile processes' and those of other fuzzkern processes
+        unregister = ahead.register_pool(self.env.get(ahead.HOST_ENV))
+        self._unregister: Callable[[], Any] | None = None
+        if unregister is not None:
+            import weakref
+
+            self._unregister = weakref.finalize(self, unregister)  # once, here or by close()
         #: seconds cases waited while their worker compiled, and how many compilations
         #: (in-memory cache misses: some are loads from Triton's disk cache)
         self.compile_wait = 0.0
@@ -782,6 +872,29 @@ class WorkerPool:
             self._worker = self.worker_factory(self.env)
             self.started += 1
         return self._worker
+
+    def warm(self, refs: list[str], options: dict[str, Any], timeout: float = 120.0) -> float:
+        """Start the worker and do its start-up work (:func:`fuzzkern.execution.runner.warm`:
+        the targets' modules, CUDA, Triton's driver) now, so that no target's first case pays
+        for it; returns the seconds it took. Best effort: a worker that does not answer in
+        ``timeout`` seconds (or by ``stop_at``) is replaced and the cases start it again."""
+        start = time.monotonic()
+        worker = self._get()
+        until = start + timeout
+        if self.stop_at is not None:
+            until = min(until, self.stop_at)
+        try:
+            worker.conn.send((list(refs), None, dict(options)))
+            while True:
+                left = until - time.monotonic()
+                if left <= 0 or not worker.conn.poll(left):
+                    self.replace()
+                    break
+                if isinstance(worker.conn.recv(), dict):
+                    break
+        except (EOFError, OSError):
+            self.replace()
+        return time.monotonic() - start
 
     def replace(self) -> None:
         if self._worker is not None:
@@ -875,6 +988,8 @@ class WorkerPool:
         if kind == "ahead-served":
             with contextlib.suppress(TypeError, ValueError, IndexError):
                 self.served_ahead += int(event[1])
+                if self.ahead is not None:
+                    self.ahead.served_one(int(event[1]))
             return
         if kind == "variant":  # the clock starts again: what the last case waited counts now
             self._account(clock, now)
@@ -886,7 +1001,7 @@ class WorkerPool:
             self.ahead_stopped = (f"compiling ahead stopped: {why}; cases compile in their "
                                   "worker as without it")
             with contextlib.suppress(Exception):
-                self.ahead.close()
+                self.ahead.stop(why)
 
     def _account(self, clock: CaseClock, now: float) -> None:
         """Count what the clock compiled since it was last counted."""
@@ -947,6 +1062,9 @@ class WorkerPool:
             self._worker = None
         if self.ahead is not None:
             self.ahead.close()
+        if self._unregister is not None:
+            self._unregister()
+            self._unregister = None
         if self._locks is not None:
             import shutil
 

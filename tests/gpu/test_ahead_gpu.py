@@ -1,7 +1,8 @@
-"""Compiling ahead on a real GPU (docs/scaling.md, "Compile ahead"): a compiled search over a
-kernel autotuned over 24 configs waits far less for compilations when the worker pool's
-compile processes compile the other configs as soon as the first one is needed, and its
-worker's compilations are then served from Triton's cache.
+"""Compiling ahead on a real GPU (docs/scaling.md, "Compile ahead"), seconds long: the compile
+processes compile other configs of an autotuned kernel at idle priority without a failure,
+their counts add up, and a library's generated modules (FlagGems' ``_gen_module_*``, which a
+compile process cannot import again) are never submitted. Whether compiling ahead pays
+(compile wait with it off and on) is a benchmark, not a test: bench/compile_ahead.py.
 
 Marked ``gpu``: skipped without CUDA.
 """
@@ -17,27 +18,47 @@ from fuzzkern.target import loader
 
 pytestmark = pytest.mark.gpu
 
-TARGETS = os.path.join(os.path.dirname(__file__), "ahead_targets.py")
+HERE = os.path.dirname(__file__)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def _search(cache, compile_ahead, cases=30):
-    (lt,) = loader.load(f"{TARGETS}::many_configs")
+def _search(ref, cache, cases, processes=2):
+    """A compiled search of ``ref`` (``cases`` cases at most) with ``processes`` compile
+    processes; its result, the pool's compile stats and the compile processes' scheduling
+    policies while they ran."""
+    (lt,) = loader.load(ref)
     pool = WorkerPool(env={**worker_env(), "TRITON_CACHE_DIR": str(cache)},
-                      compile_ahead=compile_ahead)
+                      compile_ahead=processes)
     try:
-        opts = engine.CampaignOptions(budget=240, modes=("compiled",), seed=0,
+        opts = engine.CampaignOptions(budget=60, modes=("compiled",), seed=0,
                                       max_examples=cases)
-        result = engine.fuzz_target(lt, pool, opts, 240)
-        return result, pool.compile_stats()
+        result = engine.fuzz_target(lt, pool, opts, 60)
+        policies = []
+        for pid in pool.ahead.pids() if pool.ahead is not None else []:
+            try:
+                policies.append(os.sched_getscheduler(pid))
+            except OSError:
+                pass  # ended already
+        return result, pool.compile_stats(), policies
     finally:
         pool.close()
 
 
-def test_compile_wait_falls_with_compiling_ahead(tmp_path):
-    off_result, off = _search(tmp_path / "off", 0)
-    on_result, on = _search(tmp_path / "on", 8)
-    assert off_result.cases >= 20 and on_result.cases >= 20  # the same draws, seed 0
-    assert off["ahead"] is None and off["compiles"] >= 5, off  # compile-heavy without it
-    assert on["ahead"]["compiled"] >= 10 and on["ahead"]["failed"] == 0, on
-    assert on["served_ahead"] >= 3, on
-    assert on["compile_wait"] < 0.5 * off["compile_wait"], (on, off)
+def test_other_configs_compile_ahead_at_idle_priority_without_a_failure(tmp_path):
+    result, stats, policies = _search(os.path.join(HERE, "ahead_targets.py") + "::many_configs",
+                                      tmp_path, cases=8)
+    done = stats["ahead"]
+    assert result.cases >= 4 and stats["compiles"] >= 1, stats
+    assert done["submitted"] >= 10 and done["compiled"] >= 1 and done["failed"] == 0, done
+    assert done["served"] == stats["served_ahead"] <= stats["compiles"], stats
+    assert policies and set(policies) == {os.SCHED_IDLE}, policies
+
+
+def test_flag_gems_generated_modules_are_never_submitted(tmp_path):
+    pytest.importorskip("flag_gems")
+    ref = os.path.join(ROOT, "examples", "flaggems", "flaggems_targets.py") + "::gelu"
+    result, stats, _ = _search(ref, tmp_path, cases=8)
+    done = stats["ahead"]
+    assert result.cases >= 4, result
+    assert done["failed"] == 0, done  # before: "Expected module '_gen_module_...' ..."
+    assert not [e for e in done["errors"] if "_gen_module" in e], done

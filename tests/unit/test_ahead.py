@@ -200,8 +200,12 @@ def test_no_compile_process_outlives_an_interrupted_or_killed_run(tmp_path, how)
 
 
 def test_the_worker_pool_sizes_and_reports_compiling_ahead(monkeypatch):
-    assert ahead.default_size(2, 1) == 0 and ahead.default_size(16, 1) == 15
-    assert ahead.default_size(16, 8) == 1 and ahead.default_size(16, 16) == 0
+    assert ahead.host_size(2, 1) == 0 and ahead.host_size(16, 1) == 15
+    assert ahead.host_size(16, 8) == 1 and ahead.host_size(16, 16) == 0
+    monkeypatch.delenv(ahead.AHEAD_ENV, raising=False)
+    assert ahead.size_of() == 0  # off unless asked for
+    assert WorkerPool().ahead is None
+    assert ahead.size_of("auto") == ahead.host_size()
     monkeypatch.setenv(ahead.AHEAD_ENV, "off")
     assert ahead.size_of() == 0
     assert ahead.size_of(3) == 3
@@ -471,3 +475,201 @@ def test_an_fp32_case_retypes_only_the_arguments_seen_to_follow_the_dtype(worker
                             following=ahead._following[id(spec.fn)])
     assert [(s.signature["x_ptr"], s.signature["out_ptr"]) for s in more] == [
         ("*bf16", "*fp32")]
+
+
+_GENERATED = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def gen_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+""")
+
+
+def _generated_module(tmp_path):
+    """A kernel in a module loaded from a file without a place in ``sys.modules``, the way
+    FlagGems loads its generated code (``_gen_module_*``)."""
+    import importlib.util
+
+    path = tmp_path / "gen_code.py"
+    path.write_text(_GENERATED)
+    spec = importlib.util.spec_from_file_location("_gen_module_fk_test_rank_1", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_kernel_a_compile_process_cannot_find_again_asks_for_no_jobs(worker, tmp_path,
+                                                                        monkeypatch):
+    launch, sent, _ = worker
+    ref, module = aj.loaded()
+    gen = _generated_module(tmp_path).gen_kernel
+    assert ahead.findable(module._broken_kernel.fn) and not ahead.findable(gen)
+    # what a compile process would make of its job: the failure FlagGems' runs counted
+    spec = ahead.replace(aj.broken_spec(module, 16), fn=gen)
+    job = ahead.job_of(spec, ref=ref)
+    result = ahead.compile_job(job)
+    assert not result["ok"] and "to be importable" in result["error"]
+    # in a worker, its compilation goes on and asks for nothing
+    monkeypatch.setitem(gen.device_caches, "cpu-test",
+                        module._broken_kernel.fn.device_caches["cpu-test"])
+    import triton
+    from triton.compiler import ASTSource
+
+    monkeypatch.setattr(gen, "compile", triton.compile, raising=False)
+    monkeypatch.setattr(gen, "ASTSource", ASTSource, raising=False)
+    assert launch.plain(spec) is not None
+    assert sent == []
+    assert launch.plain(aj.broken_spec(module, 16)) is not None  # a target's kernel does
+    assert [e[0] for e in sent] == ["ahead"]
+
+
+def test_compile_processes_run_at_idle_priority(tmp_path):
+    pool = AheadPool(1, {"TRITON_CACHE_DIR": str(tmp_path / "cache"),
+                         ahead.HOST_ENV: str(tmp_path / "host")})
+    try:
+        pool.submit(aj.other_config_jobs(str(tmp_path / "cache"))[:1])
+        (pid,) = pool.pids()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until it has set itself up
+            if os.getpriority(os.PRIO_PROCESS, pid) == 19:
+                break
+            time.sleep(0.05)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == 19
+        assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+        assert pool.wait(600) and pool.stats()["compiled"] == 1, pool.stats()
+    finally:
+        pool.close()
+
+
+def test_the_hosts_compile_slots_leave_the_workers_their_cores(tmp_path, monkeypatch):
+    host = str(tmp_path / "host")
+    monkeypatch.setenv(ahead.HOST_ENV, host)
+    assert ahead.host_slots(cores=16, pools=2) == 14 and ahead.host_slots(2, 2) == 1
+    cores = len(os.sched_getaffinity(0))
+    mine = [ahead.register_pool() for _ in range(cores - 1)]
+    open(os.path.join(host, "pool-1-stale.lock"), "w").close()  # a pool long gone
+    assert ahead.pools_on_host() == cores - 1 and ahead.host_slots() == 1
+    assert not os.path.exists(os.path.join(host, "pool-1-stale.lock"))
+    pool = AheadPool(2, {"TRITON_CACHE_DIR": str(tmp_path / "cache"), ahead.HOST_ENV: host})
+    try:
+        with ahead.compile_slot() as slot:  # this process holds the host's one slot
+            assert slot == 0
+            pool.submit(aj.other_config_jobs(str(tmp_path / "cache"))[:2])
+            time.sleep(3.0)
+            assert len(pool.pids()) == 2 and pool.stats()["compiled"] == 0, pool.stats()
+        # the slot is free: the two jobs compile, one after the other
+        assert pool.wait(600) and pool.stats()["compiled"] == 2, pool.stats()
+        mine.pop()()  # a pool ends
+        assert ahead.pools_on_host() == cores - 2
+    finally:
+        pool.close()
+        for unregister in mine:
+            unregister()
+    assert ahead.pools_on_host() == 0 and not [
+        n for n in os.listdir(host) if n.startswith("pool-")]
+
+
+def test_compiling_ahead_stops_when_its_hit_rate_is_low(tmp_path, monkeypatch):
+    monkeypatch.setattr(ahead, "AHEAD_WARMUP", 3)
+    cache = str(tmp_path / "cache")
+    jobs = aj.other_config_jobs(cache)
+    from fuzzkern.execution.pool import CaseClock
+
+    pool = WorkerPool(env={"TRITON_CACHE_DIR": cache, ahead.HOST_ENV: str(tmp_path / "h")},
+                      compile_ahead=2)
+    try:
+        pool._event(["ahead", jobs[:2]], CaseClock(1.0), 0.0)
+        pool._event(["ahead-served", 1], CaseClock(1.0), 0.0)
+        assert pool.ahead.wait(600) and pool.ahead.paying() is None  # 2 compiled: warming up
+        pool._event(["ahead", jobs[2:]], CaseClock(1.0), 0.0)
+        assert pool.ahead.wait(600)
+        assert pool.ahead.paying() is None  # 1 of 3 served: 33%
+        assert pool.ahead.paying(least=0.5) == (
+            "hit rate 1/3 (33.3%) below 50% after 3 jobs compiled")
+        monkeypatch.setattr(ahead, "MIN_HIT_RATE", 0.5)
+        pids = pool.ahead.pids()
+        more = ahead.job_of(aj.broken_spec(aj.loaded()[1], 16), cache_dir=cache)
+        pool._event(["ahead", [more]], CaseClock(1.0), 0.0)  # not submitted: it stopped
+        stats = pool.compile_stats()
+    finally:
+        pool.close()
+    done = stats["ahead"]
+    assert (done["submitted"], done["compiled"], done["served"]) == (3, 3, 1), done
+    assert done["stopped"].startswith("hit rate 1/3 (33.3%) below 50%")
+    assert stats["served_ahead"] == 1 and not [p for p in pids if _alive(p)]
+
+
+_LOCKS_AT_IMPORT = textwrap.dedent("""
+    import multiprocessing, sys
+    locks = [multiprocessing.Lock() for _ in range(20)]
+    with open({names!r}, "w") as fh:
+        fh.write("\\n".join(str(lock._semlock.name) for lock in locks))
+""")
+
+
+def test_a_killed_compile_process_leaves_no_semaphore_behind(tmp_path):
+    # a library that makes a multiprocessing.Lock per kernel at import (FlagGems' LibEntry)
+    names = tmp_path / "names.txt"
+    lib = tmp_path / "locks_at_import.py"
+    lib.write_text(_LOCKS_AT_IMPORT.format(names=str(names)))
+    cache = str(tmp_path / "cache")
+    (good,) = aj.other_config_jobs(cache)[:1]
+    job = dict(good, key="locks", module="fk_locks_at_import", ref=None, file=str(lib))
+    pool = AheadPool(1, {"TRITON_CACHE_DIR": cache, ahead.HOST_ENV: str(tmp_path / "host")})
+    try:
+        pool.submit([job])
+        assert pool.wait(600) and pool.stats()["failed"] == 1  # imported, not a kernel
+        pids = pool.pids()
+    finally:
+        pool.close()  # kills the compile process: no exit handler of its runs
+    assert not [p for p in pids if _alive(p)]
+    made = names.read_text().split("\n")
+    assert len(made) == 20
+    # named semaphores (forkserver's default) would stay in /dev/shm until this process's
+    # resource tracker ends; unlinked at once, they have no name
+    assert [n for n in made if n != "None" and os.path.exists("/dev/shm/sem." + n.lstrip("/"))
+            ] == []
+    assert made == ["None"] * 20
+
+
+_TARGET_WITH_LOCKS = textwrap.dedent("""
+    import multiprocessing
+
+    import fuzzkern
+    from fuzzkern import strategies as fks
+
+    LOCKS = [multiprocessing.Lock() for _ in range(20)]
+    with open({names!r}, "w") as fh:
+        fh.write("\\n".join(str(lock._semlock.name) for lock in LOCKS))
+
+    double = fuzzkern.Target(
+        launcher=lambda x: 2 * x, reference=lambda x: 2 * x,
+        inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"], layout=False)),
+        dims={{"N": fks.sizes(min_value=1, max_value=8)}})
+""")
+
+
+def test_a_killed_worker_leaves_no_semaphore_behind(tmp_path):
+    from fuzzkern.case.model import Case, Layout, TensorCase, Values
+    from fuzzkern.target import loader
+
+    names = tmp_path / "names.txt"
+    path = tmp_path / "target_with_locks.py"
+    path.write_text(_TARGET_WITH_LOCKS.format(names=str(names)))
+    (lt,) = loader.load(f"{path}::double")
+    names.unlink()  # what this process made; the worker's own come next
+    x = TensorCase.build((4,), "float32", Layout.contiguous(1), Values(seed=0))
+    pool = WorkerPool()
+    try:
+        out = pool.run(lt.ref, Case({"N": 4}, {"x": x}).to_json(), {"modes": ["interpret"]}, 300)
+        assert out.verdict == "pass", out.message
+        pid = pool._worker.process.pid
+        pool.replace()  # killed, as after a hang or at the budget's end
+    finally:
+        pool.close()
+    assert not _alive(pid)
+    assert names.read_text().split("\n") == ["None"] * 20

@@ -51,10 +51,8 @@ def test_programs_that_would_take_minutes_are_slow_at_once():
     verdict, message, detail = c.check(0.3)
     assert verdict == "slow"
     assert f"{SLOW_EARLY_FACTOR:g} times the timeout of 2 s" in message
-    # one sum, consistent (issue 43, point 9): the time so far plus the programs left
-    assert "would take about 256.2 s" in message, message
-    assert "(0.3 s so far + 1 of 2560 programs done, 0.1 s each (slowest 0.1 s): 255.9 s more " \
-        "for the other 2559)" in message, message
+    assert "1 of 2560 programs" in message and "about 256.00 s for the launch" in message
+    assert "about 256.20 s: 0.30 s so far, plus 255.90 s for the 2559 programs left" in message
     assert detail["progress"] == {"done": 1, "total": 2560, "seconds": 0.1, "slowest": 0.1}
 
 
@@ -102,6 +100,7 @@ def test_a_case_too_expensive_for_the_budget_stops_early_as_slow():
     verdict, message, detail = c.check(1.3)
     assert verdict == "slow"
     assert "past 10.0 s, the most one case may cost" in message
+    assert "about 24.10 s: 1.30 s so far, plus 22.80 s for the 380 programs left" in message
     assert "too expensive for the budget, not a failure" in message
     assert detail["cost_cap"] == 10.0
     # without a cap the same launch runs on (24 s < twice the timeout)
@@ -116,3 +115,44 @@ def test_a_stuck_program_is_a_hang_under_a_cost_cap_too():
     assert c.check(4.0) is None and c.check(15.0) is None  # no cap: the projection is 1 s
     verdict, _, detail = c.check(20.7)
     assert verdict == "hang" and "cost_cap" not in detail
+
+
+def _figures(message):
+    """The projection's figures as the message prints them."""
+    import re
+
+    m = re.search(r"about ([\d.]+) s: ([\d.]+) s so far, plus ([\d.]+) s for the (\d+) "
+                  r"programs left of its launch \((\d+) of (\d+) programs in ([\d.]+) s, "
+                  r"([\d.]+) s each .*about ([\d.]+) s for the launch\)", message)
+    assert m, message
+    return [float(g) for g in m.groups()]
+
+
+def test_the_slow_case_estimate_adds_up_to_its_own_figures():
+    # the issue's note: 2 of 4 programs in 0.08 s after the case had worked 5 s (earlier
+    # launches); "would take about 5.1 s" with "about 0.2 s for the launch" read as a
+    # contradiction: the projection is the case's, so far plus what its launch has left
+    c = CaseClock(timeout=60.0, start=0.0, cost_cap=5.0)
+    c.event(["progress", 2, 4, 0.0824, 0.045], 5.0)
+    assert c.projection(5.0) == pytest.approx((5.0824, 5.0, 0.0824))
+    # nearly done: stopping it would lose its 5 s and save 0.08 s; it runs on
+    assert c.check(5.01) is None
+    # the same case with 400 programs left past the cap: stopped, and the figures agree
+    c.event(["progress", 2, 402, 0.0824, 0.045], 5.0)
+    verdict, message, _ = c.check(5.01)
+    assert verdict == "slow"
+    projected, so_far, left, programs_left, done, total, seconds, each, launch = _figures(
+        message)
+    assert (programs_left, done, total) == (400, 2, 402)
+    assert projected == pytest.approx(so_far + left, abs=0.011)
+    assert left == pytest.approx(each * programs_left, rel=0.01)
+    assert launch == pytest.approx(each * total, rel=0.01)
+    assert seconds == pytest.approx(each * done, rel=0.01)
+    assert projected > 5.0 and "stopped after 5.0 s" in message
+    # past twice the timeout: the same figures
+    early = CaseClock(timeout=2.0, start=0.0)
+    early.event(["progress", 3, 300, 0.3, 0.1], 1.0)
+    verdict, message, _ = early.check(1.0)
+    projected, so_far, left, *_ = _figures(message)
+    assert verdict == "slow" and projected == pytest.approx(so_far + left, abs=0.011)
+    assert (so_far, left) == (1.0, 29.7)

@@ -31,7 +31,13 @@ def test_compile_stats_grow_per_slice_and_sum_per_run():
     assert total.compile["compiles"] == 8 and total.compile["ahead"]["processes"] == 4
     line = cli._compile_line([total, _with(piece)], 120.0)
     assert line == ("compile wait 9.0 s (7.5% of 120 s), compile work 31.5 s; 6 of 12 "
-                    "compilations served from 60 compiled ahead by 4 processes (6 failed)")
+                    "compilations served from 60 compiled ahead by 4 processes (6 failed), "
+                    "hit rate 10.0%")
+    why = "hit rate 1/100 (1.0%) below 5% after 100 jobs compiled"
+    stopped = engine.compile_delta(before, {**after, "ahead": {**after["ahead"], "stopped": why}})
+    assert stopped["ahead"]["stopped"] == why
+    assert cli._compile_line([_with(stopped)], 120.0).endswith(
+        "(2 failed), hit rate 10.0%; stopped: " + why)
     off = {"compile_wait": 30.0, "compile_work": 30.0, "compiles": 5, "served_ahead": 0,
            "ahead": None}
     assert cli._compile_line([_with(off)], 300.0) == (
