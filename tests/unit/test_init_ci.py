@@ -136,7 +136,7 @@ def _script(repo, budget, *args):
 
 def test_the_script_part_runs_on_a_scratch_repository(repo):
     assert _init(repo, "tests/test_kernels.py::add").exit_code == 0
-    outputs, log = _script(repo, "5s", "--no-db", "--max-examples", "10")
+    outputs, log = _script(repo, "30s", "--no-db", "--max-examples", "10")  # ends at 10 cases
     assert outputs == {"status": "0", "outcome": "clean"}, log
     assert (repo / "report.html").exists() and not (repo / "corpus").exists()
     assert _init(repo, "tests/test_kernels.py", "--force").exit_code == 0
