@@ -60,6 +60,10 @@ _OPTIONS = {
     "--fuzzkern-min-cases": ("fuzzkern_min_cases", "N",
                              "Fail a fuzz item that ran fewer cases (default: a warning below "
                              "20)"),
+    "--fuzzkern-case-floor": ("fuzzkern_case_floor", "N",
+                              "A fuzz item whose budget ran out before N cases is fuzzed more, "
+                              "for the time its measured case cost says they take, at most "
+                              "its budget again; 0 turns it off (default: 20)"),
     "--fuzzkern-corpus": ("fuzzkern_corpus", "DIR",
                           "Regression corpus folder (default: <rootdir>/corpus)"),
     "--fuzzkern-db": ("fuzzkern_db", "SPEC",
@@ -113,6 +117,7 @@ class _Settings:
     max_examples_from_cli: bool = False
     max_failures: int | None = None
     min_cases: int | None = None
+    case_floor: int | None = None
     amortize: float | None = None
     modes: tuple[str, ...] | None = None
     modes_from_cli: bool = False
@@ -276,6 +281,8 @@ def _settings(config: pytest.Config) -> _Settings:
     s.min_cases, _ = _option(
         config, "fuzzkern_min_cases",
         lambda v, _: testing.check_positive_int("min_cases", _int(v)))
+    s.case_floor, _ = _option(
+        config, "fuzzkern_case_floor", lambda v, _: testing.check_case_floor(_int(v)))
     s.amortize, _ = _option(
         config, "fuzzkern_amortize", lambda v, _: testing.check_amortize(v))
     s.modes, s.modes_from_cli = _option(
@@ -481,7 +488,8 @@ class FuzzkernItem(pytest.Item):
             if self.kind == "fuzz":
                 opts = self._campaign_options(state, runnable)
                 result = testing.run_fuzz(self.loaded, state.pool(), opts,
-                                          state.settings.min_cases, state.settings.allow_idle)
+                                          state.settings.min_cases, state.settings.allow_idle,
+                                          state.settings.case_floor)
             else:
                 result = testing.run_replay(self.entry_path or "", self.entry,
                                             self.loaded.ref, state.pool(), runnable)

@@ -37,7 +37,13 @@ def _accepts(fn: Callable[..., Any]) -> tuple[frozenset[str], bool]:
         return _read_signature(fn)
 
 
-def call_with(fn: Callable[..., Any], values: Mapping[str, Any]) -> Any:
-    """Call ``fn`` with the subset of ``values`` its signature names (all of them for ``**kw``)."""
+def call_with(fn: Callable[..., Any], values: Mapping[str, Any],
+              named_only: Mapping[str, Any] | None = None) -> Any:
+    """Call ``fn`` with the subset of ``values`` its signature names (all of them for ``**kw``),
+    and each of ``named_only`` its signature names explicitly (never through ``**kw``)."""
     names, var_kw = _accepts(fn)
-    return fn(**(dict(values) if var_kw else {k: v for k, v in values.items() if k in names}))
+    kwargs = dict(values) if var_kw else {k: v for k, v in values.items() if k in names}
+    for k, v in (named_only or {}).items():
+        if k in names and k not in values:
+            kwargs[k] = v
+    return fn(**kwargs)

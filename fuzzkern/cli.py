@@ -185,6 +185,10 @@ def main() -> None:
               help="Fail (exit 2) when a target ran fewer cases than this. Without it, a "
                    f"target that ran fewer than {20} cases gets a warning (it tested little: "
                    "raise --budget).")
+@click.option("--case-floor", type=int, default=20, show_default=True,
+              help="A target whose budget ran out before this many cases is fuzzed more, for "
+                   "the time its measured case cost says they take, at most the budget again "
+                   "(said in the summary); 0: the budget is all it gets.")
 @click.option("--allow-idle-targets", is_flag=True,
               help="Exit 0 even when a target ran no case (the budget ran out before its turn, "
                    "or before its first case finished: each is named in a warning). Without "
@@ -234,17 +238,25 @@ def run(**params: Any) -> None:
     display = _Display(console, [lt.id for lt in loaded], seconds,
                        live=console.is_terminal and not a.quiet, quiet=a.quiet,
                        heartbeat=0.0 if console.is_terminal or a.quiet else a.heartbeat)
-    from fuzzkern.search import engine, schedule
+    from fuzzkern.search import engine, floor, schedule
+
+    def campaign(targets: list[Any], o: Any) -> list[Any]:
+        return schedule.run_campaign(targets, o, on_event=display.on_event, jobs=jobs,
+                                     database_spec=None if a.no_db else a.db_path,
+                                     devices=devices)
 
     with engine.handle_interrupts(), display:
-        results = schedule.run_campaign(loaded, opts, on_event=display.on_event, jobs=jobs,
-                                        database_spec=None if a.no_db else a.db_path,
-                                        devices=devices)
+        results = campaign(loaded, opts)
+        signum = engine.interrupted()
+        topups = [] if signum is not None or not a.case_floor else floor.top_up_campaign(
+            loaded, results, opts, campaign, a.case_floor)
         signum = engine.interrupted()
     elapsed = time.monotonic() - start
     done = _Done(results, elapsed, run_seed, _repeat_cases(results, a.max_examples),
                  display.start_up)
     _print_results(console, a, done)
+    for line in floor.said(topups):
+        console.print(line, markup=False, soft_wrap=True)
     _print_run_lines(console, a, done)
     _print_coverage(console, a, done, modes)
     _write_reports(console, a, done, loaded, seconds, modes)
@@ -279,6 +291,7 @@ class _RunArgs:
     corpus_dir: str
     no_corpus: bool
     min_cases: int | None = None
+    case_floor: int = 20
     shrink_text: str = "auto"
     fail_under_coverage: float | None = None
     no_guide: bool = False
@@ -347,7 +360,8 @@ def _check_run(a: _RunArgs) -> tuple[float, tuple[str, ...]]:
             (a.max_examples, 1, "a number of cases", "--max-examples"),
             (a.repeat_compiled, 1, "a number of runs", "--repeat-compiled"),
             (a.max_failures, 1, "a number of failures", "--max-failures"),
-            (a.min_cases, 1, "a number of cases", "--min-cases")):
+            (a.min_cases, 1, "a number of cases", "--min-cases"),
+            (a.case_floor, 0, "a number of cases", "--case-floor")):
         if value is not None and value < least:
             raise click.BadParameter(f"expected {what} >= {least}, got {value:g}",
                                      param_hint=option)
@@ -1237,20 +1251,23 @@ def repro(entry_path: str, output: str | None, allow_outside_root: bool = False)
 @click.option("--torch", "torch_version", default="2.13.0", show_default=True,
               help="The torch version to install (the CPU build in the CPU job).")
 @click.option("--fuzzkern-spec", default=None,
-              help="What pip installs fuzzkern from: a version on your index, a wheel's URL, "
-                   "a git URL (default: fuzzkern==<this version>).")
+              help="What the runner installs fuzzkern from: a version your index serves "
+                   "(0.1.0), a git URL (git+https://host/you/fuzzkern@<commit>), a wheel's "
+                   "URL, or a folder or wheel inside the repository (default: where this "
+                   "fuzzkern was installed from, when the runner can reach it).")
 @click.option("--gpu-label", default="gpu", show_default=True,
               help="The label of the self-hosted GPU runner the GPU job asks for.")
-@click.option("--install", "install_command",
-              default="if [ -f requirements.txt ]; then pip install -r requirements.txt; fi",
-              show_default=True, help="One line that installs your project's requirements.")
+@click.option("--install", "install_command", default=None,
+              help="One line that installs your project and its requirements (default: "
+                   "`pip install -r requirements.txt` and `pip install -e .` as the repository "
+                   "has them; '' for nothing).")
 @click.option("--corpus", "corpus_dir", default="corpus", show_default=True)
 @click.option("--root", default=".", show_default=True,
               help="The repository to write the workflow into.")
 @click.option("--force", is_flag=True, help="Replace the files if they exist.")
 def init_ci(targets: tuple[str, ...], budget: str, cron: str, python_version: str,
             torch_version: str, fuzzkern_spec: str | None, gpu_label: str,
-            install_command: str, corpus_dir: str, root: str, force: bool) -> None:
+            install_command: str | None, corpus_dir: str, root: str, force: bool) -> None:
     """Write a nightly fuzzing workflow for TARGETS (your target files, folders or modules):
     .github/workflows/fuzzkern-nightly.yml and its script .github/fuzzkern/nightly.sh.
 
@@ -1261,11 +1278,17 @@ def init_ci(targets: tuple[str, ...], budget: str, cron: str, python_version: st
     from fuzzkern._version import __version__
     from fuzzkern.target import loader
 
-    opts = initci.NightlyOptions(
-        targets=targets, budget=budget, cron=cron, python=python_version, torch=torch_version,
-        fuzzkern=fuzzkern_spec or f"fuzzkern=={__version__}", gpu_label=gpu_label,
-        install=install_command, corpus=corpus_dir)
     try:
+        spec, warnings = initci.source(fuzzkern_spec, root, __version__)
+        if install_command is None:
+            install_command, notes = initci.project_install(root)
+            warnings += notes
+        else:
+            initci.check_line("--install", install_command)
+        opts = initci.NightlyOptions(
+            targets=targets, budget=budget, cron=cron, python=python_version,
+            torch=torch_version, fuzzkern=spec, gpu_label=gpu_label, install=install_command,
+            corpus=corpus_dir, warnings=warnings)
         opts.check()
         here = os.getcwd()
         os.chdir(root)
@@ -1278,10 +1301,13 @@ def init_ci(targets: tuple[str, ...], budget: str, cron: str, python_version: st
         _fail_usage(str(e))
     for path in written:
         click.echo(f"wrote {os.path.relpath(path, root)}")
+    project = "; ".join(opts.install.splitlines()) or "nothing (imported from the checkout)"
+    click.echo(f"installs fuzzkern from: {opts.fuzzkern}; the project: {project}")
+    for warning in opts.warnings:
+        click.echo(f"fuzzkern: warning: {warning}", err=True)
     click.echo(f"{len(loaded)} target(s): {', '.join(lt.id for lt in loaded)}. Commit both "
                "files; set the repository variable FUZZKERN_GPU=true once a self-hosted runner "
                f"labelled {gpu_label} exists (docs/ci.md).")
-
 
 if __name__ == "__main__":  # pragma: no cover
     main()

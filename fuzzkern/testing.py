@@ -70,6 +70,14 @@ def check_positive_int(name: str, value: Any) -> int:
     return value
 
 
+def check_case_floor(value: Any) -> int:
+    """The case floor: a number of cases, 0 for none (``--fuzzkern-case-floor``)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument(f"Expected a number of cases >= 0 but got "
+                              f"{describe('case_floor', value)}.")
+    return value
+
+
 def check_amortize(value: Any) -> float:
     """The ``--amortize`` factor: a number from 0 to 100.
 
@@ -301,7 +309,7 @@ def _idle(lt: Any, result: Any, allow_idle: bool) -> str | None:
 
 
 def run_fuzz(lt: Any, pool: Any, opts: Any, min_cases: int | None = None,
-             allow_idle: bool = False) -> ItemResult:
+             allow_idle: bool = False, case_floor: int | None = None) -> ItemResult:
     """Fuzz one target for ``opts.budget`` seconds and judge it as a test.
 
     Only failures this run found count: corpus entries the engine replays first are each an
@@ -309,12 +317,18 @@ def run_fuzz(lt: Any, pool: Any, opts: Any, min_cases: int | None = None,
     item that ran no case (its first case did not finish within the budget and its grace)
     fails, unless ``allow_idle`` (then it warns, :class:`FewCasesWarning`).
     """
-    from fuzzkern.search import engine
+    from fuzzkern.search import engine, floor
 
     corpus_dir = getattr(opts, "corpus", None)
     before = {os.path.abspath(p) for p in _corpus_files(corpus_dir)}
     result = engine.fuzz_target(lt, pool, opts, opts.budget)
+    wanted = floor.FLOOR if case_floor is None else case_floor
+    topup = floor.top_up(lt, pool, opts, result, wanted) if wanted else None
     item = _judge_fuzz(lt, opts, result, before)
+    if topup is not None:
+        line = floor.said([topup])[0]
+        item.stats = f"{item.stats}\n{line}" if item.stats else line
+        item.details = f"{item.details}\n{line}" if item.details else line
     idle = _idle(lt, result, allow_idle) if item.status == "passed" else None
     if idle:
         item.status, item.headline = "failed", idle

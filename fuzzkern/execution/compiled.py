@@ -671,6 +671,7 @@ class OnDevice:
         from triton.compiler.errors import CompilationError
 
         from fuzzkern.execution.launching import (
+            exception_text,
             is_precondition,
             overflow_of,
             short_traceback,
@@ -706,7 +707,7 @@ class OnDevice:
         status = "precondition" if is_precondition(self.run.target, inner) else "error"
         if isinstance(inner, CompilationError):  # the compiler refused the kernel
             status = "compile-error"
-        return ModeResult("compiled", status, error=f"{type(inner).__name__}: {inner}",
+        return ModeResult("compiled", status, error=exception_text(inner),
                           detail=info, seconds=seconds)
 
     def launch(self, placed: tuple[Block | None, _Inputs] | None = None) -> ModeResult | None:

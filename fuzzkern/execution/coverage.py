@@ -114,18 +114,18 @@ def _truth(value: Any) -> Any:
         return None
 
 
-def _classify(value: Any) -> int:
-    """0: every lane true, 1: some, 2: none; -1: not a mask."""
+def _classify(value: Any) -> tuple[int, int]:
+    """(0: every lane true, 1: some, 2: none, -1: not a mask; the number of lanes)."""
     lanes = _truth(value)
     if lanes is None:
-        return -1
+        return -1, 0
     if isinstance(lanes, bool):
-        return 0 if lanes else 2
+        return (0 if lanes else 2), 1
     try:
         on = np.count_nonzero(lanes)  # one pass (all() then any() costs six times as much)
     except Exception:
-        return -1
-    return 0 if on == lanes.size else 1 if on else 2
+        return -1, 0
+    return (0 if on == lanes.size else 1 if on else 2), int(lanes.size)
 
 
 def _number(value: Any) -> float | None:
@@ -213,9 +213,11 @@ def _p_while(k: int, value: Any) -> bool:
 
 
 def _p_mask(k: int, value: Any) -> Any:
-    c = _classify(value)
+    c, lanes = _classify(value)
     if c >= 0:
         _HITS.add(k + c)
+        if lanes > 1:  # a scalar or one-lane condition is never partial
+            _HITS.add(k + 3)
     return value
 
 
@@ -244,6 +246,24 @@ def _const(v: Any) -> ast.Constant:
     return ast.Constant(value=v)
 
 
+#: probe ids a site takes past its sides: a while loop's trip counts; a mask's or condition's
+#: "had more than one lane" (:func:`_p_mask`)
+_EXTRA = {"while": 3, "mask": 1, "where": 1}
+_RANGES = frozenset({"range", "static_range"})
+
+
+def _over_cdiv(it: ast.expr) -> bool:
+    """A loop ``for i in range(cdiv(n, B))`` (``range(0, cdiv(...))``, ``tl.range``,
+    ``tl.static_range``): it runs 0 times only for an empty ``n``, so its 0-trip class counts
+    once some case reaches it, not before (:func:`_side_groups`)."""
+    if not (isinstance(it, ast.Call) and _callee(it) in _RANGES and 1 <= len(it.args) <= 3):
+        return False
+    if len(it.args) > 1 and not (isinstance(it.args[0], ast.Constant) and it.args[0].value == 0):
+        return False
+    stop = it.args[0] if len(it.args) == 1 else it.args[1]
+    return isinstance(stop, ast.Call) and _callee(stop) == "cdiv"
+
+
 def _callee(node: ast.Call) -> str:
     f = node.func
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
@@ -256,7 +276,7 @@ class _Instrumenter(ast.NodeTransformer):
 
     def _site(self, kind: str, node: ast.AST, op: str = "") -> int:
         line, col = getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
-        k = _ids(len(_SIDES[kind]) + (3 if kind == "while" else 0))
+        k = _ids(len(_SIDES[kind]) + _EXTRA.get(kind, 0))
         text = linecache.getline(self.filename, line).strip()
         self.fn.sites.append((kind, line, col, text, op, k))
         return k
@@ -328,7 +348,7 @@ class _Instrumenter(ast.NodeTransformer):
 
     def visit_For(self, node: ast.For) -> ast.AST:
         it = self.visit(node.iter)
-        k = self._site("loop", node)
+        k = self._site("loop", node, op="cdiv" if _over_cdiv(node.iter) else "")
         node.iter = ast.copy_location(_call("__fuzzkern_loop", _const(k), it), node.iter)
         return self.generic_visit_rest(node)
 
@@ -513,6 +533,8 @@ class KernelCoverage:
                 if kind == "while":  # trip counts after the two sides
                     site.update({f"trips {s}": int(k + 2 + i in hit)
                                  for i, s in enumerate(_SIDES["loop"])})
+                if kind in ("mask", "where"):  # cases where it had more than one lane
+                    site["multi-lane"] = int(k + 3 in hit)
                 if k in dist:
                     site["distance"] = {s: d for s, d in zip(sides, dist[k], strict=True)
                                         if d > 0}
@@ -688,9 +710,21 @@ def _merge_distance(mine: dict[str, Any], theirs: Mapping[str, float] | None) ->
 
 
 def _side_groups(s: Mapping[str, Any]) -> list[tuple[str, ...]]:
-    if s["kind"] == "while":
+    """The classes of site ``s`` that count, in groups (a while loop: its sides, then its trip
+    counts). Only reachable ones: a mask or condition reached only ever with one lane (a scalar
+    ``tl.where`` condition) has no partial class; a loop over ``range(cdiv(n, B))`` counts 0
+    trips only once a case reached it (an empty ``n``). A class reached always counts; data
+    from before these rules (no ``multi-lane``) counts every class."""
+    kind = s["kind"]
+    if kind == "while":
         return [_SIDES["while"], tuple(f"trips {x}" for x in _SIDES["loop"])]
-    return [_SIDES[s["kind"]]]
+    sides = _SIDES[kind]
+    if (kind in ("mask", "where") and s.get("multi-lane", 1) == 0
+            and any(s.get(x) for x in sides)):
+        return [tuple(x for x in sides if x != sides[1] or s.get(x))]
+    if kind == "loop" and s.get("op") == "cdiv" and not s.get("0"):
+        return [sides[1:]]
+    return [sides]
 
 
 def _sides_of(s: Mapping[str, Any]) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from fuzzkern.execution.coverage import recording
 from fuzzkern.execution.hygiene import poisoned_allocations
 from fuzzkern.execution.launching import (
     checks_of,
+    exception_text,
     is_precondition,
     overflow_of,
     short_traceback,
@@ -104,7 +105,7 @@ def run_interpreted(run: Any) -> ModeResult:
             status = "unsupported"
             if getattr(inner, "static", False):  # every case of the kernel: skip the target
                 detail["static"] = True
-        return ModeResult("interpret", status, error=f"{type(inner).__name__}: {inner}",
+        return ModeResult("interpret", status, error=exception_text(inner),
                           detail={**detail, "traceback": short_traceback(e)},
                           seconds=time.perf_counter() - start)
     seconds = time.perf_counter() - start

@@ -408,6 +408,36 @@ def _jit_run(self: JITFunction, *args: Any, grid: Any, warmup: bool, **kwargs: A
         builder.options = before
 
 
+# A kernel decorated while ``TRITON_INTERPRET=1`` was set is upstream's InterpretedFunction, not
+# a JITFunction: inside a session it runs as the JITFunction of the same Python function would
+# (this interpreter's rewriter, fidelity checks and kernel coverage); outside, as upstream runs it.
+_ORIG_INTERP_RUN = _interp.InterpretedFunction.run
+_ORIG_INTERP_CALL = _interp.InterpretedFunction.__call__
+#: Python function -> the JITFunction standing in for upstream's InterpretedFunction of it
+_AS_JIT: dict[Callable[..., Any], JITFunction] = {}
+
+
+def _as_jit(interp: Any) -> JITFunction:
+    jit_fn = _AS_JIT.get(interp.fn)
+    if jit_fn is None:
+        jit_fn = _AS_JIT[interp.fn] = JITFunction(interp.fn)
+    jit_fn.pre_run_hooks = interp.pre_run_hooks
+    return jit_fn
+
+
+def _upstream_run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+    if type(self) is _interp.InterpretedFunction and _STATE.mine():
+        _jit_run(_as_jit(self), *args, grid=grid, warmup=warmup, **kwargs)
+        return None
+    return _ORIG_INTERP_RUN(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+
+def _upstream_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    if type(self) is _interp.InterpretedFunction and _STATE.mine():
+        return _jit_call(_as_jit(self), *args, **kwargs)
+    return _ORIG_INTERP_CALL(self, *args, **kwargs)
+
+
 class _LaunchHandle:
     """What an interpreted ``JITFunction.run`` returns in place of the ``CompiledKernel``:
     libraries that cache the compiled kernel and launch it again directly (FlagGems'
@@ -1065,6 +1095,9 @@ def _install() -> None:
     _STATE.launch_caches = LaunchCaches()  # a library's launch cache asks the autotuner again
     for cls, run in _STATE.launch_caches.runs().items():
         _set(cls, "run", run)
+    # after the launch caches' (they count InterpretedFunction among the launch wrappers)
+    _set(_interp.InterpretedFunction, "run", _upstream_run)
+    _set(_interp.InterpretedFunction, "__call__", _upstream_call)
     _set(_interp.GridExecutor, "__call__", _grid_call)
     _set(_interp, "_patch_lang", _patch_lang)
     _STATE.scopes = []

@@ -39,6 +39,18 @@ def short_traceback(e: BaseException, limit: int = 30) -> str:
     return "".join(traceback.format_exception(type(e), e, e.__traceback__, limit=-limit))
 
 
+def exception_text(e: BaseException) -> str:
+    """``"Type: message"``; an exception without a message (a bare ``assert``) gets the source
+    line that raised it instead: ``"AssertionError: assert x.numel() < 10"``."""
+    message = str(e)
+    if not message.strip():
+        frames = traceback.extract_tb(e.__traceback__)
+        line = (frames[-1].line or "").strip() if frames else ""
+        if line:
+            return f"{type(e).__name__}: {line}"
+    return f"{type(e).__name__}: {message}"
+
+
 def as_outputs(result: Any) -> tuple[Any, ...] | None:
     if result is None:
         return None

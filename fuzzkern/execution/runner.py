@@ -18,6 +18,7 @@ optionally a repeated compiled run (``options["repeat_compiled"]``) for nondeter
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import time
 from collections.abc import Mapping, Sequence
@@ -96,7 +97,37 @@ class _Run:
         #: the interpreted launch's kernel coverage (fuzzkern.execution.coverage.Recording)
         self.recorded: Any = None
 
+    def _tolerance(self, outputs: Sequence[Any], compiled: bool) -> Tolerance:
+        """The target's tolerance; with ``follow="inputs"``, each floating-point output's made
+        explicit from the case's lowest-precision floating-point input dtype (its ``dtypes``
+        entry, else that dtype's default) instead of the output's own."""
+        tol = self.target.tolerance
+        floats = [t.dtype for t in self.case.tensors.values()
+                  if t.dtype.startswith(("float", "bfloat"))]
+        if tol.follow != "inputs" or not floats:
+            return tol
+        low = max(floats, key=lambda d: torch.finfo(getattr(torch, d)).eps)
+        names = self.output_names()
+        per: dict[int | str, Tolerance] = {}
+        for i, o in enumerate(outputs):
+            if not (isinstance(o, torch.Tensor) and o.is_floating_point()):
+                continue
+            t = tol.for_output(i, names[i] if names and i < len(names) else None, low)
+            rtol, atol, _ = oracle.default_tolerance(getattr(torch, low), compiled)
+            per[i] = dataclasses.replace(
+                t, rtol=rtol if t.rtol is None else t.rtol,
+                atol=atol if t.atol is None else t.atol, dtypes=None, outputs=None)
+        return dataclasses.replace(tol, outputs={**(tol.outputs or {}), **per})
+
     # -- reference ---------------------------------------------------------------------------
+    def _told(self) -> dict[str, Any]:
+        """What a reference may ask for by name besides the inputs: ``input_dtypes``, the
+        case's own dtype of each tensor input (the reference sees float64 copies)."""
+        return {"input_dtypes": {n: t.dtype for n, t in self.base.items()}}
+
+    def _call_reference(self, values: Mapping[str, Any]) -> Any:
+        return call_with(self.target.reference, values, self._told())
+
     def _reference_inputs(self, absolute: bool = False, on_device: bool = False
                           ) -> dict[str, Any]:
         """The reference's inputs: float64 copies of the case's tensors (as they are for a
@@ -128,15 +159,14 @@ class _Run:
             grad = torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext()
             with grad:
                 try:
-                    self._expected = as_outputs(call_with(self.target.reference,
-                                                           self._reference_inputs()))
+                    self._expected = as_outputs(self._call_reference(self._reference_inputs()))
                 except Exception as e:
                     self._reference_error = e
                     return None
                 if self.target.reduction is not None:
                     try:
                         self._magnitude = as_outputs(
-                            call_with(self.target.reference, self._reference_inputs(True)))
+                            self._call_reference(self._reference_inputs(True)))
                     except Exception:
                         self._magnitude = None
         return self._expected
@@ -148,8 +178,7 @@ class _Run:
         if self.device_expected is not None:
             return self.device_expected
         try:
-            expected = as_outputs(call_with(self.target.reference,
-                                            self._reference_inputs(on_device=True)))
+            expected = as_outputs(self._call_reference(self._reference_inputs(on_device=True)))
         except Exception:
             return None
         if expected is None:
@@ -157,8 +186,8 @@ class _Run:
         magnitude = None
         if self.target.reduction is not None:
             try:
-                magnitude = as_outputs(call_with(self.target.reference,
-                                                 self._reference_inputs(True, on_device=True)))
+                magnitude = as_outputs(self._call_reference(
+                    self._reference_inputs(True, on_device=True)))
             except Exception:
                 return None
         return expected, magnitude
@@ -173,7 +202,7 @@ class _Run:
             values.update({n: rebuild_like(t, "cpu") for n, t in self.base.items()})
             try:
                 with torch.no_grad():
-                    self._native = as_outputs(call_with(self.target.reference, values))
+                    self._native = as_outputs(self._call_reference(values))
             except Exception:
                 self._native = None
         return self._native
@@ -189,7 +218,7 @@ class _Run:
             reference = self.target.reference
 
             def call(v: Mapping[str, Any]) -> tuple[Any, ...] | None:
-                return as_outputs(call_with(reference, v))
+                return as_outputs(call_with(reference, v, self._told()))
 
             reduction = (self.case.dims.get(self.target.reduction)
                          if self.target.reduction else None)
@@ -260,7 +289,7 @@ class _Run:
                 ok=False, structural="the launcher returned nothing but the reference returned "
                 f"{len(expected)} output(s) (set inplace= for in-place kernels)"),
                 detail=detail, seconds=seconds)
-        tolerance = self.target.tolerance
+        tolerance = self._tolerance(outputs, mode == "compiled")
         reduction = self.case.dims.get(self.target.reduction, 1) if self.target.reduction else 1
         masks: list[torch.Tensor] = []
         judge = functools.partial(
@@ -317,8 +346,7 @@ class _Run:
             self._exact_done = True
             try:
                 with torch.no_grad(), ExactReference():
-                    self._exact = as_outputs(call_with(self.target.reference,
-                                                       self._reference_inputs()))
+                    self._exact = as_outputs(self._call_reference(self._reference_inputs()))
             except Exception:
                 self._exact = None
         return self._exact

@@ -77,7 +77,7 @@ import numpy as np
 import torch
 
 from fuzzkern.judge.conditioning import Evidence
-from fuzzkern.judge.outcome import Comparison, Mismatch
+from fuzzkern.judge.outcome import Comparison, Mismatch, output_label
 from fuzzkern.target.declare import Tolerance
 
 __all__ = ["compare", "default_tolerance", "score", "upcast_for_reference", "FloatFormat"]
@@ -463,7 +463,11 @@ def _np_stats(d: np.ndarray, ae: np.ndarray,
     ``ae`` (float64 arrays of finite pairs); ``f`` the output's format (None: an integer
     output, whose ulp is 1)."""
     rel = np.where(ae > 0, d / ae, np.where(d > 0, math.inf, 0.0))
-    u = d if f is None else d / _np_ulp(ae, f)
+    # ulps against an exact 0, or a normal-sized error at a subnormal, count subnormal steps
+    # (2e+45 of them): left out
+    tiny = 0.0 if f is None else 2.0 ** f.emin
+    u = d if f is None else np.where((ae > 0) & ((ae >= tiny) | (d < tiny)),
+                                     d / _np_ulp(ae, f), 0.0)
     return float(d.max()), float(rel.max()), float(u.max())
 
 
@@ -977,15 +981,15 @@ def _judge_conditioning(outputs: Sequence[Any] | torch.Tensor, expected: tuple[A
         c.accuracy = _compare(outs, expected, extra=_accuracy_extras(outs, expected, extras),
                               **kw).ok
     if not c.ok:
-        c.explanation, c.condition = _explain(outs, checked, parts, evidence, extras)
+        c.explanation, c.condition = _explain(outs, checked, parts, evidence, extras, c.names)
     own.clear()
     own.extend(masks)
     return c
 
 
 def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str, Any],
-             evidence: Evidence, extras: Sequence[torch.Tensor | None] = ()
-             ) -> tuple[str, dict[str, Any]]:
+             evidence: Evidence, extras: Sequence[torch.Tensor | None] = (),
+             names: Sequence[str | None] | None = None) -> tuple[str, dict[str, Any]]:
     """A sentence about the worst element (largest error over bound), in a kernel author's
     words, and its figures: the bound, and the limit up to which it is an accuracy finding
     (rule 9), so the figure printed and the verdict agree."""
@@ -1010,14 +1014,19 @@ def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str,
     xr = float(round_to(torch.tensor(exp, dtype=torch.float64), o.dtype))
     err = abs(got - xr)
     one = float(ulp(torch.tensor(xr, dtype=torch.float64), o.dtype))
-    where = f"out{i}" if len(outputs) > 1 else "out"
+    where = output_label(i, names, len(outputs) > 1)
     where += "[" + ",".join(str(k) for k in idx) + "]"
     dtype = _dtype_name(o.dtype)
     bound = err / ratio if ratio > 0 and math.isfinite(ratio) else 0.0
     fig: dict[str, Any] = {"output": i, "index": list(idx), "error": err,
                            "error_ulp": err / one, "bound": bound, "ratio": ratio}
-    text = (f"{where}: off by {err:.3g} ({err / one:.3g} {dtype} ulp), "
-            f"{ratio:.3g}x the bound {bound:.3g}")
+    # ulps against an exact 0 (or a subnormal) count subnormal steps: a figure that means
+    # nothing, as does the reference's move there
+    f = float_format(o.dtype) if o.dtype.is_floating_point else None
+    tiny = 0.0 if f is None else 2.0 ** f.emin
+    normal = f is None or (xr != 0 and (abs(xr) >= tiny or err < tiny))
+    ulps = f" ({err / one:.3g} {dtype} ulp)" if normal else ""
+    text = f"{where}: off by {err:.3g}{ulps}, {ratio:.3g}x the bound {bound:.3g}"
     ex = extras[i] if i < len(extras) else None
     if ex is not None and ex.numel() in (1, ch.got.numel()):
         widening = float(ex.reshape(ch.got.shape)[idx]) if ex.numel() > 1 else float(ex)
@@ -1028,9 +1037,10 @@ def _explain(outputs: tuple[Any, ...], checked: list[_Checked], parts: dict[str,
         text += (f" (an accuracy finding up to {limit:.3g}, {ACCURACY_FACTOR:g}x its rounding "
                  f"part: {err / limit:.3g}x that)" if limit > 0 else "")
     sens = parts["sens"][i] or []
-    if sens:
-        s, dlt = max(sens, key=lambda p: float(p[1][idx]))
-        moved = float(dlt[idx])
+    s, dlt = max(sens, key=lambda p: float(p[1][idx])) if sens else (None, None)
+    moved = float(dlt[idx]) if dlt is not None else 0.0
+    if s is not None and normal and moved > 0 and math.isfinite(moved):  # an input that moves
+        # nothing here (one this element does not use) says nothing about it
         fig["sensitivity"] = moved
         fig["sensitive_input"] = s.name
         fig["condition_ulp"] = moved / one
@@ -1097,7 +1107,7 @@ def _compare(
     problems: list[str] = []
     many = len(outputs) > 1
     for i, (o_raw, e_raw) in enumerate(zip(outputs, expected, strict=True)):
-        label = f"output {i}" if many else "the output"
+        label = f"output {output_label(i, names) if names else i}" if many else "the output"
         o = o_raw.detach().cpu() if isinstance(o_raw, torch.Tensor) else None
         e = _to_cpu_tensor(e_raw)
         if o is None:
@@ -1153,7 +1163,7 @@ def _compare(
     if len(set(texts)) <= 1:
         tol_text = texts[0] if texts else ""
     else:
-        tol_text = "; ".join(f"out{i}: {t}" for i, t in enumerate(texts))
+        tol_text = "; ".join(f"{output_label(i, names, True)}: {t}" for i, t in enumerate(texts))
 
     mismatched = 0
     nonfinite = 0
@@ -1187,6 +1197,7 @@ def _compare(
         first=first,
         tolerance=tol_text,
         bound_ratio=max(ratios, default=0.0),
+        names=list(names) if names else None,
     )
 
 

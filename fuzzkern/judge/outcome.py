@@ -7,7 +7,8 @@ failures, and the corpus stores them. Verdict names are part of the public contr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -97,6 +98,18 @@ class Mismatch:
     expected: float
 
 
+def output_label(i: int, names: Sequence[str | None] | None = None, many: bool = False) -> str:
+    """An output as messages name it: its declared name (``output_names``), else ``out{i}``
+    (``out`` for the first, unless ``many`` says there are others).
+
+    >>> output_label(1), output_label(1, ["dB", "dC"]), output_label(0)
+    ('out1', 'dC', 'out')
+    """
+    if names and 0 <= i < len(names) and names[i]:
+        return str(names[i])
+    return f"out{i}" if i or many else "out"
+
+
 @dataclass
 class Comparison:
     """The comparison of one mode's outputs with the reference."""
@@ -127,6 +140,17 @@ class Comparison:
     explanation: str = ""
     #: that element's figures: error, bound, ratio, sensitivity, native error (JSON numbers)
     condition: dict[str, Any] = field(default_factory=dict)
+    #: the outputs' declared names (the target's ``output_names``), for the messages
+    names: list[str | None] | None = None
+
+    def overflowed(self) -> Mismatch | None:
+        """The first reported mismatch where the kernel gave inf or NaN and the reference a
+        finite value: an overflow (of the result or of an intermediate)."""
+        for m in self.first:
+            if (isinstance(m.got, float) and not math.isfinite(m.got)
+                    and isinstance(m.expected, (int, float)) and math.isfinite(m.expected)):
+                return m
+        return None
 
     def summary(self) -> str:
         if self.structural:
@@ -138,9 +162,18 @@ class Comparison:
             # every mismatch is a NaN/inf position: no finite error to put a figure on
             figures = "each at a NaN/inf position, no finite error to measure"
         else:
-            figures = (f"max abs {self.max_abs_error:.3g}, max rel {self.max_rel_error:.3g}, "
-                       f"max {self.max_ulp_error:.3g} ulp"
-                       + (" over the finite ones" if self.nonfinite_mismatches else ""))
+            ulps = (f", max {self.max_ulp_error:.3g} ulp" if self.max_ulp_error > 0
+                    or not self.max_abs_error else "")  # (none when every reference is 0)
+            figures = (f"max abs {self.max_abs_error:.3g}, max rel {self.max_rel_error:.3g}"
+                       + ulps + (" over the finite ones" if self.nonfinite_mismatches else ""))
+        over = self.overflowed()
+        if over is not None:
+            overflow = math.isinf(over.got) or "overflow" in self.explanation
+            said = (f"{'overflow: ' if overflow else ''}{over.got:.3g} where the exact answer "
+                    "is finite")
+            figures = (f"{said}, e.g. {output_label(over.output, self.names)}"
+                       f"[{','.join(map(str, over.index))}] = {over.got:.3g} for "
+                       f"{over.expected:.3g}; " + figures)
         lines = [f"{what}{self.mismatched}/{self.total} elements differ ({figures}; "
                  f"tolerance {self.tolerance})"]
         if self.nonfinite_mismatches:
@@ -149,7 +182,7 @@ class Comparison:
             lines.append(self.explanation)
         for m in self.first:
             idx = ",".join(str(i) for i in m.index)
-            out = f"out{m.output}" if m.output else "out"
+            out = output_label(m.output, self.names)
             lines.append(f"  {out}[{idx}]: got {m.got!r}, expected {m.expected!r}")
         return "\n".join(lines)
 

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from fuzzkern.judge import oracle
-from fuzzkern.judge.outcome import Comparison
+from fuzzkern.judge.outcome import Comparison, output_label
 
 __all__ = ["SHADOW_SHARE", "ShadowFindings", "judge_shadow", "twin_within", "worst_element"]
 
@@ -84,11 +84,12 @@ class ShadowFindings:
         return out
 
 
-def _at(where: tuple[int, tuple[int, ...]] | None) -> str:
+def _at(where: tuple[int, tuple[int, ...]] | None,
+        names: Sequence[str | None] | None = None) -> str:
     if where is None:
         return ""
     out, idx = where
-    return f" at {'out' if not out else f'out{out}'}[{','.join(map(str, idx))}]"
+    return f" at {output_label(out, names)}[{','.join(map(str, idx))}]"
 
 
 def worst_element(outputs: Sequence[Any], shadows: Sequence[tuple[torch.Tensor, torch.Tensor]
@@ -181,13 +182,13 @@ def judge_shadow(real: Comparison, found: ShadowFindings | None, *, limits: Sequ
                                            condition={**condition, "shadow": {
                                                "limits": list(limits)}})
     condition["shadow"] = found.figures()
-    at = _at(found.where)
+    at = _at(found.where, real.names)
     ulps = f" ({found.error_ulp:.3g} {found.dtype} ulp)" if found.dtype else ""
     if not found.comparison.ok:
         sc = found.comparison
         first = sc.first[0] if sc.first else None
         where = "" if first is None else (
-            f" at {'out' if not first.output else f'out{first.output}'}"
+            f" at {output_label(first.output, real.names)}"
             f"[{','.join(map(str, first.index))}] ({first.got!r} where the float64 reference "
             f"gives {first.expected!r})")
         size = (f"by up to {sc.max_abs_error:.3g} ({sc.max_ulp_error:.3g} ulp), "

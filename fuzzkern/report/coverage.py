@@ -20,7 +20,7 @@ from typing import Any
 from fuzzkern.execution.coverage import KernelCoverage
 
 __all__ = ["below", "coverage_lines", "coverage_row", "mode_note", "percent_of",
-           "source_html"]
+           "source_html", "unmeasured"]
 
 #: never-reached items the text summary lists per target (the JSON report has them all)
 SHOWN = 6
@@ -35,6 +35,17 @@ NOT_MEASURED = ("not measured: no case ran in the interpreter (compiled mode has
 def _coverage(r: Any) -> KernelCoverage:
     cov = getattr(r, "coverage", None)
     return cov if isinstance(cov, KernelCoverage) else KernelCoverage.from_json(cov)
+
+
+def unmeasured(r: Any) -> str:
+    """Why a target has no kernel coverage, in words that hold for it: no case ran at all, or
+    cases ran and none launched a kernel with Python source in the interpreter."""
+    cases = int(getattr(r, "cases", 0) or 0)
+    if not cases:
+        return NOT_MEASURED
+    return (f"not measured: none of the {cases} case(s) reached a kernel with Python source in "
+            "the interpreter (each stopped before the launch, the launcher runs none, or the "
+            "cases ran compiled only: compiled mode has no line coverage)")
 
 
 def mode_note(modes: Sequence[str]) -> str | None:
@@ -59,7 +70,7 @@ def coverage_row(r: Any, modes: Sequence[str] | None = None) -> dict[str, Any]:
     ``functions`` (name, file, def line, lines reached of total), ``cases`` and ``note`` (what
     the modes mean for it; without ``modes``, why nothing was measured)."""
     cov = _coverage(r)
-    note = mode_note(modes) if modes is not None else None if cov else NOT_MEASURED
+    note = mode_note(modes) if modes is not None else None if cov else unmeasured(r)
     out: dict[str, Any] = {"measured": bool(cov), "note": note}
     if not cov:
         return out
@@ -88,7 +99,7 @@ def coverage_lines(results: Iterable[Any], modes: Sequence[str], most: int = SHO
     for r in results:
         cov = _coverage(r)
         if not cov:
-            lines.append(f"  {r.target_id}: not measured (no case ran in the interpreter)")
+            lines.append(f"  {r.target_id}: {unmeasured(r)}")
             continue
         lines.append(f"  {r.target_id}: {cov.summary()}")
         gaps = cov.unreached()
@@ -161,7 +172,7 @@ def source_html(r: Any, modes: Sequence[str]) -> str:
     note = mode_note(modes)
     head = "<h3>Kernel coverage</h3>"
     if not cov:
-        why = note if note == COMPILED_ONLY else "not measured (no case ran in the interpreter)"
+        why = note if note == COMPILED_ONLY else unmeasured(r)
         return f"<div class='kernel-coverage'>{head}<p class='meta'>{_e(why)}</p></div>"
     parts = [f"<div class='kernel-coverage'>{head}<p class='meta'>{_e(cov.summary())}"
              + (f" · {_e(note)}" if note else "") + "</p>",

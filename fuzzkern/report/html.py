@@ -230,7 +230,7 @@ def over_time_svg(records: Iterable[tuple[str, str, str, str, float]]) -> str:
     """Cases in the order they ran (x) against the failing and accuracy cases found so far
     (y, cumulative): whether findings kept coming or stopped early."""
     verdicts = [rec[3] for rec in records]
-    w, h, left, top = 420, 150, 40, 24
+    w, h, left, top = 420, 162, 40, 24
     out = [f'<svg class="over-time" xmlns="http://www.w3.org/2000/svg" width="{w}" '
            f'height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="findings over cases">',
            '<text x="0" y="14" font-size="13" font-weight="bold">findings over the cases</text>']
@@ -247,9 +247,13 @@ def over_time_svg(records: Iterable[tuple[str, str, str, str, float]]) -> str:
                        f'stroke="{color}" stroke-width="1.5" data-total="{total}"/>')
         out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" '
                    'stroke="#bdbdbd"/>')
-        out.append(f'<text x="{left + pw / 2}" y="{h - 6}" font-size="10" text-anchor="middle" '
-                   f'fill="#616161">case 1 to {n} in the order they ran (red: failing cases '
-                   'so far; orange: accuracy findings)</text>')
+        # two short lines: one long line is cut at the picture's edge
+        out.append(f'<text class="caption" x="{left + pw / 2}" y="{h - 18}" font-size="10" '
+                   f'text-anchor="middle" fill="#616161">case 1 to {n} in the order they ran'
+                   '</text>')
+        out.append(f'<text class="caption" x="{left + pw / 2}" y="{h - 5}" font-size="10" '
+                   'text-anchor="middle" fill="#616161">red: failing cases so far; orange: '
+                   'accuracy findings</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -275,17 +279,34 @@ def _failure_links(r: TargetResult, row: dict[str, Any]) -> str:
 
 
 def _accuracy_html(r: TargetResult) -> list[str]:
-    """Accuracy findings (rounding, with the line that loses it), with their figures."""
+    """Accuracy findings (rounding, with the line that loses it), with their figures: one box
+    per finding (:func:`~fuzzkern.judge.verdict.failure_key`), its worst case shown, the
+    others counted."""
+    from fuzzkern.judge.verdict import failure_key
+
+    by_key: dict[str, list[Any]] = {}
+    for case, outcome in r.accuracy:
+        by_key.setdefault(failure_key(outcome), []).append((case, outcome))
     out = []
-    for case, outcome in r.accuracy[:3]:
+    for found in list(by_key.values())[:3]:
+        case, outcome = found[0]
         figures = [m.comparison.summary() for m in outcome.modes.values()
                    if m.comparison is not None and not m.comparison.ok]
+        more = f"\n({len(found) - 1} more case(s) of this finding)" if len(found) > 1 else ""
         out.append(f"<pre class='accuracy'>accuracy: {_e(outcome.message)}\n"
                    f"case: {_e(case.describe())}"
-                   + "".join(f"\nfigures: {_e(f)}" for f in figures) + "</pre>")
-    if len(r.accuracy) > 3:
-        out.append(f"<p class='meta'>and {len(r.accuracy) - 3} more accuracy finding(s)</p>")
+                   + "".join(f"\nfigures: {_e(f)}" for f in figures) + _e(more) + "</pre>")
+    if len(by_key) > 3:
+        out.append(f"<p class='meta'>and {len(by_key) - 3} more accuracy finding(s)</p>")
     return out
+
+
+def _failing_first(results: list[TargetResult]) -> list[TargetResult]:
+    """Targets with failures first, then errors, then the rest (each group in run order)."""
+    def rank(r: TargetResult) -> int:
+        status = result_row(r)["status"]
+        return 0 if status == "FAIL" else 1 if status == "ERROR" else 2
+    return sorted(results, key=rank)
 
 
 def render(results: list[TargetResult], *, budget: float, elapsed: float,
@@ -299,6 +320,7 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
     from fuzzkern._version import __version__
 
     failures_text = failures_text or {}
+    results = _failing_first(results)
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     total_cases = sum(r.cases for r in results)
     total_failures = sum(len(r.failures) for r in results)
@@ -327,6 +349,14 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
                      f"slice(s); {len(r.specializations)} specialization classes"
                      + (f"; the plots show a sample of {len(r.records)}" if
                         len(r.records) < r.cases else "") + _gpus(r) + "</p>")
+        # the findings first, then the plots and the kernel source
+        for k, text in enumerate(failures_text.get(r.target_id, [])):
+            parts.append(f"<pre class='failure' id='f-{_e(r.target_id)}-{k}'>{_e(text)}</pre>")
+        if r.error:
+            parts.append(f"<pre class='failure'>error: {_e(r.error)}</pre>")
+        parts += _accuracy_html(r)
+        parts += [f"<pre class='accuracy'>fuzzkern-limit (fuzzkern's, not the kernel's; not a "
+                  f"failure): {_e(note)}</pre>" for note in r.limits]
         dtypes = sorted({rec[0] for rec in r.records})
         parts.append("<div class='plots'>")
         if dtypes:
@@ -343,13 +373,6 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
         parts.append(f"<figure>{over_time_svg(r.records)}</figure>")
         parts.append("</div>")
         parts.append(source_html(r, modes))  # the kernel source, lines marked
-        for k, text in enumerate(failures_text.get(r.target_id, [])):
-            parts.append(f"<pre class='failure' id='f-{_e(r.target_id)}-{k}'>{_e(text)}</pre>")
-        parts += _accuracy_html(r)
-        parts += [f"<pre class='accuracy'>fuzzkern-limit (fuzzkern's, not the kernel's; not a "
-                  f"failure): {_e(note)}</pre>" for note in r.limits]
-        if r.error:
-            parts.append(f"<pre class='failure'>error: {_e(r.error)}</pre>")
         parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -297,11 +297,11 @@ def bound_ratio(comparison: Any) -> float:
     summary figures: ``min(max_abs / atol, max_rel / rtol)`` (an upper bound of the true ratio,
     as both maxima may come from different elements), capped at 1 for a passing comparison.
     """
+    if comparison.structural or comparison.nonfinite_mismatches:
+        return math.inf  # (the oracle's own ratio is over the finite pairs only)
     own = getattr(comparison, "bound_ratio", None)
     if own is not None:
         return float(own)
-    if comparison.structural or comparison.nonfinite_mismatches:
-        return math.inf
     m = re.search(r"rtol=(\S+) atol=(\S+)", comparison.tolerance or "")
     if m is None:
         return 0.0 if comparison.ok else math.inf
@@ -1318,11 +1318,13 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
 
     found = _confirm_hangs(lt, pool, result, _distinct(found), run_options, timeout)
     found = _confirm_plain(lt, pool, result, found, run_options, timeout)
+    from fuzzkern.search.explain import SHARE
+
     for f in found:
-        if result.stopped:
-            f.explanations = f.explanations or ["(no explanation: the budget ran out)"]
-        elif opts.explain and result.interrupted is None:
-            _explain(lt, pool, result, f, run_options, timeout)
+        if opts.explain and result.interrupted is None:
+            # its own time share, also when the budget's end stopped the search
+            with pool.limits(stop_at=time.monotonic() + SHARE):
+                _explain(lt, pool, result, f, run_options, timeout)
         if opts.corpus and not f.unconfirmed and f.outcome.failed:
             try:
                 f.corpus_path = corpus.save(
@@ -1445,18 +1447,20 @@ def _explain(lt: LoadedTarget, pool: WorkerPool, result: TargetResult, f: Failur
 
     try:
         with interruptible():
+            start = time.monotonic()
             lines = explain.explain(lt.ref, f.case, f.outcome, pool, run_options,
-                                    target=lt.target, timeout=timeout)
-            causes, only = explain.compiled_causes(lt.ref, f.case, f.outcome, pool,
-                                                   run_options, target=lt.target,
-                                                   timeout=timeout)
+                                    target=lt.target, timeout=timeout,
+                                    max_seconds=explain.SHARE)
+            causes, only = explain.compiled_causes(
+                lt.ref, f.case, f.outcome, pool, run_options, target=lt.target,
+                timeout=timeout, max_seconds=max(1.0, explain.SHARE - (time.monotonic() - start)))
         f.explanations = [*f.explanations, *lines, *(c.line for c in causes)]
         f.outcome = attributed(f.outcome, causes, only)
     except Interrupted as e:  # saving comes first
         result.interrupted = e.signum
         f.explanations = [*f.explanations, "(no explanation: interrupted)"]
-    except StopTime:
-        result.stopped = True
-        f.explanations = [*f.explanations, "(no explanation: the budget ran out)"]
+    except StopTime:  # its share ran out (explain.SHARE): what it had is lost, not the budget
+        f.explanations = [*f.explanations, "(no explanation: a variant ran past the "
+                          "explanation's time share)"]
     except Exception as e:  # an explanation is a bonus; never lose the failure
         f.explanations = [*f.explanations, f"(no explanation: {type(e).__name__}: {e})"]

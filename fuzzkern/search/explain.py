@@ -9,10 +9,17 @@ property changes, never the values):
 - the special values (NaN, ±inf, -0.0, ...) left out;
 - low-precision float inputs upcast to float32 (float32 ones to float64), when the target
   accepts that dtype;
-- the other execution mode, when it can run here.
+- the other execution mode, when it can run here;
+- each free dim at a few other sizes (:func:`_sizes`): the next multiples of 2, 4, 8, ... and
+  the sizes around the failing one.
 
 and turns the results into lines such as "fails only when `x` is non-contiguous (passes with
-`x` contiguous)" or "still fails with every tensor contiguous".
+`x` contiguous)", "still fails with every tensor contiguous", "passes when N is a multiple of
+16 (N=32 and N=48 pass; N=21 and N=33 fail)" or "fails when N >= 21 (N=20 passes; N=22 and
+N=42 fail)".
+
+Each saved failure is explained within its own time share (:data:`SHARE` seconds, also past
+the end of the budget: fuzzkern.search.engine), not with whatever the budget has left.
 
 Example::
 
@@ -40,6 +47,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: How many single-tensor contiguity variants are tried at most.
 MAX_TENSOR_VARIANTS = 3
+#: seconds each saved failure's explanation may take (its variants, its causes)
+SHARE = 8.0
+#: variant runs per dim for its size dependence, at most
+MAX_SIZE_RUNS = 8
 
 _SPECIAL_WORDS = {"nan": "NaN", "inf": "inf", "-inf": "-inf", "-0.0": "-0.0",
                   "subnormal": "subnormal", "max": "dtype max", "lowest": "dtype lowest",
@@ -254,7 +265,68 @@ def explain(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
                               f"also fails in {other} mode")
                 if line:
                     lines.append(line)
+
+        # 5. sizes
+        lines.extend(_sizes(v, case, outcome, target))
     return lines
+
+
+def _sizes(v: _Variants, case: Case, outcome: Outcome, target: Target) -> list[str]:
+    """What each free dim's size has to do with the failure, from a few sizes each: "passes
+    when N is a multiple of 16" (the smallest power of two m whose next two multiples pass
+    while the failing size and the one past a multiple fail), else "fails when N >= 21" (one
+    size below passes, the next one up and the double fail)."""
+    from fuzzkern.case.storage import storages_of
+    from fuzzkern.search.minimize import resizer
+
+    build, ranges = resizer(target, case, outcome)
+    lines = []
+    for d, (lo, hi, step) in ranges.items():
+        n = case.dims.get(d)
+        if not isinstance(n, int) or n <= 0:
+            continue
+        runs: dict[int, bool | None] = {n: False}
+
+        def at(k: int, d: str = d, lo: int = lo, hi: int | None = hi, step: int = step,
+               runs: dict[int, bool | None] = runs) -> bool | None:
+            """True: passes at size k; False: fails; None: not run or says nothing."""
+            if k in runs:
+                return runs[k]
+            if (k < max(lo, 1) or (hi is not None and k > hi) or k % step
+                    or len(runs) > MAX_SIZE_RUNS):
+                return None
+            c = build({**case.dims, d: k})
+            got = None if c is None else v.run(c, storages_of(c))
+            runs[k] = None if got is None else (
+                True if got.verdict == Verdict.PASS else False if got.failed else None)
+            return runs[k]
+
+        line = _multiple(d, n, at, hi) or _threshold(d, n, step, at)
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _multiple(d: str, n: int, at: Any, hi: int | None) -> str | None:
+    m = 2
+    while m <= 2 * n and (hi is None or m <= hi):
+        if n % m:
+            up = -(-n // m) * m
+            if at(up) and at(up + m) and at(up + 1) is False:
+                return (f"passes when {d} is a multiple of {m} ({d}={up} and {d}={up + m} "
+                        f"pass; {d}={n} and {d}={up + 1} fail)")
+            if at(up) is None:
+                return None  # out of range or out of runs: nothing more to learn
+        m *= 2
+    return None
+
+
+def _threshold(d: str, n: int, step: int, at: Any) -> str | None:
+    below, above = n - step, n + step
+    if at(below) and at(above) is False and at(2 * n) is not True:
+        more = f" and {d}={2 * n}" if at(2 * n) is False else ""
+        return f"fails when {d} >= {n} ({d}={below} passes; {d}={above}{more} fail)"
+    return None
 
 
 #: the re-runs that attribute a compiled-only difference, in order: run options, what a pass

@@ -77,6 +77,7 @@ from fuzzkern.case.model import (
 )
 from fuzzkern.errors import CaseError, FuzzkernError
 from fuzzkern.judge.outcome import Outcome, Verdict
+from fuzzkern.strategies._internal.inputs import dim_scalars
 from fuzzkern.strategies._internal.tensors import derive_dims, is_derived
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -310,6 +311,8 @@ class _Minimizer:
             self.values[name] = _values_domain(strategy, tc.dtype)
         self.scalars: dict[str, tuple[str, Any] | None] = {
             name: _hypothesis_kind(named.get(name)) for name in case.scalars}
+        #: inputs that are a dim's value (fks.dim): they follow it, never move alone
+        self.dim_scalars = dim_scalars(named)
 
     # -- order ---------------------------------------------------------------------------------
 
@@ -362,6 +365,9 @@ class _Minimizer:
         env: dict[str, Any] = dict(dims)
         for name, v in base.inputs.items():
             if not isinstance(v, TensorCase):
+                if name in self.dim_scalars and self.dim_scalars[name] in dims:
+                    inputs[name] = env[name] = int(dims[self.dim_scalars[name]])
+                    continue
                 inputs[name] = env[name] = scalars[name] if scalars and name in scalars else v
                 continue
             recipe = values[name] if values and name in values else v.values
@@ -583,4 +589,17 @@ def minimize(target: Target, case: Case, outcome: Outcome, run: Callable[[Case],
     return _Minimizer(target, case, outcome, run, deadline, max_runs).minimize(case, outcome)
 
 
-__all__ = ["MAX_RUNS", "Minimized", "minimize"]
+def resizer(target: Target, case: Case, outcome: Outcome
+            ) -> tuple[Callable[[Mapping[str, int]], Case | None], dict[str, tuple[int, int | None,
+                                                                                 int]]]:
+    """For explanations (:mod:`fuzzkern.search.explain`): a function giving ``case`` at other
+    dims (tensors rebuilt to the new shapes with their recipes and layouts; None when one
+    cannot take them), and each free dim's range ``(lowest, highest or None, multiple_of)``
+    (dims with a choice list or no known range are left out)."""
+    m = _Minimizer(target, case, outcome, lambda c: outcome, None, 0)
+    ranges = {d: (dom.lo or 0, dom.hi, dom.step) for d, dom in m.dims.items()
+              if dom is not None and dom.choices is None}
+    return (lambda dims: m.build(case, dims=dims)), ranges
+
+
+__all__ = ["MAX_RUNS", "Minimized", "minimize", "resizer"]

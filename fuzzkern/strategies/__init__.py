@@ -19,13 +19,13 @@ contiguous, seed 0, small integer values, no special values.
 # The implementation lives in `_internal/`; this facade re-exports the public names only, so
 # editors that ignore __all__ do not offer the implementation's helpers.
 from fuzzkern.strategies._internal.dtypes import dtypes
-from fuzzkern.strategies._internal.inputs import inputs
+from fuzzkern.strategies._internal.inputs import dim, inputs
 from fuzzkern.strategies._internal.layouts import layouts
 from fuzzkern.strategies._internal.sizes import sizes
 from fuzzkern.strategies._internal.tensors import tensors
 from fuzzkern.strategies._internal.values import values
 
-__all__ = ["dtypes", "inputs", "layouts", "sizes", "tensors", "values"]
+__all__ = ["dim", "dtypes", "inputs", "layouts", "sizes", "tensors", "values"]
 
 
 def _check_exports(public: set[str]) -> None:

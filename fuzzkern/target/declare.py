@@ -91,6 +91,9 @@ class Tolerance:
     - ``adaptive``: ``False`` judges with ``atol + rtol*|ref|`` (and the declared reduction's
       accumulation term) alone.
     - ``equal_nan``: NaN positions must match (``False``: every NaN fails).
+    - ``follow``: what ``dtypes`` and the defaults go by: ``"output"`` (each floating-point
+      output's own dtype) or ``"inputs"`` (the case's lowest-precision floating-point input:
+      a float32 output computed from bfloat16 inputs gets bfloat16's tolerance).
 
     >>> Tolerance(rtol=1e-2).rtol
     0.01
@@ -105,10 +108,14 @@ class Tolerance:
     dtypes: Mapping[Any, Any] | None = None
     outputs: Mapping[int | str, Tolerance] | None = None
     adaptive: bool = True
+    follow: str = "output"
 
     def __post_init__(self) -> None:
         for name in ("rtol", "atol"):
             _check_number(name, getattr(self, name))
+        if self.follow not in ("output", "inputs"):
+            raise InvalidArgument(f"Expected follow='output' or follow='inputs' but got "
+                                  f"{describe('follow', self.follow)}.")
         if self.dtypes is not None:
             if not isinstance(self.dtypes, Mapping):
                 raise InvalidArgument(
@@ -157,6 +164,11 @@ class Tolerance:
             if pair is not None:
                 return replace(tol, rtol=pair[0], atol=pair[1], dtypes=None, outputs=None)
         return tol
+
+
+#: what a reference may ask for by name besides the inputs: ``input_dtypes``, the case's own
+#: dtype of each tensor input (``{"x": torch.bfloat16}``; the reference sees float64 copies)
+REFERENCE_EXTRAS = ("input_dtypes",)
 
 
 def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -350,13 +362,14 @@ class Target:
         than as an ``error`` verdict on every case (saved to the corpus as a "failure")."""
         names = list(self.inputs.named)
         for role, fn in (("launcher", self.launcher), ("reference", self.reference)):
+            known = [*names, *REFERENCE_EXTRAS] if role == "reference" else names
             try:
                 params = inspect.signature(fn).parameters.values()
             except (TypeError, ValueError):  # a builtin without a signature: cannot check
                 continue
             missing = [p.name for p in params if p.default is p.empty and (
                 p.kind == p.POSITIONAL_ONLY
-                or (p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in names))]
+                or (p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in known))]
             if missing:
                 fn_name = getattr(fn, "__qualname__", None) or repr(fn)
                 raise InvalidArgument(

