@@ -249,8 +249,22 @@ def failure_location(outcome: Outcome) -> str:
         if c is not None and not c.ok:
             if c.structural:
                 return "structure"
+            root = _root_site(c.condition)
+            if root:  # one root cause, one report: whatever the dtype, shape or mode
+                return f"root {root}"
             return f"output {c.first[0].output}" if c.first else "values"
+    for m in outcome.modes.values():
+        root = _root_site(m.comparison.condition) if m.comparison is not None else None
+        if root:  # an accuracy or precision finding (its comparison counts as passed)
+            return f"root {root}"
     return ""
+
+
+def _root_site(condition: Mapping[str, Any] | None) -> str | None:
+    """The shadow's root line (``"kernels.py:14"``) of a comparison, if it named one."""
+    facts = (condition or {}).get("shadow") or {}
+    match = re.match(r"line (\S+:\d+)", str(facts.get("cause") or ""))
+    return match[1] if match else None
 
 
 def failure_key(outcome: Outcome) -> str:

@@ -15,6 +15,7 @@ from fuzzkern.execution.interpreter import interpreter_mode
 from fuzzkern.execution.runner import _Run, outcome_of, run_case
 from fuzzkern.execution.shadow import ExactReference, ShadowRun, shadow_mode
 from fuzzkern.judge.outcome import Verdict
+from fuzzkern.judge.verdict import failure_key
 from tests.unit.targets import shadow_kernels as k
 
 
@@ -217,3 +218,122 @@ def test_a_number_where_the_shadow_holds_nan_is_never_compiled_rounding():
     bad = torch.tensor([True, False])
     assert not twin_within(torch.tensor([0.0, 1.0]), interpreted, shadow, bad, torch.float32)
     assert twin_within(torch.tensor([nan, 1.0]), interpreted, shadow, bad, torch.float32)
+
+
+# -- issue 40: one class per root cause, every mode, host code, the shadow's own failures -----
+
+TVD = {"p": (("N",), "bfloat16"), "q": (("N",), "bfloat16")}
+
+
+def _tvd_inputs():
+    g = torch.Generator().manual_seed(3)
+    return {name: torch.softmax(torch.randn(4096, generator=g), 0).to(torch.bfloat16)
+            for name in ("p", "q")}
+
+
+def test_a_bf16_sum_is_a_precision_bug_at_its_line_in_every_mode():
+    """Liger's tvd: bf16 terms summed by tl.sum in bf16. The interpreter now rounds the partial
+    sums as compiled code does, so it fails as compiled did (1.4e-3 relative), and the shadow
+    names the sum's line: precision-bug, judged the same for a compiled-only run's outputs."""
+    t = _target(k.tvd, k.tvd_reference, TVD)
+    inputs = _tvd_inputs()
+    o = _judged(t, {"N": 4096}, inputs)
+    assert o.verdict == Verdict.PRECISION_BUG and o.failed, o.message
+    assert "`tl.store(LOSS, tl.sum(0.5 * tl.abs(p - q), axis=0))`: accumulates in bf16" in \
+        o.message
+    # the same root line in fp16 and at another length: the same class, one failure
+    half = {n: v.half()[:2048] for n, v in inputs.items()}
+    o16 = _judged(_target(k.tvd, k.tvd_reference, {n: (("N",), "float16") for n in TVD}),
+                  {"N": 2048}, half)
+    assert o16.verdict == Verdict.PRECISION_BUG, o16.message
+    assert failure_key(o16) == failure_key(o) == "precision-bug @ root shadow_kernels.py:212"
+    # a run that asked for compiled mode alone: its outputs judged by the same shadow
+    opts = {"modes": ["compiled"]}
+    spec = {n: TensorCase.build((4096,), "bfloat16") for n in inputs}
+    run = _Run(t, Case({"N": 4096}, spec), opts, base=dict(inputs))
+    with interpreter_mode():
+        got = k.tvd(**{n: v.clone() for n, v in inputs.items()})
+    result = run._judge("compiled", run.reference(), (got,), {}, 0.0, None, None)
+    assert result.status == "precision", result.comparison.explanation
+    # a target that does not run in the interpreter: the finding says why the shadow is silent
+    only = _target(k.tvd, k.tvd_reference, TVD, modes=("compiled",))
+    run = _Run(only, Case({"N": 4096}, spec), opts, base=dict(inputs))
+    result = run._judge("compiled", run.reference(), (got,), {}, 0.0, None, None)
+    o = outcome_of(only, {"compiled": result}, opts, time.perf_counter())
+    assert o.verdict == Verdict.KERNEL_BUG
+    assert "the float64 shadow cannot judge it (the target does not run in the interpreter" \
+        in o.message
+
+
+def test_a_cast_on_an_accumulating_line_is_accuracy_naming_the_cast_and_subnormals():
+    """Llama-style RMSNorm with `(xf * rstd).to(x.dtype) * w` on one line: operands made by
+    other instructions of the same line are no accumulation, so the class is accuracy, the line
+    named and its subnormal values said."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 256, generator=g)
+    x[:, 1:41] = torch.linspace(1e-3, 3e-3, 40)
+    x[:, 0] = 1000
+    w = torch.randn(256, generator=g)
+    w[1:41] = 2000
+    t = _target(k.rms_inline, k.rms_reference_fp32,
+                {"x": (("M", "N"), "float16"), "w": (("N",), "float16")})
+    o = _judged(t, {"M": 2, "N": 256}, {"x": x.half(), "w": w.half()})
+    assert o.verdict == Verdict.ACCURACY and not o.failed, o.message
+    assert "(xf * rstd).to(x.dtype) * w" in o.message and "subnormal range" in o.message
+    facts = o.modes["interpret"].comparison.condition["shadow"]
+    assert not facts["accumulates"] and facts["share"] > 0.5
+
+
+def test_an_output_host_code_made_is_shadowed():
+    """The launcher subtracts two fp16 row sums in torch: where they cancel, the output is far
+    off, and the shadow (host code at float64) judges it: rounding at the kernel's store."""
+    g = torch.Generator().manual_seed(3)
+    x = (100 + torch.randn(3, 512, generator=g)).half()
+    y = (x.double() + torch.randn(3, 512, generator=g) * 1e-2).half()
+    t = _target(k.sums_difference, k.sums_difference_reference,
+                {"x": (("M", "N"), "float16"), "y": (("M", "N"), "float16")})
+    outside = _judged(t, {"M": 3, "N": 512}, {"x": x, "y": y}, shadow=False)
+    assert outside.verdict == Verdict.KERNEL_BUG  # the outside rules alone
+    o = _judged(t, {"M": 3, "N": 512}, {"x": x, "y": y})
+    assert o.verdict == Verdict.ACCURACY, o.message
+    facts = o.modes["interpret"].comparison.condition["shadow"]
+    assert "limits" not in facts and facts["shadow_passes"]
+    assert "`tl.store(S + row, tl.sum(x, axis=0))`" in facts["cause"]
+
+
+def test_a_failure_of_the_shadow_itself_is_said_and_judged_as_before(monkeypatch):
+    from fuzzkern.execution import shadow
+
+    def broken(*a, **kw):
+        return [][1]  # the IndexError a shadow once raised
+
+    monkeypatch.setattr(shadow, "find_shadow", broken)
+    t = _target(k.layer_norm_eps_bug, k.layer_norm_reference, LN)
+    g = torch.Generator().manual_seed(1)
+    inputs = {"x": torch.randn(2, 113, generator=g) * 1e-3, "w": torch.randn(113, generator=g),
+              "b": torch.zeros(113)}
+    o = _judged(t, {"M": 2, "N": 113}, inputs)
+    assert o.verdict == Verdict.KERNEL_BUG
+    assert "the shadow failed (IndexError" in o.message and "test_shadow.py" in o.message
+
+
+def test_a_library_refusing_the_environment_is_unsupported_here():
+    spec = {"x": (("N",), "float32")}
+    o = _judged(_target(k.refuses_this_gpu, lambda x: x, spec), {"N": 8}, {"x": torch.ones(8)})
+    assert o.verdict == Verdict.UNSUPPORTED and not o.failed
+    assert o.message.startswith("unsupported here") and "Please upgrade Triton" in o.message
+    o = _judged(_target(k.refuses_the_input, lambda x: x, spec), {"N": 8}, {"x": torch.ones(8)})
+    assert o.verdict == Verdict.ERROR and o.failed
+
+
+def test_an_unexplained_compiled_difference_accuses_no_race():
+    from fuzzkern.judge.causes import Cause, attributed
+    from fuzzkern.judge.outcome import Outcome
+
+    o = Outcome(Verdict.COMPILED_ONLY, "only the compiled kernel disagrees with the reference")
+    plain = attributed(o, [], compiled_only=True)
+    assert plain.verdict == Verdict.COMPILED_ONLY and "unexplained" in plain.message
+    assert "race" not in plain.message and "compiler bug" not in plain.message
+    proven = attributed(o, [Cause("nondeterministic", "the result changes between launches of "
+                                  "the same binary (atomics or a race)")], compiled_only=True)
+    assert proven.verdict == Verdict.NONDETERMINISTIC
