@@ -366,7 +366,7 @@ class ShadowRun:
             return
         values = _in_range(values, near)
         if self.record:
-            self._note(key, _Handle(values, tl_dtype), (), False, near)
+            self._note(key, _HostValue(values, tl_dtype), (), False, near)
         if self.round_at is not None and key in self.round_at:
             values = near
         if not t.requires_grad:
@@ -867,6 +867,14 @@ def _tensors(tree: Any) -> list[Any]:
     return tree_flatten(tree)[0]
 
 
+@dataclasses.dataclass
+class _HostValue:
+    """A host operation's float64 result as :meth:`ShadowRun._note` reads a kernel value."""
+
+    data: np.ndarray
+    dtype: Any
+
+
 class HostShadow(TorchFunctionMode):
     """While a shadow launches its case (:func:`launch_shadow`), the launcher's own torch
     operations (before, between and after its kernels) run twice: as they are, and at
@@ -884,43 +892,56 @@ class HostShadow(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (),
                            kwargs: Mapping[str, Any] | None = None) -> Any:
         kwargs = dict(kwargs or {})
-        inplace = func in _INPLACE or (_func_name(func).endswith("_")
-                                       and not _func_name(func).endswith("__"))
-        real = func(*args, **kwargs)
         name = _func_name(func)
         if any(w in name for w in _NOT_WIDENED):
-            return real
+            return func(*args, **kwargs)
+        frame = _host_frame()
+        if frame is None:
+            return func(*args, **kwargs)
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        inplace = func in _INPLACE or (name.endswith("_") and not name.endswith("__")) or (
+            name.startswith("__i") and name.endswith("__"))  # x += y: __iadd__
+        wide: Any = None
+        if inplace:  # the shadow's values before the real operation overwrites them
+            try:
+                wide = self._widened(args, kwargs)
+            except Exception:
+                wide = None
+        real = func(*args, **kwargs)
         targets = ([args[0]] if inplace and args and isinstance(args[0], torch.Tensor)
                    else [kwargs["out"]] if isinstance(kwargs.get("out"), torch.Tensor)
                    else [t for t in _tensors(real) if isinstance(t, torch.Tensor)])
         targets = [t for t in targets if t.is_floating_point() and t.device.type == "cpu"]
         if not targets:
             return real
-        inputs = [t for t in _tensors((args, kwargs)) if isinstance(t, torch.Tensor)]
         if not inplace:
-            given = {t.untyped_storage().data_ptr() for t in inputs}
+            given = {t.untyped_storage().data_ptr() for t in _tensors((args, kwargs))
+                     if isinstance(t, torch.Tensor)}
             targets = [t for t in targets if t.untyped_storage().data_ptr() not in given]
             if not targets:  # a view: the shadow memory of its storage holds it already
                 return real
-        frame = _host_frame()
-        if frame is None:
-            return real
-        key = (frame.f_code.co_filename, frame.f_lineno)
+        where = f"host code's {name} at {os.path.basename(key[0])}:{key[1]}"
         try:
-            exact = self._exact(func, args, kwargs, inplace)
+            exact = self._exact(func, wide or self._widened(args, kwargs), inplace,
+                                "out" in kwargs)
         except Exception as e:
-            what = (f"host code's {name} at {os.path.basename(key[0])}:{key[1]} "
-                    f"({type(e).__name__}: {str(e)[:80]})")
-            if what not in self.run.host_unwidened:
-                self.run.host_unwidened.append(what)
+            self._unwidened(f"{where} ({type(e).__name__}: {str(e)[:80]})")
             return real
-        for t, e in zip(targets, exact, strict=False):
-            if isinstance(e, torch.Tensor) and e.shape == t.shape and e.is_floating_point():
-                self.run.host_result(t, e.detach().to(torch.float64), key)
+        for t, value in zip(targets, exact, strict=False):
+            if isinstance(value, torch.Tensor) and value.shape == t.shape and \
+                    value.is_floating_point():
+                try:
+                    self.run.host_result(t, value.detach().to(torch.float64), key)
+                except Exception as err:  # never the launch's failure: named, memory as it is
+                    self._unwidened(f"{where} ({type(err).__name__}: {str(err)[:80]})")
         return real
 
-    def _exact(self, func: Any, args: Any, kwargs: Mapping[str, Any], inplace: bool
-               ) -> list[Any]:
+    def _unwidened(self, what: str) -> None:
+        if what not in self.run.host_unwidened:
+            self.run.host_unwidened.append(what)
+
+    def _widened(self, args: Any, kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
+        """``args`` and ``kwargs`` with each float CPU tensor as the shadow has it (float64)."""
         from torch.utils._pytree import tree_map
 
         def wide(v: Any) -> Any:
@@ -928,14 +949,18 @@ class HostShadow(TorchFunctionMode):
                 return self.run.output(v)[0] if v.dtype != torch.float64 else v.detach().clone()
             return v
 
-        wargs, wkwargs = tree_map(wide, (tuple(args), dict(kwargs)))
+        return tree_map(wide, (tuple(args), dict(kwargs)))
+
+    @staticmethod
+    def _exact(func: Any, wide: tuple[Any, Any], inplace: bool, out: bool) -> list[Any]:
+        wargs, wkwargs = wide
         with torch.no_grad(), ExactReference():
-            out = func(*wargs, **wkwargs)
+            result = func(*wargs, **wkwargs)
         if inplace:
             return [wargs[0]]
-        if "out" in kwargs:
+        if out:
             return [wkwargs["out"]]
-        return [t for t in _tensors(out) if isinstance(t, torch.Tensor)]
+        return [t for t in _tensors(result) if isinstance(t, torch.Tensor)]
 
 
 # ---------------------------------------------------------------------------------------------

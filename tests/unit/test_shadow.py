@@ -337,3 +337,25 @@ def test_an_unexplained_compiled_difference_accuses_no_race():
     proven = attributed(o, [Cause("nondeterministic", "the result changes between launches of "
                                   "the same binary (atomics or a race)")], compiled_only=True)
     assert proven.verdict == Verdict.NONDETERMINISTIC
+
+
+def test_host_operations_keep_float64_in_the_shadow_memory():
+    """x * 3 and an in-place += 0.1 in fp16 host code: the shadow holds their float64 values,
+    memory their correct rounding, and each line is a rounding site."""
+    from fuzzkern.execution.shadow import HostShadow
+
+    run = ShadowRun()
+    x = torch.tensor([1.0, 2.0 ** -12, 3.0], dtype=torch.float16)
+
+    def launcher(x):
+        y = x * 3
+        y += 0.1
+        return y
+
+    with HostShadow(run):
+        y = launcher(x)
+    values, covered = run.output(y)
+    want = x.double() * 3 + 0.1
+    assert covered.all() and torch.allclose(values, want, rtol=1e-12, atol=0)
+    assert torch.equal(y, want.half())
+    assert len(run.sites) == 2 and not run.host_unwidened

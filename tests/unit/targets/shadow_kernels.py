@@ -215,7 +215,7 @@ def _tvd(P, Q, LOSS, N: tl.constexpr):
 def tvd(p, q):
     """Precision bug (Liger's tvd): bf16 terms summed by ``tl.sum`` in bf16 into an fp32
     loss."""
-    loss = torch.empty(1, dtype=torch.float32)
+    loss = torch.empty(1, dtype=torch.float32, device=p.device)
     _tvd[(1,)](p, q, loss, N=p.numel())
     return loss
 
@@ -236,8 +236,8 @@ def sums_difference(x, y):
     """Correct: the kernel stores fp16 row sums, the launcher subtracts them in torch (an
     output host code made, where the two sums cancel)."""
     m, n = x.shape
-    sx = torch.empty(m, dtype=x.dtype)
-    sy = torch.empty(m, dtype=x.dtype)
+    sx = torch.empty(m, dtype=x.dtype, device=x.device)
+    sy = torch.empty(m, dtype=x.dtype, device=x.device)
     _row_sum[(m,)](x, sx, n, BLOCK=triton.next_power_of_2(n))
     _row_sum[(m,)](y, sy, n, BLOCK=triton.next_power_of_2(n))
     return sx - sy
