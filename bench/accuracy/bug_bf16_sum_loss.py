@@ -37,6 +37,7 @@ def _tvd(p_ptr, q_ptr, loss_ptr, N, BLOCK: tl.constexpr):
 
 
 def tvd(p, q):
+    p, q = p.contiguous(), q.contiguous()
     loss = torch.empty((1,), dtype=torch.float32, device=p.device)
     _tvd[(1,)](p, q, loss, p.numel(), BLOCK=triton.next_power_of_2(p.numel()))
     return loss
