@@ -339,9 +339,11 @@ class _Run:
                 found, limits = find_shadow(self, mode, outputs, comparison, tolerance, masks)
             except Exception as e:  # the shadow's own failure: said, and judged as before
                 found, limits = None, [shadow_failure(e)]
-
-        return judge_shadow(comparison, found, limits=limits,
-                            compiled_within=None if found is None else found.compiled_within)
+        try:
+            return judge_shadow(comparison, found, limits=limits,
+                                compiled_within=None if found is None else found.compiled_within)
+        except Exception as e:
+            return judge_shadow(comparison, None, limits=[shadow_failure(e)])
 
 
 def shadow_failure(e: BaseException) -> str:

@@ -556,6 +556,12 @@ def _wrap_rmw(orig: Callable[..., Any]) -> Callable[..., Any]:
                 total[a] = total.get(a, float(flat_before[lane])) + float(add[lane])
             after = np.array([total.get(int(a), 0.0) for a in flat_addr], np.float64)
             run.store(ptr.data, on, elem, after.reshape(shape), True)
+            try:  # memory holds the rounding of the exact total, as after a store: each
+                # add's own rounding in memory would hide the shadow's value from later reads
+                _interp._interpreter.store(ptr.data, _bits(after.reshape(shape), elem),
+                                           np.ascontiguousarray(on))
+            except (_Unshadowable, AttributeError, TypeError, ValueError):
+                pass
         return _Handle(np.where(on, before, 0.0), elem)
 
     return create_atomic_rmw
@@ -1070,9 +1076,59 @@ def find_shadow(run: Any, mode: str, outputs: Sequence[Any], comparison: Any, to
                           "underflow or overflow of the kernel's dtypes")
         if exact.host_reads:
             _host_range(shadows, expected, i)
+    ranged = [i for i, why in _range_limits(limits)]
+    if ranged and expected is not None and len(ranged) == len(limits):
+        # NaN/inf only the kernel has: a narrow accumulation that overflows is that line's
+        # precision loss, if rounding there alone gives the same non-finite values
+        site = _range_site(run, exact, outputs, shadows, masks, ranged)
+        if site is not None:
+            found, more = _findings(run, mode, outputs, shadows, expected, exact, tolerance,
+                                    masks)
+            if found is not None and found.comparison.ok:
+                found.cause = (f"line {site.describe()}; rounding there alone gives the NaN/inf "
+                               "the kernel's outputs hold (a sum overflowing its dtype)")
+                found.share, found.accumulates = 1.0, True
+                return found, more
     if limits or expected is None:
         return None, limits
     return _findings(run, mode, outputs, shadows, expected, exact, tolerance, masks)
+
+
+_RANGE = "is NaN or inf where the float64 shadow is finite"
+
+
+def _range_limits(limits: Sequence[str]) -> list[tuple[int, str]]:
+    return [(int(why.split()[1]), why) for why in limits
+            if why.startswith("output ") and _RANGE in why]
+
+
+def _range_site(run: Any, exact: ShadowRun, outputs: Sequence[Any],
+                shadows: list[tuple[torch.Tensor, torch.Tensor] | None],
+                masks: Sequence[torch.Tensor], ranged: Sequence[int], most: int = 4
+                ) -> Site | None:
+    """The narrow accumulating line whose rounding alone makes every element of outputs
+    ``ranged`` that is NaN or inf in the kernel and finite in the shadow non-finite too."""
+    candidates = sorted((s for s in exact.sites.values() if s.accumulates),
+                        key=lambda s: s.ops, reverse=True)[:most]
+    for site in candidates:
+        try:
+            outs = launch_shadow(run, ShadowRun(round_at=frozenset({site.key}), record=False))
+        except Exception:
+            continue
+        if all(_nonfinite_too(outputs[i], shadows[i], masks[i], outs[i] if i < len(outs)
+                              else None) for i in ranged):
+            return site
+    return None
+
+
+def _nonfinite_too(output: Any, shadow: tuple[torch.Tensor, torch.Tensor] | None,
+                   mask: torch.Tensor, rounded_run: tuple[torch.Tensor, torch.Tensor] | None
+                   ) -> bool:
+    if shadow is None or rounded_run is None:
+        return False
+    real = output.detach().cpu().to(torch.float64).reshape(shadow[0].shape)
+    odd = mask.reshape(shadow[0].shape) & ~torch.isfinite(real) & torch.isfinite(shadow[0])
+    return bool(odd.any()) and bool((~torch.isfinite(rounded_run[0]) | ~odd).all())
 
 
 def _host_range(shadows: list[tuple[torch.Tensor, torch.Tensor] | None],

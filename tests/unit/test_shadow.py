@@ -359,3 +359,15 @@ def test_host_operations_keep_float64_in_the_shadow_memory():
     assert covered.all() and torch.allclose(values, want, rtol=1e-12, atol=0)
     assert torch.equal(y, want.half())
     assert len(run.sites) == 2 and not run.host_unwidened
+
+
+def test_a_narrow_sum_overflowing_to_inf_is_the_same_precision_bug():
+    """Statistics in fp16: the sum of squares overflows to inf where the float64 shadow is
+    finite. Rounding at the sum's line alone gives that inf, so the class is the line's
+    (precision-bug), not a range event judged from outside."""
+    x = torch.full((2, 64), 200.0, dtype=torch.float16)
+    x[1] = 0.5
+    t = _target(k.rms_fp16_stats, k.rms_stats_reference, {"x": (("M", "N"), "float16")})
+    o = _judged(t, {"M": 2, "N": 64}, {"x": x})
+    assert o.verdict == Verdict.PRECISION_BUG, o.message
+    assert "`ms = tl.sum(x * x, axis=0) / N`" in o.message and "NaN/inf" in o.message

@@ -261,3 +261,23 @@ def refuses_this_gpu(x):
 def refuses_the_input(x):
     """A library's own check before any launch that names no environment: an error."""
     raise ValueError("x must have at least 2 dimensions")
+
+
+@triton.jit
+def _rms_fp16_stats(X, Y, N: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(X + row * N + tl.arange(0, N))
+    ms = tl.sum(x * x, axis=0) / N
+    tl.store(Y + row, tl.sqrt(ms.to(tl.float32)))
+
+
+def rms_fp16_stats(x):
+    """Precision bug (group_norm's statistics in the input dtype): the sum of squares in fp16,
+    which overflows to inf where float32 statistics are finite."""
+    y = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    _rms_fp16_stats[(x.shape[0],)](x, y, N=x.shape[1])
+    return y
+
+
+def rms_stats_reference(x):
+    return x.float().pow(2).mean(-1).sqrt()
