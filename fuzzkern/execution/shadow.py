@@ -711,9 +711,10 @@ def _reduce_sum(orig: Callable[..., Any], scan: bool) -> Callable[..., Any]:
                     np.expand_dims(total, self.axis)
             return self.to_tensor(total, input.dtype)
         out = orig(self, input)
-        many = input.handle.data.size > 1
+        # a reduction in a narrow dtype accumulates there by construction, whatever length
+        # this case gives it (one class per line: a group of one element too)
         for t in (out if isinstance(out, (list, tuple)) else [out]):
-            run.result(t.handle, (), accumulation=many)
+            run.result(t.handle, (), accumulation=True)
         return out
 
     return reduce
@@ -1080,13 +1081,15 @@ def find_shadow(run: Any, mode: str, outputs: Sequence[Any], comparison: Any, to
     if ranged and expected is not None and len(ranged) == len(limits):
         # NaN/inf only the kernel has: a narrow accumulation that overflows is that line's
         # precision loss, if rounding there alone gives the same non-finite values
-        site = _range_site(run, exact, outputs, shadows, masks, ranged)
-        if site is not None:
+        sites = _range_site(run, exact, outputs, shadows, masks, ranged)
+        if sites:
             found, more = _findings(run, mode, outputs, shadows, expected, exact, tolerance,
                                     masks)
             if found is not None and found.comparison.ok:
-                found.cause = (f"line {site.describe()}; rounding there alone gives the NaN/inf "
-                               "the kernel's outputs hold (a sum overflowing its dtype)")
+                where = "; line ".join(site.describe() for site in sites)
+                found.cause = (f"line {where}; rounding there alone gives the NaN/inf the "
+                               "kernel's outputs hold (a sum overflowing its dtype, or "
+                               "statistics such as E[x^2] - E[x]^2 going negative)")
                 found.share, found.accumulates = 1.0, True
                 return found, more
     if limits or expected is None:
@@ -1105,19 +1108,24 @@ def _range_limits(limits: Sequence[str]) -> list[tuple[int, str]]:
 def _range_site(run: Any, exact: ShadowRun, outputs: Sequence[Any],
                 shadows: list[tuple[torch.Tensor, torch.Tensor] | None],
                 masks: Sequence[torch.Tensor], ranged: Sequence[int], most: int = 4
-                ) -> Site | None:
-    """The narrow accumulating line whose rounding alone makes every element of outputs
-    ``ranged`` that is NaN or inf in the kernel and finite in the shadow non-finite too."""
+                ) -> list[Site] | None:
+    """The narrow accumulating lines (one, else all of them) whose rounding alone makes every
+    element of outputs ``ranged`` that is NaN or inf in the kernel and finite in the shadow
+    non-finite too."""
     candidates = sorted((s for s in exact.sites.values() if s.accumulates),
                         key=lambda s: s.ops, reverse=True)[:most]
-    for site in candidates:
+    # each line alone, then all of them together (E[x^2] - E[x]^2 from two fp16 sums goes
+    # negative into sqrt only when both round)
+    tries = [[site] for site in candidates] + ([candidates] if len(candidates) > 1 else [])
+    for sites in tries:
         try:
-            outs = launch_shadow(run, ShadowRun(round_at=frozenset({site.key}), record=False))
+            outs = launch_shadow(run, ShadowRun(round_at=frozenset(s.key for s in sites),
+                                                record=False))
         except Exception:
             continue
         if all(_nonfinite_too(outputs[i], shadows[i], masks[i], outs[i] if i < len(outs)
                               else None) for i in ranged):
-            return site
+            return sites
     return None
 
 

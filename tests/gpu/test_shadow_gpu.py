@@ -18,7 +18,7 @@ from fuzzkern.execution.runner import _Run, outcome_of
 from fuzzkern.judge.outcome import Verdict
 from fuzzkern.judge.verdict import failure_key
 from tests.unit.targets import shadow_kernels as k
-from tests.unit.test_shadow import TVD, _target, _tvd_inputs
+from tests.unit.test_shadow import TVD, _target, _tvd_inputs, rms_inline_case
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
@@ -53,15 +53,8 @@ def test_a_bf16_sum_is_the_same_precision_bug_compiled_only_and_interpreted():
 
 
 def test_a_cast_is_accuracy_compiled_as_interpreted():
-    g = torch.Generator().manual_seed(3)
-    x = torch.randn(2, 256, generator=g)
-    x[:, 1:41] = torch.linspace(1e-3, 3e-3, 40)
-    x[:, 0] = 1000
-    w = torch.randn(256, generator=g)
-    w[1:41] = 2000
-    t = _target(k.rms_inline, k.rms_reference_fp32,
-                {"x": (("M", "N"), "float16"), "w": (("N",), "float16")})
-    o = _judged(t, {"M": 2, "N": 256}, {"x": x.half(), "w": w.half()}, ["compiled"])
+    t, inputs = rms_inline_case()
+    o = _judged(t, {"M": 2, "N": 256}, inputs, ["compiled"])
     assert o.verdict in (Verdict.ACCURACY, Verdict.PASS), o.message
     if o.verdict == Verdict.ACCURACY:
         assert "(xf * rstd).to(x.dtype) * w" in o.message

@@ -123,12 +123,16 @@ def test_a_correct_one_pass_layer_norm_is_rounding_not_a_kernel_bug():
     assert off.verdict == Verdict.KERNEL_BUG
 
 
-def test_a_logic_bug_stays_a_kernel_bug_and_says_the_shadow_disagrees():
+def _eps_bug_judged():
     t = _target(k.layer_norm_eps_bug, k.layer_norm_reference, LN)
     g = torch.Generator().manual_seed(1)
     inputs = {"x": torch.randn(2, 113, generator=g) * 1e-3, "w": torch.randn(113, generator=g),
               "b": torch.zeros(113)}
-    o = _judged(t, {"M": 2, "N": 113}, inputs)
+    return _judged(t, {"M": 2, "N": 113}, inputs)
+
+
+def test_a_logic_bug_stays_a_kernel_bug_and_says_the_shadow_disagrees():
+    o = _eps_bug_judged()
     assert o.verdict == Verdict.KERNEL_BUG
     assert "computed in float64 (the kernel's own algorithm without rounding) the kernel is " \
            "still off" in o.message and "not rounding" in o.message
@@ -265,10 +269,9 @@ def test_a_bf16_sum_is_a_precision_bug_at_its_line_in_every_mode():
         in o.message
 
 
-def test_a_cast_on_an_accumulating_line_is_accuracy_naming_the_cast_and_subnormals():
-    """Llama-style RMSNorm with `(xf * rstd).to(x.dtype) * w` on one line: operands made by
-    other instructions of the same line are no accumulation, so the class is accuracy, the line
-    named and its subnormal values said."""
+def rms_inline_case():
+    """The one-line Llama cast with normalized values in fp16's subnormal range (row 0's first
+    element 1000 makes the others' normalized values ~1e-5), weighted by 2000."""
     g = torch.Generator().manual_seed(3)
     x = torch.randn(2, 256, generator=g)
     x[:, 1:41] = torch.linspace(1e-3, 3e-3, 40)
@@ -277,7 +280,15 @@ def test_a_cast_on_an_accumulating_line_is_accuracy_naming_the_cast_and_subnorma
     w[1:41] = 2000
     t = _target(k.rms_inline, k.rms_reference_fp32,
                 {"x": (("M", "N"), "float16"), "w": (("N",), "float16")})
-    o = _judged(t, {"M": 2, "N": 256}, {"x": x.half(), "w": w.half()})
+    return t, {"x": x.half(), "w": w.half()}
+
+
+def test_a_cast_on_an_accumulating_line_is_accuracy_naming_the_cast_and_subnormals():
+    """Llama-style RMSNorm with `(xf * rstd).to(x.dtype) * w` on one line: operands made by
+    other instructions of the same line are no accumulation, so the class is accuracy, the line
+    named and its subnormal values said."""
+    t, inputs = rms_inline_case()
+    o = _judged(t, {"M": 2, "N": 256}, inputs)
     assert o.verdict == Verdict.ACCURACY and not o.failed, o.message
     assert "(xf * rstd).to(x.dtype) * w" in o.message and "subnormal range" in o.message
     facts = o.modes["interpret"].comparison.condition["shadow"]
@@ -308,11 +319,7 @@ def test_a_failure_of_the_shadow_itself_is_said_and_judged_as_before(monkeypatch
         return [][1]  # the IndexError a shadow once raised
 
     monkeypatch.setattr(shadow, "find_shadow", broken)
-    t = _target(k.layer_norm_eps_bug, k.layer_norm_reference, LN)
-    g = torch.Generator().manual_seed(1)
-    inputs = {"x": torch.randn(2, 113, generator=g) * 1e-3, "w": torch.randn(113, generator=g),
-              "b": torch.zeros(113)}
-    o = _judged(t, {"M": 2, "N": 113}, inputs)
+    o = _eps_bug_judged()
     assert o.verdict == Verdict.KERNEL_BUG
     assert "the shadow failed (IndexError" in o.message and "test_shadow.py" in o.message
 
