@@ -802,21 +802,39 @@ class OnDevice:
                                  self.allocated)
 
     def _repeat(self) -> ModeResult | None:
-        worst: dict[str, Any] | None = None
+        """Nondeterminism, proven (docs/verdicts.md): launches of the identical binary with
+        the identical config on identical inputs that give different bits. A repeat that
+        compiled something is another binary, and the first launch may have compiled or
+        autotuned (benchmark runs on the same outputs): where two launches that compiled
+        nothing exist, they are compared with each other, not with the first."""
         outputs = self.outputs or ()
+        steady: list[tuple[int, tuple[Any, ...]]] = []
         for i in range(1, self.repeats):
+            compiles = counter.compiles
             try:
                 again = copy_inputs(self.run.base, self.device)
                 result, _ = self._launch(again)
                 other = _to_cpu(self._outputs_of(result, again))
             except Exception as e:
                 return self.failed(e, f"repeat {i + 1} of {self.repeats}")
-            diff = hygiene.spread(outputs, other or ())
-            if diff is not None and (worst is None or diff["count"] > worst["count"]):
-                worst = {**diff, "run": i + 1, "runs": self.repeats}
+            if counter.compiles == compiles:
+                steady.append((i + 1, other or ()))
         self.detail["repeats"] = self.repeats
+        if len(steady) >= 2:
+            (first_run, base), rest = steady[0], steady[1:]
+        else:
+            (first_run, base), rest = (1, outputs), steady
+        worst: dict[str, Any] | None = None
+        for run_no, other in rest:
+            diff = hygiene.spread(base, other)
+            if diff is not None and (worst is None or diff["count"] > worst["count"]):
+                worst = {**diff, "run": run_no, "against": first_run, "runs": self.repeats}
         if worst is not None:
             self.detail["nondeterministic"] = worst
+        elif first_run != 1 and hygiene.spread(outputs, base) is not None:
+            self.detail["first_launch_differs"] = (
+                "the first launch (which compiled or autotuned) differs from later launches "
+                "of the same binary, which agree bit for bit: not nondeterminism")
         return None
 
 

@@ -29,8 +29,9 @@ import torch
 import triton.language as tl
 import triton.runtime.interpreter as _interp
 
-__all__ = ["FP8", "TL_OF", "TORCH_OF", "WIDENED", "Unrepresentable", "bits", "is_float",
-           "real_dtypes", "rounded", "widen", "widened_patches"]
+__all__ = ["FP8", "MMA_K", "THREADS", "TL_OF", "TORCH_OF", "WIDENED", "Unrepresentable", "bits",
+           "is_float", "mma_dot", "narrow", "ordered_cumsum", "real_dtypes", "rounded",
+           "tree_sum", "widen", "widened_patches"]
 
 _Handle = _interp.TensorHandle
 _Builder = _interp.InterpreterBuilder
@@ -281,6 +282,11 @@ def _rounding(orig: Callable[..., Any]) -> Callable[..., Any]:
 
 def _dot(orig: Callable[..., Any]) -> Callable[..., Any]:
     def create_dot(self: Any, a: Any, b: Any, d: Any, *rest: Any) -> Any:
+        if not _REAL[0] and _twin_input(d):
+            # a narrow accumulator: rounded per K step, as a tensor core does
+            out = mma_dot(widen(a.data, a.dtype.scalar), widen(b.data, b.dtype.scalar),
+                          widen(d.data, d.dtype.scalar), d.dtype.scalar)
+            return _Handle(out.astype(d.data.dtype), d.dtype.scalar)
         if _REAL[0] or not (_widened(a) or _widened(b)):
             return _rounding(orig)(self, a, b, d, *rest)
         acc = np.asarray(d.data)
@@ -294,18 +300,112 @@ def _dot(orig: Callable[..., Any]) -> Callable[..., Any]:
     return create_dot
 
 
-def _reduce(orig: Callable[..., Any]) -> Callable[..., Any]:
-    """``ReduceOps.sum`` / ``ScanOps.cumsum`` of widened values: their results rounded."""
+#: the threads of one program that share a reduction in compiled code (4 warps of 32, Triton's
+#: default): each sums its elements of the reduced axis in order (element ``t``, ``t + 128``,
+#: ...: a blocked layout wraps), then the partial sums combine in a tree (warp shuffles, then
+#: across warps), every add rounded in the combine's dtype
+THREADS = 128
+#: a tensor-core MMA adds this many products of a K step exactly before it rounds to its
+#: accumulator
+MMA_K = 16
+
+
+def narrow(dtype: Any) -> bool:
+    """Whether ``dtype`` is a float format narrower than float32 (fp16, bf16, fp8)."""
+    return is_float(dtype) and dtype.primitive_bitwidth < 32
+
+
+def tree_sum(values: np.ndarray, axis: int | None, dtype: Any) -> np.ndarray:
+    """The sum of ``values`` (float64) along ``axis`` (None: all) as compiled Triton computes
+    ``tl.sum`` of a ``dtype`` tensor: Triton keeps a float sum in its input's dtype
+    (``_pick_sum_dtype`` widens only small integers), each thread sums its share in order,
+    the partial sums combine in a tree, and every add rounds to ``dtype``. Float64."""
+    x = np.asarray(values, dtype=np.float64)
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    x = np.moveaxis(x, axis, -1)
+    n = x.shape[-1]
+    if n == 0:
+        return np.zeros(x.shape[:-1])
+    threads = min(n, THREADS)
+    runs = -(-n // threads)
+    pad = runs * threads - n
+    if pad:
+        x = np.concatenate([x, np.zeros(x.shape[:-1] + (pad,))], axis=-1)
+    x = x.reshape(x.shape[:-1] + (runs, threads))
+    acc = x[..., 0, :]
+    for j in range(1, runs):  # in each thread, in order
+        acc = rounded(acc + x[..., j, :], dtype)
+    while acc.shape[-1] > 1:  # then the tree
+        if acc.shape[-1] % 2:
+            acc = np.concatenate([acc, np.zeros(acc.shape[:-1] + (1,))], axis=-1)
+        acc = rounded(acc[..., 0::2] + acc[..., 1::2], dtype)
+    return acc[..., 0]
+
+
+def ordered_cumsum(values: np.ndarray, axis: int, dtype: Any) -> np.ndarray:
+    """``tl.cumsum`` of a ``dtype`` tensor as compiled (the scan's combine runs in the input's
+    dtype): the axis in blocks of :data:`THREADS` lanes, each block scanned in a tree
+    (Hillis-Steele: log2 steps across lanes), then the running total of the blocks before it
+    added; every add rounded to ``dtype``. Float64."""
+    x = np.moveaxis(np.asarray(values, dtype=np.float64), axis, -1)
+    n = x.shape[-1]
+    out = np.empty_like(x)
+    carry: np.ndarray | None = None
+    for lo in range(0, n, THREADS):
+        block = x[..., lo:lo + THREADS].copy()
+        step = 1
+        while step < block.shape[-1]:
+            block[..., step:] = rounded(block[..., step:] + block[..., :-step], dtype)
+            step *= 2
+        if carry is not None:
+            block = rounded(block + carry[..., None], dtype)
+        out[..., lo:lo + THREADS] = block
+        carry = block[..., -1]
+    return np.moveaxis(out, -1, axis)
+
+
+def mma_dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, dtype: Any) -> np.ndarray:
+    """``tl.dot`` into a narrow accumulator (``out_dtype=tl.float16``) as a tensor core does
+    it: products of each K step of :data:`MMA_K` summed exactly, then added to the
+    accumulator and rounded to ``dtype``. Float64."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    out = np.asarray(acc, np.float64)
+    for k in range(0, a.shape[-1], MMA_K):
+        out = rounded(np.matmul(a[..., k:k + MMA_K], b[..., k:k + MMA_K, :]) + out, dtype)
+    return out
+
+
+_F16 = np.dtype(np.float16)
+
+
+def _twin_input(h: Any) -> bool:
+    """Whether ``h`` holds narrow float values as this layer runs them (fp16 as numpy's
+    float16, bf16 and fp8 widened): not the shadow's float64, not raw bits."""
+    return isinstance(h, _Handle) and narrow(h.dtype.scalar) and \
+        getattr(h.data, "dtype", None) in (_F16, _F32)
+
+
+def _reduce(orig: Callable[..., Any], scan: bool) -> Callable[..., Any]:
+    """``ReduceOps.sum`` / ``ScanOps.cumsum``: of an fp16, bf16 or fp8 tensor, rounded as
+    compiled code rounds (:func:`tree_sum`, :func:`ordered_cumsum`): numpy would sum fp16 in
+    float32 and round once, and widened values sum in float32."""
 
     def reduce(self: Any, input: Any) -> Any:
-        out = orig(self, input)
-        if _REAL[0]:
-            return out
-        for t in (out if isinstance(out, (list, tuple)) else [out]):
-            h: Any = getattr(t, "handle", None)
-            if _widened(h):
-                t.handle = _Handle(_round(h.data, h.dtype.scalar), h.dtype.scalar)
-        return out
+        h = input.handle
+        if _REAL[0] or not _twin_input(h):
+            return orig(self, input)
+        dtype = h.dtype.scalar
+        data = h.data.astype(np.float64)
+        if scan:
+            out = ordered_cumsum(data, self.axis, dtype)
+        else:
+            out = tree_sum(data, self.axis, dtype)
+            if self.keep_dims:
+                out = out.reshape((1,) * data.ndim) if self.axis is None else np.expand_dims(
+                    out, self.axis)
+        result = self.to_tensor(out.astype(h.data.dtype), input.dtype)
+        return [result] if scan else result
 
     return reduce
 
@@ -349,8 +449,8 @@ def widened_patches() -> list[tuple[Any, str, Any]]:
         (_Builder, "create_masked_store", _wrap_store(b["create_masked_store"])),
         (_Builder, "create_bitcast", _bitcast(b["create_bitcast"])),
         (_Builder, "create_dot", _dot(b["create_dot"])),
-        (_interp.ReduceOps, "sum", _reduce(vars(_interp.ReduceOps)["sum"])),
-        (_interp.ScanOps, "cumsum", _reduce(vars(_interp.ScanOps)["cumsum"])),
+        (_interp.ReduceOps, "sum", _reduce(vars(_interp.ReduceOps)["sum"], scan=False)),
+        (_interp.ScanOps, "cumsum", _reduce(vars(_interp.ScanOps)["cumsum"], scan=True)),
     ]
     for name in _CASTS:
         fn = b.get(name)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -331,9 +332,11 @@ class _Run:
 
     # -- the float64 shadow ------------------------------------------------------------------
     def _shadows(self, mode: str) -> bool:
-        """Whether a failed comparison of ``mode`` is judged by the float64 shadow: the target
-        runs in the interpreter, its reference takes float64 copies, and it did not opt out."""
-        return (self.target.shadow and self.target.upcast and "interpret" in self.target.modes
+        """Whether a failed comparison of ``mode`` is judged by the float64 shadow: its
+        reference takes float64 copies and it did not opt out. In every mode the run asked
+        for, interpret mode or not: the shadow runs in the interpreter on the CPU, and a
+        kernel that cannot run there is said in the finding (:meth:`_shadow_judge`)."""
+        return (self.target.shadow and self.target.upcast
                 and mode in ("interpret", "compiled")
                 and bool(self.options.get("shadow", True)))
 
@@ -354,12 +357,31 @@ class _Run:
     def _shadow_judge(self, mode: str, outputs: tuple[Any, ...], comparison: Comparison,
                       tolerance: Tolerance, masks: list[torch.Tensor]) -> tuple[str, Comparison]:
         from fuzzkern.execution.shadow import find_shadow
-
-        found, limits = find_shadow(self, mode, outputs, comparison, tolerance, masks)
         from fuzzkern.judge.precision import judge_shadow
 
-        return judge_shadow(comparison, found, limits=limits,
-                            compiled_within=None if found is None else found.compiled_within)
+        if "interpret" not in self.target.modes:
+            found, limits = None, [f"the target does not run in the interpreter (modes "
+                                   f"{', '.join(self.target.modes)})"]
+        else:
+            try:
+                found, limits = find_shadow(self, mode, outputs, comparison, tolerance, masks)
+            except Exception as e:  # the shadow's own failure: said, and judged as before
+                found, limits = None, [shadow_failure(e)]
+        try:
+            return judge_shadow(comparison, found, limits=limits,
+                                compiled_within=None if found is None else found.compiled_within)
+        except Exception as e:
+            return judge_shadow(comparison, None, limits=[shadow_failure(e)])
+
+
+def shadow_failure(e: BaseException) -> str:
+    """A failure of the shadow itself in words, with where it was raised: never a verdict."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = ("" if tb is None else
+             f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}")
+    return f"the shadow failed ({type(e).__name__}: {str(e)[:160]}{where})"
 
 
 def flushed(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

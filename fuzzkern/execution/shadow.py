@@ -44,8 +44,8 @@ from torch.overrides import TorchFunctionMode
 from fuzzkern.calls import call_with
 from fuzzkern.execution import fidelity, formats
 
-__all__ = ["ExactReference", "ShadowRun", "Site", "attribute", "find_shadow", "launch_shadow",
-           "shadow_mode"]
+__all__ = ["ExactReference", "HostShadow", "ShadowRun", "Site", "attribute", "find_shadow",
+           "launch_shadow", "shadow_mode"]
 
 _Handle = _interp.TensorHandle
 _Builder = _interp.InterpreterBuilder
@@ -147,6 +147,18 @@ def _site_key() -> tuple[str, int] | None:
     return None
 
 
+def _site_op() -> tuple[str, int, int] | None:
+    """The kernel instruction making the current result: its file, line and bytecode offset.
+    An add whose operand the same instruction made is loop-carried (``acc += x``); an
+    operand from another instruction of the same line (``(x * r).to(dt) * w``) is not."""
+    f: Any = sys._getframe(2)
+    while f is not None:
+        if _user(f.f_code):
+            return (f.f_code.co_filename, f.f_lineno, f.f_lasti)
+        f = f.f_back
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # State of one shadow run
 
@@ -169,6 +181,8 @@ class ShadowRun:
     inputs: set[int] | None = None
     #: how many such values the launch read
     host_reads: int = 0
+    #: host code's torch operations that could not run at float64 (:class:`HostShadow`)
+    host_unwidened: list[str] = dataclasses.field(default_factory=list)
     #: perturbation probe (:func:`probe_level`): "host" perturbs every host-made value by a
     #: rounding of its dtype, "gpu" every float32 result by what compiled code may differ by
     #: (an FMA's rounding; approximate exp, log, sqrt and division); None: no probe
@@ -222,7 +236,8 @@ class ShadowRun:
         except _Unshadowable:
             near = None
         kept = data if near is None else _in_range(data, near)
-        key = _site_key()
+        op = _site_op()
+        key = None if op is None else op[:2]
         if kept is not data:
             self.overflow(key, out.dtype)
         out = _Handle(kept, out.dtype, out.attr)
@@ -230,7 +245,8 @@ class ShadowRun:
             return out
         out.attr["fk_site"] = key
         if self.record:
-            self._note(key, out, operands, accumulation, near)
+            self._note(key, out, operands, accumulation, near, op)
+        out.attr["fk_op"] = op
         if self.round_at is not None and key in self.round_at and near is not None:
             return _Handle(near, out.dtype, dict(out.attr))
         if self.perturb == "gpu" and out.dtype == tl.float32 and out.data.size:
@@ -239,7 +255,7 @@ class ShadowRun:
         return out
 
     def _note(self, key: tuple[str, int], out: Any, operands: Sequence[Any],
-              accumulation: bool, near: np.ndarray | None) -> None:
+              accumulation: bool, near: np.ndarray | None, op: Any = None) -> None:
         site = self.sites.get(key)
         if site is None:
             site = self.sites[key] = Site(key[0], key[1])
@@ -248,7 +264,7 @@ class ShadowRun:
         site.dtypes.add(name)
         narrow = out.dtype.primitive_bitwidth < 32
         if narrow and (accumulation or any(
-                isinstance(h, _Handle) and h.attr.get("fk_site") == key for h in operands)):
+                isinstance(h, _Handle) and h.attr.get("fk_op") == op for h in operands)):
             site.accumulates = True
         data = out.data
         if not data.size or near is None:
@@ -332,6 +348,39 @@ class ShadowRun:
                 lanes, idx = lanes[on], idx[on]
             slot[0][idx] = flat[lanes]
             slot[1][idx] = keep
+
+    def host_result(self, t: torch.Tensor, exact: torch.Tensor, key: tuple[str, int]) -> None:
+        """Keep ``exact`` (float64) as the shadow of ``t``, a result of host code at ``key``:
+        a rounding site, and memory holds its correct rounding."""
+        if t.dtype == torch.float64:
+            if not t.requires_grad:
+                t.detach().copy_(exact)
+            return
+        tl_dtype = _TL_OF.get(t.dtype)
+        if tl_dtype is None or t.numel() == 0:
+            return
+        values = exact.reshape(-1).numpy()
+        try:
+            near = rounded(values, tl_dtype)
+        except _Unshadowable:
+            return
+        values = _in_range(values, near)
+        if self.record:
+            self._note(key, _HostValue(values, tl_dtype), (), False, near)
+        if self.round_at is not None and key in self.round_at:
+            values = near
+        if not t.requires_grad:
+            t.detach().copy_(torch.from_numpy(near).reshape(t.shape).to(t.dtype))
+        n = t.untyped_storage().nbytes() // t.element_size()
+        index = torch.arange(n, dtype=torch.int64).as_strided(
+            t.shape, t.stride(), t.storage_offset()).reshape(-1).numpy()
+        lo = t.untyped_storage().data_ptr()
+        slot = self.memory.get((lo, str(tl_dtype)))
+        if slot is None or slot[0].size != n:
+            slot = self.memory[(lo, str(tl_dtype))] = (np.zeros(n, np.float64),
+                                                        np.zeros(n, np.bool_))
+        slot[0][index] = values
+        slot[1][index] = True
 
     def output(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A float output of the launcher as float64 from the shadow memory, and which of its
@@ -507,6 +556,12 @@ def _wrap_rmw(orig: Callable[..., Any]) -> Callable[..., Any]:
                 total[a] = total.get(a, float(flat_before[lane])) + float(add[lane])
             after = np.array([total.get(int(a), 0.0) for a in flat_addr], np.float64)
             run.store(ptr.data, on, elem, after.reshape(shape), True)
+            try:  # memory holds the rounding of the exact total, as after a store: each
+                # add's own rounding in memory would hide the shadow's value from later reads
+                _interp._interpreter.store(ptr.data, _bits(after.reshape(shape), elem),
+                                           np.ascontiguousarray(on))
+            except (_Unshadowable, AttributeError, TypeError, ValueError):
+                pass
         return _Handle(np.where(on, before, 0.0), elem)
 
     return create_atomic_rmw
@@ -565,9 +620,13 @@ def _dot(orig: Callable[..., Any]) -> Callable[..., Any]:
         out = _Handle(np.matmul(_f64(a), _f64(b)) + _f64(d), d.dtype.scalar)
         run = _run()
         if run.round_at is not None and _site_key() in run.round_at:
-            # the real dot: products of the rounded operands, accumulated in its dtype
+            # the real dot: products of the rounded operands, accumulated in its dtype (a
+            # narrow accumulator per K step, as a tensor core rounds it)
             ra, rb = (rounded(_f64(h), h.dtype.scalar) for h in (a, b))
-            out = _Handle(rounded(np.matmul(ra, rb) + _f64(d), d.dtype.scalar), d.dtype.scalar)
+            kind = d.dtype.scalar
+            acc = formats.mma_dot(ra, rb, _f64(d), kind) if formats.narrow(kind) else \
+                rounded(np.matmul(ra, rb) + _f64(d), kind)
+            out = _Handle(acc, kind)
         return run.result(out, (d,), accumulation=True)
 
     return create_dot
@@ -591,6 +650,8 @@ def _keep_site(orig: Callable[..., Any]) -> Callable[..., Any]:
         src = next((a for a in args if isinstance(a, _Handle)), None)
         if src is not None and "fk_site" in src.attr and isinstance(out, _Handle):
             out.attr["fk_site"] = src.attr["fk_site"]
+            if "fk_op" in src.attr:
+                out.attr["fk_op"] = src.attr["fk_op"]
         return out
 
     return create
@@ -621,9 +682,11 @@ _APPROX = frozenset({"create_fdiv", "create_exp", "create_exp2", "create_log", "
 _SHAPE = ("create_splat", "create_broadcast", "create_expand_dims", "create_reshape")
 
 
-def _reduce_sum(orig: Callable[..., Any]) -> Callable[..., Any]:
+def _reduce_sum(orig: Callable[..., Any], scan: bool) -> Callable[..., Any]:
     """``ReduceOps.sum`` / ``ScanOps.cumsum``: a site that accumulates; rounded at it, the
-    real reduction of the rounded terms in their dtype."""
+    real reduction of the rounded terms in their dtype, along compiled code's tree
+    (:func:`~fuzzkern.execution.formats.tree_sum`, :func:`~fuzzkern.execution.formats.
+    ordered_cumsum`)."""
 
     def reduce(self: Any, input: Any) -> Any:
         if not _ACTIVE or not _is_float(input.dtype.scalar):
@@ -632,16 +695,26 @@ def _reduce_sum(orig: Callable[..., Any]) -> Callable[..., Any]:
         dtype = input.dtype.scalar
         key = _site_key()
         if run.round_at is not None and key in run.round_at and dtype != tl.float64:
-            terms = tl.core.tensor(_Handle(_bits(_f64(input.handle), dtype), dtype), input.type)
-            with _real_dtypes():
-                out = orig(self, terms)
-            for t in (out if isinstance(out, (list, tuple)) else [out]):
-                t.handle = _Handle(_widen(np.asarray(t.handle.data), dtype), dtype)
-            return out
+            data = rounded(_f64(input.handle), dtype)
+            if not formats.narrow(dtype):  # float32: numpy's, as the interpreter sums it
+                f32 = data.astype(np.float32)
+                out = (np.cumsum(f32, axis=self.axis) if scan else
+                       np.sum(f32, axis=self.axis, keepdims=self.keep_dims))
+                result = self.to_tensor(np.asarray(out, np.float64), input.dtype)
+                return [result] if scan else result
+            if scan:
+                return [self.to_tensor(formats.ordered_cumsum(data, self.axis, dtype),
+                                       input.dtype)]
+            total = formats.tree_sum(data, self.axis, dtype)
+            if self.keep_dims:
+                total = total.reshape((1,) * data.ndim) if self.axis is None else \
+                    np.expand_dims(total, self.axis)
+            return self.to_tensor(total, input.dtype)
         out = orig(self, input)
-        many = input.handle.data.size > 1
+        # a reduction in a narrow dtype accumulates there by construction, whatever length
+        # this case gives it (one class per line: a group of one element too)
         for t in (out if isinstance(out, (list, tuple)) else [out]):
-            run.result(t.handle, (), accumulation=many)
+            run.result(t.handle, (), accumulation=True)
         return out
 
     return reduce
@@ -663,8 +736,8 @@ def _patches() -> list[tuple[Any, str, Any]]:
         (_Builder, "get_fp32", _const(tl.float32)),
         (_Builder, "get_bf16", _const(tl.bfloat16)),
         (_Builder, "create_dot", _dot(b["create_dot"])),
-        (_interp.ReduceOps, "sum", _reduce_sum(vars(_interp.ReduceOps)["sum"])),
-        (_interp.ScanOps, "cumsum", _reduce_sum(vars(_interp.ScanOps)["cumsum"])),
+        (_interp.ReduceOps, "sum", _reduce_sum(vars(_interp.ReduceOps)["sum"], scan=False)),
+        (_interp.ScanOps, "cumsum", _reduce_sum(vars(_interp.ScanOps)["cumsum"], scan=True)),
     ]
     for name in ("create_fp_ext", "create_fp_trunc", "create_si_to_fp", "create_ui_to_fp",
                  "create_fp_to_si", "create_fp_to_ui"):
@@ -769,6 +842,135 @@ class ExactReference(TorchFunctionMode):
 
 
 # ---------------------------------------------------------------------------------------------
+# Host code in the shadow
+
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+#: torch functions host code calls that make no values (allocations) or draw random ones (a
+#: second draw in float64 would be other numbers): run as they are
+_NOT_WIDENED = ("empty", "new_empty", "rand", "dropout", "normal", "bernoulli", "multinomial",
+                "uniform", "exponential", "geometric", "cauchy", "log_normal", "poisson",
+                "backward", "set_", "record_stream", "data_ptr", "untyped_storage")
+_INPLACE = {torch.Tensor.__setitem__}
+
+
+def _host_frame() -> Any:
+    """The launcher's frame calling the torch function being handled, or None when the
+    caller is Triton's, numpy's or fuzzkern's own code (the interpreter moving a kernel's
+    arguments is not host code)."""
+    f: Any = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_TORCH_DIR):
+        f = f.f_back
+    return f if f is not None and _user(f.f_code) else None
+
+
+def _func_name(func: Any) -> str:
+    return str(getattr(func, "__name__", None) or getattr(func, "name", None) or func)
+
+
+def _tensors(tree: Any) -> list[Any]:
+    from torch.utils._pytree import tree_flatten
+
+    return tree_flatten(tree)[0]
+
+
+@dataclasses.dataclass
+class _HostValue:
+    """A host operation's float64 result as :meth:`ShadowRun._note` reads a kernel value."""
+
+    data: np.ndarray
+    dtype: Any
+
+
+class HostShadow(TorchFunctionMode):
+    """While a shadow launches its case (:func:`launch_shadow`), the launcher's own torch
+    operations (before, between and after its kernels) run twice: as they are, and at
+    float64 on the shadow's values of their float inputs, as :class:`ExactReference` holds
+    the reference. The float64 result is kept in the shadow memory of the result's storage
+    (a kernel that reads it, and the launcher's outputs, get the unrounded value) and memory
+    holds its correct rounding; each such line of host code is a rounding site like a kernel
+    line. An operation that cannot run at float64 is named (:attr:`ShadowRun.host_unwidened`)
+    and its result is memory as it is."""
+
+    def __init__(self, run: ShadowRun) -> None:
+        super().__init__()
+        self.run = run
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Mapping[str, Any] | None = None) -> Any:
+        kwargs = dict(kwargs or {})
+        name = _func_name(func)
+        if any(w in name for w in _NOT_WIDENED):
+            return func(*args, **kwargs)
+        frame = _host_frame()
+        if frame is None:
+            return func(*args, **kwargs)
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        inplace = func in _INPLACE or (name.endswith("_") and not name.endswith("__")) or (
+            name.startswith("__i") and name.endswith("__"))  # x += y: __iadd__
+        wide: Any = None
+        if inplace:  # the shadow's values before the real operation overwrites them
+            try:
+                wide = self._widened(args, kwargs)
+            except Exception:
+                wide = None
+        real = func(*args, **kwargs)
+        targets = ([args[0]] if inplace and args and isinstance(args[0], torch.Tensor)
+                   else [kwargs["out"]] if isinstance(kwargs.get("out"), torch.Tensor)
+                   else [t for t in _tensors(real) if isinstance(t, torch.Tensor)])
+        targets = [t for t in targets if t.is_floating_point() and t.device.type == "cpu"]
+        if not targets:
+            return real
+        if not inplace:
+            given = {t.untyped_storage().data_ptr() for t in _tensors((args, kwargs))
+                     if isinstance(t, torch.Tensor)}
+            targets = [t for t in targets if t.untyped_storage().data_ptr() not in given]
+            if not targets:  # a view: the shadow memory of its storage holds it already
+                return real
+        where = f"host code's {name} at {os.path.basename(key[0])}:{key[1]}"
+        try:
+            exact = self._exact(func, wide or self._widened(args, kwargs), inplace,
+                                "out" in kwargs)
+        except Exception as e:
+            self._unwidened(f"{where} ({type(e).__name__}: {str(e)[:80]})")
+            return real
+        for t, value in zip(targets, exact, strict=False):
+            if isinstance(value, torch.Tensor) and value.shape == t.shape and \
+                    value.is_floating_point():
+                try:
+                    self.run.host_result(t, value.detach().to(torch.float64), key)
+                except Exception as err:  # never the launch's failure: named, memory as it is
+                    self._unwidened(f"{where} ({type(err).__name__}: {str(err)[:80]})")
+        return real
+
+    def _unwidened(self, what: str) -> None:
+        if what not in self.run.host_unwidened:
+            self.run.host_unwidened.append(what)
+
+    def _widened(self, args: Any, kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
+        """``args`` and ``kwargs`` with each float CPU tensor as the shadow has it (float64)."""
+        from torch.utils._pytree import tree_map
+
+        def wide(v: Any) -> Any:
+            if isinstance(v, torch.Tensor) and v.is_floating_point() and v.device.type == "cpu":
+                return self.run.output(v)[0] if v.dtype != torch.float64 else v.detach().clone()
+            return v
+
+        return tree_map(wide, (tuple(args), dict(kwargs)))
+
+    @staticmethod
+    def _exact(func: Any, wide: tuple[Any, Any], inplace: bool, out: bool) -> list[Any]:
+        wargs, wkwargs = wide
+        with torch.no_grad(), ExactReference():
+            result = func(*wargs, **wkwargs)
+        if inplace:
+            return [wargs[0]]
+        if out:
+            return [wkwargs["out"]]
+        return [t for t in _tensors(result) if isinstance(t, torch.Tensor)]
+
+
+# ---------------------------------------------------------------------------------------------
 # Root cause
 
 
@@ -829,7 +1031,8 @@ def launch_shadow(run: Any, shadow: Any = None) -> list[tuple[torch.Tensor, torc
     with np.errstate(all="ignore"), interpreter_mode(
             check_bounds=True, check_views=False, configs=dict(run.case.configs)):
         scope = shadow_mode(shadow) if shadow is not None else contextlib.nullcontext()
-        with scope:  # grad as the launch had it: a launcher may run a backward pass itself
+        host = HostShadow(shadow) if shadow is not None else contextlib.nullcontext()
+        with scope, host:  # grad as the launch had it: a launcher may run a backward pass
             result = call_with(run.target.launcher, {**run.scalars, **tensors})
     outputs = run._outputs(result, tensors) or ()
     out: list[tuple[torch.Tensor, torch.Tensor] | None] = []
@@ -863,8 +1066,10 @@ def find_shadow(run: Any, mode: str, outputs: Sequence[Any], comparison: Any, to
             continue
         bad = masks[i].reshape(sh[1].shape)
         if bool((bad & ~sh[1]).any()):
-            limits.append(f"output {i} holds failing values no kernel stored (host code made "
-                          "them)")
+            how = ("; " + "; ".join(exact.host_unwidened) + " cannot run in float64"
+                   if exact.host_unwidened else "")
+            limits.append(f"output {i} holds failing values neither a kernel nor host code "
+                          f"the shadow widens made{how}")
         real = outputs[i].detach().cpu().to(torch.float64).reshape(sh[0].shape)
         if bool((bad & ~torch.isfinite(real) & torch.isfinite(sh[0])).any()):
             # a range event (an exp underflowing to 0, then 0/0) is not rounding
@@ -872,9 +1077,66 @@ def find_shadow(run: Any, mode: str, outputs: Sequence[Any], comparison: Any, to
                           "underflow or overflow of the kernel's dtypes")
         if exact.host_reads:
             _host_range(shadows, expected, i)
+    ranged = [i for i, why in _range_limits(limits)]
+    if ranged and expected is not None and len(ranged) == len(limits):
+        # NaN/inf only the kernel has: a narrow accumulation that overflows is that line's
+        # precision loss, if rounding there alone gives the same non-finite values
+        sites = _range_site(run, exact, outputs, shadows, masks, ranged)
+        if sites:
+            found, more = _findings(run, mode, outputs, shadows, expected, exact, tolerance,
+                                    masks)
+            if found is not None and found.comparison.ok:
+                where = "; line ".join(site.describe() for site in sites)
+                found.cause = (f"line {where}; rounding there alone gives the NaN/inf the "
+                               "kernel's outputs hold (a sum overflowing its dtype, or "
+                               "statistics such as E[x^2] - E[x]^2 going negative)")
+                found.share, found.accumulates = 1.0, True
+                return found, more
     if limits or expected is None:
         return None, limits
     return _findings(run, mode, outputs, shadows, expected, exact, tolerance, masks)
+
+
+_RANGE = "is NaN or inf where the float64 shadow is finite"
+
+
+def _range_limits(limits: Sequence[str]) -> list[tuple[int, str]]:
+    return [(int(why.split()[1]), why) for why in limits
+            if why.startswith("output ") and _RANGE in why]
+
+
+def _range_site(run: Any, exact: ShadowRun, outputs: Sequence[Any],
+                shadows: list[tuple[torch.Tensor, torch.Tensor] | None],
+                masks: Sequence[torch.Tensor], ranged: Sequence[int], most: int = 4
+                ) -> list[Site] | None:
+    """The narrow accumulating lines (one, else all of them) whose rounding alone makes every
+    element of outputs ``ranged`` that is NaN or inf in the kernel and finite in the shadow
+    non-finite too."""
+    candidates = sorted((s for s in exact.sites.values() if s.accumulates),
+                        key=lambda s: s.ops, reverse=True)[:most]
+    # each line alone, then all of them together (E[x^2] - E[x]^2 from two fp16 sums goes
+    # negative into sqrt only when both round)
+    tries = [[site] for site in candidates] + ([candidates] if len(candidates) > 1 else [])
+    for sites in tries:
+        try:
+            outs = launch_shadow(run, ShadowRun(round_at=frozenset(s.key for s in sites),
+                                                record=False))
+        except Exception:
+            continue
+        if all(_nonfinite_too(outputs[i], shadows[i], masks[i], outs[i] if i < len(outs)
+                              else None) for i in ranged):
+            return sites
+    return None
+
+
+def _nonfinite_too(output: Any, shadow: tuple[torch.Tensor, torch.Tensor] | None,
+                   mask: torch.Tensor, rounded_run: tuple[torch.Tensor, torch.Tensor] | None
+                   ) -> bool:
+    if shadow is None or rounded_run is None:
+        return False
+    real = output.detach().cpu().to(torch.float64).reshape(shadow[0].shape)
+    odd = mask.reshape(shadow[0].shape) & ~torch.isfinite(real) & torch.isfinite(shadow[0])
+    return bool(odd.any()) and bool((~torch.isfinite(rounded_run[0]) | ~odd).all())
 
 
 def _host_range(shadows: list[tuple[torch.Tensor, torch.Tensor] | None],
@@ -942,8 +1204,6 @@ def _findings(run: Any, mode: str, outputs: Sequence[Any],
     found.native_error = _native_error(run, i, idx, float(sh[0][idx]))
     if mode == "compiled":
         _twin(run, found, outputs, shadows, masks, exact)
-        if found.compiled_within:
-            return found, []
     own = float((o.detach().cpu().to(torch.float64)[idx] - sh[0][idx]).abs())
     _cause(run, found, exact, shadows, own)
     return found, []

@@ -24,10 +24,9 @@ verdict:
   ``compiled-only``, naming the likely cause (``tl.maximum``/``tl.minimum`` drop NaN on the GPU
   unless ``propagate_nan=tl.PropagateNan.ALL``);
 - any other compiled-only failure that none explains: ``compiled-only``, saying what was ruled
-  out and what is left: a race between programs, a read of memory not yet written, a compiler hint
-  that does not hold (``tl.multiple_of``, ``tl.max_contiguous``), or a compiler bug. fuzzkern
-  cannot tell these apart from the outside, so it does not blame Triton; the corpus entry's
-  reproducer (``fuzzkern repro ENTRY``) is what an upstream issue needs if it is the compiler.
+  out and, plainly, that the rest is unexplained: no race or compiler bug is named without
+  proof (a race is proven only by launches of the same binary that differ: ``nondeterministic``).
+  The corpus entry's reproducer (``fuzzkern repro ENTRY``) holds what an upstream issue needs.
 """
 
 from __future__ import annotations
@@ -98,9 +97,8 @@ def attributed(outcome: Outcome, causes: list[Cause], compiled_only: bool) -> Ou
             "select drops it the same way); the kernel drops NaN inputs"))
     return replace(outcome, verdict=Verdict.COMPILED_ONLY, message=(
         f"{outcome.message}; the interpreter passes, and neither fused multiply-add, flushed "
-        "subnormals, the reduction order nor repeated launches explain it: a race between "
-        "programs, a read of memory not yet written, a compiler hint that does not hold "
-        "(tl.multiple_of, tl.max_contiguous) or a compiler bug"))
+        "subnormals nor the reduction order explain it, and repeated launches of the same "
+        "binary give the same bits: unexplained (fuzzkern repro reproduces it)"))
 
 
 __all__ = ["ROUNDING", "Cause", "attributed"]

@@ -9,6 +9,7 @@ failures are one bug (shrunk and reported once) and which are distinct.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +43,27 @@ def error_text(result: ModeResult) -> str:
         return text
     first, nl, rest = text.partition("\n")
     return f"{first} ({words}){nl}{rest}"
+
+
+#: words of an exception that names the environment: a Triton, CUDA, driver or torch version,
+#: or a GPU model or architecture
+_ENVIRONMENT = re.compile(
+    r"\b(?:triton|cuda|driver|torch|pytorch|rocm|cudnn)\s*(?:version\b|[<>=!]=?\s*\d|\d+\.\d)"
+    r"|\b(?:hopper|ampere|blackwell|volta|turing|ada lovelace|sm_?\d{2,3}|compute capability"
+    r"|[ahb]100|h200|b200|l40s?|mi\d{3}x?)\b", re.IGNORECASE)
+
+
+def environment_refusal(result: ModeResult) -> bool:
+    """Whether an ``error`` is the library refusing this environment: its message names the
+    environment (:data:`_ENVIRONMENT`), it was raised in the code under test (not fuzzkern's,
+    not Triton's) and before any kernel launch (no frame of Triton's runtime in the
+    traceback: the launcher's own check)."""
+    if result.status != "error" or not result.error or not _ENVIRONMENT.search(result.error):
+        return False
+    tb = str(result.detail.get("traceback", ""))
+    if not tb or "/triton/" in tb.replace("\\", "/"):
+        return False
+    return not raised_at(tb).by_fuzzkern
 
 
 def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
@@ -85,6 +107,11 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
         # construct it mishandles): a Triton interpreter defect, not the kernel's.
         return (Verdict.INTERPRETER_DIVERGENCE,
                 f"only the interpreter fails: {results['interpret'].error}")
+    for mode in statuses:
+        if environment_refusal(results[mode]):
+            return (Verdict.UNSUPPORTED,
+                    f"unsupported here: {mode}: the library refuses this environment: "
+                    f"{error_text(results[mode])}")
     for status in ("compile-error", "error", "reference-error"):
         for mode, s in statuses.items():
             if s == status:
@@ -99,7 +126,9 @@ def verdict_of(results: Mapping[str, ModeResult]) -> tuple[str, str]:
     for mode in ran:
         spread = results[mode].detail.get("nondeterministic")
         if spread:
-            return Verdict.NONDETERMINISTIC, f"{mode}: {spread['text']}"
+            runs = (f" (launch {spread['against']} against launch {spread['run']} of the same "
+                    "binary, config and inputs)" if "against" in spread else "")
+            return Verdict.NONDETERMINISTIC, f"{mode}: {spread['text']}{runs}"
     if not ran:
         mode = next(iter(statuses))
         return Verdict.UNSUPPORTED, f"{mode}: {results[mode].error}"
@@ -162,6 +191,12 @@ def _shadow_says(results: Mapping[str, ModeResult], wrong: list[str]) -> str:
         facts = c.condition.get("shadow") if c is not None and c.condition else None
         if facts and facts.get("says"):
             return "; " + str(facts["says"])
+    for mode in wrong:
+        c = results[mode].comparison
+        facts = c.condition.get("shadow") if c is not None and c.condition else None
+        if facts and facts.get("limits"):
+            return ("; the float64 shadow cannot judge it (" + "; ".join(
+                str(x) for x in facts["limits"]) + "): judged from outside")
     return ""
 
 
@@ -214,8 +249,22 @@ def failure_location(outcome: Outcome) -> str:
         if c is not None and not c.ok:
             if c.structural:
                 return "structure"
+            root = _root_site(c.condition)
+            if root:  # one root cause, one report: whatever the dtype, shape or mode
+                return f"root {root}"
             return f"output {c.first[0].output}" if c.first else "values"
+    for m in outcome.modes.values():
+        root = _root_site(m.comparison.condition) if m.comparison is not None else None
+        if root:  # an accuracy or precision finding (its comparison counts as passed)
+            return f"root {root}"
     return ""
+
+
+def _root_site(condition: Mapping[str, Any] | None) -> str | None:
+    """The shadow's root line (``"kernels.py:14"``) of a comparison, if it named one."""
+    facts = (condition or {}).get("shadow") or {}
+    match = re.match(r"line (\S+:\d+)", str(facts.get("cause") or ""))
+    return match[1] if match else None
 
 
 def failure_key(outcome: Outcome) -> str:

@@ -470,6 +470,94 @@ case(name="dtype_argument", construct="a `tl.dtype` passed bare as a kernel's `t
      expected=lambda: [torch.tensor([1.5, -2.25, 3.0, 70000.0]).half()])(_dtype_bare_run)
 
 
+# -- low-precision reductions, scans and dots ---------------------------------------------------
+# Compiled Triton keeps a float sum in its input's dtype and rounds every partial result there:
+# each thread sums its elements in order, then the partials combine in a tree. The data make the
+# result independent of which elements a thread holds: 1024 first (thread 0's first element),
+# then 0.25s, which 1024 absorbs in fp16 and bf16 but which sum exactly elsewhere (2040); summed
+# in float32 and rounded once, as numpy and Triton's interpreter do, it is 2048.
+
+
+@triton.jit
+def _narrow_sum(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(out_ptr, tl.sum(x, axis=0))
+
+
+def _narrow_sum_run(dtype: torch.dtype) -> Callable[[str], list[torch.Tensor]]:
+    def run(device: str) -> list[torch.Tensor]:
+        x = torch.full((4096,), 0.25, dtype=dtype, device=device)
+        x[0] = 1024
+        out = torch.zeros(1, dtype=dtype, device=device)
+        _narrow_sum[(1,)](x, out, N=4096)
+        return [out]
+
+    return run
+
+
+for _dt, _name in ((torch.float16, "fp16"), (torch.bfloat16, "bf16")):
+    case(name=f"sum_{_name}", construct=f"`tl.sum` of {_name}: partial sums rounded to {_name} "
+         "along the compiled tree", upstream="sums in float32 (numpy; bf16 widened) and rounds "
+         "once: a low-precision reduction is more exact than compiled", issue=None,
+         expected=lambda _dt=_dt: [torch.tensor([2040.0], dtype=_dt)])(_narrow_sum_run(_dt))
+
+
+@triton.jit
+def _narrow_cumsum(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), axis=0))
+
+
+def _narrow_cumsum_run(dtype: torch.dtype) -> Callable[[str], list[torch.Tensor]]:
+    def run(device: str) -> list[torch.Tensor]:
+        x = torch.full((1024,), 1 + 2 ** -10, dtype=dtype, device=device)
+        out = torch.zeros(1024, dtype=dtype, device=device)
+        _narrow_cumsum[(1,)](x, out, N=1024)
+        return [out]
+
+    return run
+
+
+def _narrow_cumsum_expected(dtype: torch.dtype) -> list[torch.Tensor]:
+    import numpy as np
+
+    from fuzzkern.execution import formats
+
+    x = np.full(1024, float(torch.tensor(1 + 2 ** -10, dtype=dtype)))
+    return [torch.from_numpy(formats.ordered_cumsum(x, 0, formats.TL_OF[dtype])).to(dtype)]
+
+
+# 3.6 promotes a bf16 scan to float32 (core._promote_bfloat16_to_float32); fp16 scans in fp16
+case(name="cumsum_fp16", construct="`tl.cumsum` of fp16: partial sums rounded to fp16 (blocks "
+     "of lanes scanned in a tree, then the running total)", upstream="scans in float32 and "
+     "rounds once", issue=None,
+     expected=lambda: _narrow_cumsum_expected(torch.float16))(_narrow_cumsum_run(torch.float16))
+
+
+@triton.jit
+def _narrow_dot(a_ptr, b_ptr, c_ptr, K: tl.constexpr):
+    r = tl.arange(0, 16)
+    k = tl.arange(0, K)
+    a = tl.load(a_ptr + r[:, None] * K + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * 16 + r[None, :])
+    tl.store(c_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, b, out_dtype=tl.float16))
+
+
+def _narrow_dot_run(device: str) -> list[torch.Tensor]:
+    a = torch.full((16, 64), 0.1, dtype=torch.float16, device=device)
+    a[:, 0] = 1024
+    b = torch.ones(64 * 16, dtype=torch.float16, device=device)
+    c = torch.zeros(256, dtype=torch.float16, device=device)
+    _narrow_dot[(1,)](a, b, c, K=64)
+    return [c]
+
+
+case(name="dot_fp16_accumulator", construct="`tl.dot(..., out_dtype=tl.float16)`: the fp16 "
+     "accumulator rounded after each K step of 16 (a tensor core's)", upstream="numpy's "
+     "float16 matmul", issue=None,
+     expected=lambda: [torch.full((256,), 1031.0, dtype=torch.float16)])(_narrow_dot_run)
+
+
 # -- what the compiler refuses ------------------------------------------------------------------
 
 

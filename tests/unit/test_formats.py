@@ -141,8 +141,8 @@ _UNDERFLOW_CASE = {
 def test_host_rounding_to_zero_times_inf_is_not_a_kernel_bug():
     """A softmax of -100 is 3.7e-44 in float32 and 0 in bf16 (the host's rounding), so with an
     inf in dy the kernel computes 0 * -inf = NaN where the float64 reference has -inf: the
-    range of a host-made value, which the float64 shadow keeps. Those elements do not make the
-    shadow call the case logic; the rest of the output is judged by it (rounding: accuracy)."""
+    range of a host-made value. The shadow runs that host code at float64 too, so it judges
+    the whole output: rounding (accuracy), from the launcher's own cast to bf16."""
     dy = torch.tensor([[float("inf"), 1.0, 2.0, -1.0]], dtype=torch.bfloat16)
     x = torch.tensor([[0.0, -100.0, -1.0, -2.0]], dtype=torch.bfloat16)
     with interpreter_mode():
@@ -157,4 +157,60 @@ def test_host_rounding_to_zero_times_inf_is_not_a_kernel_bug():
         dims={"M": fks.sizes(max_value=4), "N": fks.sizes(max_value=512)})
     outcome = run_case(target, Case.from_json(_UNDERFLOW_CASE), {"modes": ["interpret"]})
     assert outcome.verdict == "accuracy", outcome.message
-    assert "host code made" in outcome.message
+    # host code runs at float64 in the shadow: its own rounding to bf16 is the root line
+    assert "most from line shadow_kernels.py:175 `y = torch.softmax(x.float(), dim=-1)" \
+        ".to(x.dtype)`: rounds to bf16" in outcome.message
+
+
+# -- low-precision reductions as compiled code rounds them (issue 40) ------------------------
+
+
+@triton.jit
+def _sums(x, total, rows, cols, scan, R: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    v = tl.load(x + offs)
+    tl.store(total, tl.sum(tl.sum(v, axis=1), axis=0))
+    tl.store(rows + tl.arange(0, R), tl.sum(v, axis=1))
+    tl.store(cols + tl.arange(0, C), tl.sum(v, axis=0))
+    tl.store(scan + offs, tl.cumsum(v, axis=1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_narrow_sums_round_their_partial_sums_in_their_dtype(dtype):
+    """tl.sum of fp16/bf16 keeps the sum in that dtype (Triton's _pick_sum_dtype), so the
+    partial sums round there along the compiled tree; rounded once it would be more exact."""
+    import numpy as np
+
+    from fuzzkern.execution import formats
+
+    g = torch.Generator().manual_seed(0)
+    x = (torch.rand(4, 1024, generator=g) + 0.5).to(dtype)
+    total, rows = torch.zeros(1, dtype=dtype), torch.zeros(4, dtype=dtype)
+    cols, scan = torch.zeros(1024, dtype=dtype), torch.zeros(4, 1024, dtype=dtype)
+    with interpreter_mode():
+        _sums[(1,)](x, total, rows, cols, scan, R=4, C=1024)
+    kind = formats.TL_OF[dtype]
+    wide = x.double().numpy()
+    want_rows = formats.tree_sum(wide, 1, kind)
+    assert torch.equal(rows, torch.from_numpy(want_rows).to(dtype))
+    assert torch.equal(cols, torch.from_numpy(formats.tree_sum(wide, 0, kind)).to(dtype))
+    assert torch.equal(total, torch.from_numpy(formats.tree_sum(want_rows, 0, kind)).to(dtype)
+                       .reshape(1))
+    once = x.double().sum(1).to(dtype)
+    assert not torch.equal(rows, once)  # the partial sums' rounding shows
+    if dtype == torch.float16 or tuple(map(int, triton.__version__.split(".")[:2])) >= (3, 7):
+        want = formats.ordered_cumsum(wide, 1, kind)
+        assert torch.equal(scan, torch.from_numpy(want).to(dtype))
+    assert np.isfinite(want_rows).all()
+
+
+def test_tree_sum_is_exact_for_exact_partial_sums_and_absorbs_as_compiled():
+    import numpy as np
+
+    from fuzzkern.execution import formats
+
+    x = np.full(4096, 0.25)
+    x[0] = 1024
+    assert float(formats.tree_sum(x, 0, tl.float16)) == 2040.0  # thread 0 absorbs its 0.25s
+    assert float(formats.rounded(np.array([x.sum()]), tl.float16)[0]) == 2048.0
+    assert float(formats.tree_sum(np.ones(4096), None, tl.float16)) == 4096.0

@@ -15,6 +15,7 @@ from fuzzkern.execution.interpreter import interpreter_mode
 from fuzzkern.execution.runner import _Run, outcome_of, run_case
 from fuzzkern.execution.shadow import ExactReference, ShadowRun, shadow_mode
 from fuzzkern.judge.outcome import Verdict
+from fuzzkern.judge.verdict import failure_key
 from tests.unit.targets import shadow_kernels as k
 
 
@@ -122,12 +123,16 @@ def test_a_correct_one_pass_layer_norm_is_rounding_not_a_kernel_bug():
     assert off.verdict == Verdict.KERNEL_BUG
 
 
-def test_a_logic_bug_stays_a_kernel_bug_and_says_the_shadow_disagrees():
+def _eps_bug_judged():
     t = _target(k.layer_norm_eps_bug, k.layer_norm_reference, LN)
     g = torch.Generator().manual_seed(1)
     inputs = {"x": torch.randn(2, 113, generator=g) * 1e-3, "w": torch.randn(113, generator=g),
               "b": torch.zeros(113)}
-    o = _judged(t, {"M": 2, "N": 113}, inputs)
+    return _judged(t, {"M": 2, "N": 113}, inputs)
+
+
+def test_a_logic_bug_stays_a_kernel_bug_and_says_the_shadow_disagrees():
+    o = _eps_bug_judged()
     assert o.verdict == Verdict.KERNEL_BUG
     assert "computed in float64 (the kernel's own algorithm without rounding) the kernel is " \
            "still off" in o.message and "not rounding" in o.message
@@ -171,10 +176,10 @@ def test_a_passing_case_never_runs_the_shadow(launcher, monkeypatch):
     assert o.verdict == Verdict.PASS
 
 
-def test_values_host_code_rounded_are_allowed_their_rounding():
-    """The launcher computes softmax on the host and stores it in fp16 for the kernel: the
-    shadow cannot keep those values exact, so it is off where dx cancels; perturbing them by an
-    fp16 rounding explains it, and the verdict says so."""
+def test_host_code_runs_in_the_shadow_and_its_rounding_is_a_site():
+    """The launcher computes softmax on the host and stores it in fp16 for the kernel: in the
+    shadow that host code runs at float64 too (HostShadow), so the shadow passes, and the root
+    line is the launcher's own cast to fp16."""
     spec = {"dy": (("M", "N"), "float16"), "x": (("M", "N"), "float16")}
     case = Case({"M": 2, "N": 384}, {
         "dy": TensorCase.build((2, 384), "float16", values=Values(3, "negative")),
@@ -183,8 +188,9 @@ def test_values_host_code_rounded_are_allowed_their_rounding():
     o = run_case(t, case, {"modes": ["interpret"]})
     assert o.verdict == Verdict.ACCURACY, o.message
     facts = o.modes["interpret"].comparison.condition["shadow"]
-    assert facts["host_reads"] > 0 and facts["shadow_passes"]
-    assert "values host code made and rounded before the kernel read them" in o.message
+    assert facts["shadow_passes"] and not facts.get("host_reads")
+    assert "shadow_kernels.py:175" in facts["cause"] and not facts["accumulates"]
+    assert "torch.softmax(x.float(), dim=-1).to(x.dtype)" in o.message
 
 
 def test_compiled_code_is_judged_against_its_twin_and_what_gpu_math_adds():
@@ -216,3 +222,159 @@ def test_a_number_where_the_shadow_holds_nan_is_never_compiled_rounding():
     bad = torch.tensor([True, False])
     assert not twin_within(torch.tensor([0.0, 1.0]), interpreted, shadow, bad, torch.float32)
     assert twin_within(torch.tensor([nan, 1.0]), interpreted, shadow, bad, torch.float32)
+
+
+# -- issue 40: one class per root cause, every mode, host code, the shadow's own failures -----
+
+TVD = {"p": (("N",), "bfloat16"), "q": (("N",), "bfloat16")}
+
+
+def _tvd_inputs():
+    g = torch.Generator().manual_seed(3)
+    return {name: torch.softmax(torch.randn(4096, generator=g), 0).to(torch.bfloat16)
+            for name in ("p", "q")}
+
+
+def test_a_bf16_sum_is_a_precision_bug_at_its_line_in_every_mode():
+    """Liger's tvd: bf16 terms summed by tl.sum in bf16. The interpreter now rounds the partial
+    sums as compiled code does, so it fails as compiled did (1.4e-3 relative), and the shadow
+    names the sum's line: precision-bug, judged the same for a compiled-only run's outputs."""
+    t = _target(k.tvd, k.tvd_reference, TVD)
+    inputs = _tvd_inputs()
+    o = _judged(t, {"N": 4096}, inputs)
+    assert o.verdict == Verdict.PRECISION_BUG and o.failed, o.message
+    assert "`tl.store(LOSS, tl.sum(0.5 * tl.abs(p - q), axis=0))`: accumulates in bf16" in \
+        o.message
+    # the same root line in fp16 and at another length: the same class, one failure
+    half = {n: v.half()[:2048] for n, v in inputs.items()}
+    o16 = _judged(_target(k.tvd, k.tvd_reference, {n: (("N",), "float16") for n in TVD}),
+                  {"N": 2048}, half)
+    assert o16.verdict == Verdict.PRECISION_BUG, o16.message
+    assert failure_key(o16) == failure_key(o) == "precision-bug @ root shadow_kernels.py:212"
+    # a run that asked for compiled mode alone: its outputs judged by the same shadow
+    opts = {"modes": ["compiled"]}
+    spec = {n: TensorCase.build((4096,), "bfloat16") for n in inputs}
+    run = _Run(t, Case({"N": 4096}, spec), opts, base=dict(inputs))
+    with interpreter_mode():
+        got = k.tvd(**{n: v.clone() for n, v in inputs.items()})
+    result = run._judge("compiled", run.reference(), (got,), {}, 0.0, None, None)
+    assert result.status == "precision", result.comparison.explanation
+    # a target that does not run in the interpreter: the finding says why the shadow is silent
+    only = _target(k.tvd, k.tvd_reference, TVD, modes=("compiled",))
+    run = _Run(only, Case({"N": 4096}, spec), opts, base=dict(inputs))
+    result = run._judge("compiled", run.reference(), (got,), {}, 0.0, None, None)
+    o = outcome_of(only, {"compiled": result}, opts, time.perf_counter())
+    assert o.verdict == Verdict.KERNEL_BUG
+    assert "the float64 shadow cannot judge it (the target does not run in the interpreter" \
+        in o.message
+
+
+def rms_inline_case():
+    """The one-line Llama cast with normalized values in fp16's subnormal range (row 0's first
+    element 1000 makes the others' normalized values ~1e-5), weighted by 2000."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 256, generator=g)
+    x[:, 1:41] = torch.linspace(1e-3, 3e-3, 40)
+    x[:, 0] = 1000
+    w = torch.randn(256, generator=g)
+    w[1:41] = 2000
+    t = _target(k.rms_inline, k.rms_reference_fp32,
+                {"x": (("M", "N"), "float16"), "w": (("N",), "float16")})
+    return t, {"x": x.half(), "w": w.half()}
+
+
+def test_a_cast_on_an_accumulating_line_is_accuracy_naming_the_cast_and_subnormals():
+    """Llama-style RMSNorm with `(xf * rstd).to(x.dtype) * w` on one line: operands made by
+    other instructions of the same line are no accumulation, so the class is accuracy, the line
+    named and its subnormal values said."""
+    t, inputs = rms_inline_case()
+    o = _judged(t, {"M": 2, "N": 256}, inputs)
+    assert o.verdict == Verdict.ACCURACY and not o.failed, o.message
+    assert "(xf * rstd).to(x.dtype) * w" in o.message and "subnormal range" in o.message
+    facts = o.modes["interpret"].comparison.condition["shadow"]
+    assert not facts["accumulates"] and facts["share"] > 0.5
+
+
+def test_an_output_host_code_made_is_shadowed():
+    """The launcher subtracts two fp16 row sums in torch: where they cancel, the output is far
+    off, and the shadow (host code at float64) judges it: rounding at the kernel's store."""
+    g = torch.Generator().manual_seed(3)
+    x = (100 + torch.randn(3, 512, generator=g)).half()
+    y = (x.double() + torch.randn(3, 512, generator=g) * 1e-2).half()
+    t = _target(k.sums_difference, k.sums_difference_reference,
+                {"x": (("M", "N"), "float16"), "y": (("M", "N"), "float16")})
+    outside = _judged(t, {"M": 3, "N": 512}, {"x": x, "y": y}, shadow=False)
+    assert outside.verdict == Verdict.KERNEL_BUG  # the outside rules alone
+    o = _judged(t, {"M": 3, "N": 512}, {"x": x, "y": y})
+    assert o.verdict == Verdict.ACCURACY, o.message
+    facts = o.modes["interpret"].comparison.condition["shadow"]
+    assert "limits" not in facts and facts["shadow_passes"]
+    assert "`tl.store(S + row, tl.sum(x, axis=0))`" in facts["cause"]
+
+
+def test_a_failure_of_the_shadow_itself_is_said_and_judged_as_before(monkeypatch):
+    from fuzzkern.execution import shadow
+
+    def broken(*a, **kw):
+        return [][1]  # the IndexError a shadow once raised
+
+    monkeypatch.setattr(shadow, "find_shadow", broken)
+    o = _eps_bug_judged()
+    assert o.verdict == Verdict.KERNEL_BUG
+    assert "the shadow failed (IndexError" in o.message and "test_shadow.py" in o.message
+
+
+def test_a_library_refusing_the_environment_is_unsupported_here():
+    spec = {"x": (("N",), "float32")}
+    o = _judged(_target(k.refuses_this_gpu, lambda x: x, spec), {"N": 8}, {"x": torch.ones(8)})
+    assert o.verdict == Verdict.UNSUPPORTED and not o.failed
+    assert o.message.startswith("unsupported here") and "Please upgrade Triton" in o.message
+    o = _judged(_target(k.refuses_the_input, lambda x: x, spec), {"N": 8}, {"x": torch.ones(8)})
+    assert o.verdict == Verdict.ERROR and o.failed
+
+
+def test_an_unexplained_compiled_difference_accuses_no_race():
+    from fuzzkern.judge.causes import Cause, attributed
+    from fuzzkern.judge.outcome import Outcome
+
+    o = Outcome(Verdict.COMPILED_ONLY, "only the compiled kernel disagrees with the reference")
+    plain = attributed(o, [], compiled_only=True)
+    assert plain.verdict == Verdict.COMPILED_ONLY and "unexplained" in plain.message
+    assert "race" not in plain.message and "compiler bug" not in plain.message
+    proven = attributed(o, [Cause("nondeterministic", "the result changes between launches of "
+                                  "the same binary (atomics or a race)")], compiled_only=True)
+    assert proven.verdict == Verdict.NONDETERMINISTIC
+
+
+def test_host_operations_keep_float64_in_the_shadow_memory():
+    """x * 3 and an in-place += 0.1 in fp16 host code: the shadow holds their float64 values,
+    memory their correct rounding, and each line is a rounding site."""
+    from fuzzkern.execution.shadow import HostShadow
+
+    run = ShadowRun()
+    x = torch.tensor([1.0, 2.0 ** -12, 3.0], dtype=torch.float16)
+
+    def launcher(x):
+        y = x * 3
+        y += 0.1
+        return y
+
+    with HostShadow(run):
+        y = launcher(x)
+    values, covered = run.output(y)
+    want = x.double() * 3 + 0.1
+    assert covered.all() and torch.allclose(values, want, rtol=1e-12, atol=0)
+    assert torch.equal(y, want.half())
+    assert len(run.sites) == 2 and not run.host_unwidened
+
+
+def test_a_narrow_sum_overflowing_to_inf_is_the_same_precision_bug():
+    """Statistics in fp16: the sum of squares overflows to inf where the float64 shadow is
+    finite. Rounding at the sum's line alone gives that inf, so the class is the line's
+    (precision-bug), not a range event judged from outside."""
+    x = torch.full((2, 64), 200.0, dtype=torch.float16)
+    x[1] = 0.5
+    t = _target(k.rms_fp16_stats, k.rms_stats_reference, {"x": (("M", "N"), "float16")})
+    o = _judged(t, {"M": 2, "N": 64}, {"x": x})
+    assert o.verdict == Verdict.PRECISION_BUG, o.message
+    assert "`ms = tl.sum(x * x, axis=0) / N`" in o.message and "NaN/inf" in o.message

@@ -181,3 +181,103 @@ def softmax_backward(dy, x):
 def softmax_backward_reference(dy, x):
     y = torch.softmax(x, dim=-1)
     return y * (dy - (dy * y).sum(-1, keepdim=True))
+
+
+@triton.jit
+def _rms_inline(Y, X, W, n_cols, n_cols_f, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(X + row * n_cols + offs, mask=mask, other=0)
+    w = tl.load(W + offs, mask=mask, other=0)
+    xf = x.to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(xf * xf, axis=0) / n_cols_f + eps)
+    tl.store(Y + row * n_cols + offs, (xf * rstd).to(x.dtype) * w, mask=mask)
+
+
+def rms_inline(x, w):
+    """Correct: Llama's rounding of the normalized row to fp16, written on one line with the
+    multiply by the weight (a cast, not an accumulation)."""
+    m, n = x.shape
+    y = torch.empty_like(x)
+    _rms_inline[(m,)](y, x, w, n, float(n), 1e-6, BLOCK=triton.next_power_of_2(n))
+    return y
+
+
+@triton.jit
+def _tvd(P, Q, LOSS, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    p = tl.load(P + offs)
+    q = tl.load(Q + offs)
+    tl.store(LOSS, tl.sum(0.5 * tl.abs(p - q), axis=0))
+
+
+def tvd(p, q):
+    """Precision bug (Liger's tvd): bf16 terms summed by ``tl.sum`` in bf16 into an fp32
+    loss."""
+    loss = torch.empty(1, dtype=torch.float32, device=p.device)
+    _tvd[(1,)](p, q, loss, N=p.numel())
+    return loss
+
+
+def tvd_reference(p, q):
+    return (0.5 * (p.float() - q.float()).abs()).sum().reshape(1)
+
+
+@triton.jit
+def _row_sum(X, S, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + row * N + offs, mask=offs < N, other=0.0).to(tl.float32)
+    tl.store(S + row, tl.sum(x, axis=0))
+
+
+def sums_difference(x, y):
+    """Correct: the kernel stores fp16 row sums, the launcher subtracts them in torch (an
+    output host code made, where the two sums cancel)."""
+    m, n = x.shape
+    sx = torch.empty(m, dtype=x.dtype, device=x.device)
+    sy = torch.empty(m, dtype=x.dtype, device=x.device)
+    _row_sum[(m,)](x, sx, n, BLOCK=triton.next_power_of_2(n))
+    _row_sum[(m,)](y, sy, n, BLOCK=triton.next_power_of_2(n))
+    return sx - sy
+
+
+def sums_difference_reference(x, y):
+    return x.float().sum(-1) - y.float().sum(-1)
+
+
+def rms_reference_fp32(x, w):
+    x, w = x.float(), w.float()
+    return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+def refuses_this_gpu(x):
+    """A library's own check before any launch, naming the environment (fla's words)."""
+    raise RuntimeError("Triton >= 3.4.0 and < 3.7.1 on Hopper GPUs produces incorrect results "
+                       "for this kernel. Please upgrade Triton")
+
+
+def refuses_the_input(x):
+    """A library's own check before any launch that names no environment: an error."""
+    raise ValueError("x must have at least 2 dimensions")
+
+
+@triton.jit
+def _rms_fp16_stats(X, Y, N: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(X + row * N + tl.arange(0, N))
+    ms = tl.sum(x * x, axis=0) / N
+    tl.store(Y + row, tl.sqrt(ms.to(tl.float32)))
+
+
+def rms_fp16_stats(x):
+    """Precision bug (group_norm's statistics in the input dtype): the sum of squares in fp16,
+    which overflows to inf where float32 statistics are finite."""
+    y = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    _rms_fp16_stats[(x.shape[0],)](x, y, N=x.shape[1])
+    return y
+
+
+def rms_stats_reference(x):
+    return x.float().pow(2).mean(-1).sqrt()
