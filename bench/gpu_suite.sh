@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# The GPU suite and GPU benchmarks, for the GPU machine (device tool). One part per call fits
-# the 10-minute limit of one call:
-#   bash bench/gpu_suite.sh tests     # pytest -m gpu tests/gpu but --sanitize, with -n <GPUs>
-#                                     # when there are several (one xdist worker per GPU);
-#                                     # ~8 min on one GPU, ~4 on two
+# The GPU suite and GPU benchmarks, for the GPU machine (device tool). Each part fits one call
+# (10 minutes) and ends with one line `gpu_suite PART: PASS|FAIL ...`. Every session that
+# changes compiled-mode code runs `smoke` first; the other parts follow as the change needs.
+#   bash bench/gpu_suite.sh smoke     # the GPU tests that guard compiled mode's correctness,
+#                                     # seconds each, 4 xdist workers on one GPU  ~2 min
+#   bash bench/gpu_suite.sh tests     # every GPU test but --sanitize (4 workers)  ~5 min
+#   bash bench/gpu_suite.sh perf      # compiled throughput: examples/liger (${LIGER_BUDGET:-7m}),
+#                                     # examples/flaggems (${GEMS_BUDGET:-5m}) and examples/fla
+#                                     # (${FLA_BUDGET:-6m}) side by side, --modes compiled -j 1
+#                                     # --no-db --no-corpus, compiling ahead as ${AHEAD:-off};
+#                                     # cases per target and totals (carry .whl/)  ~7 min
+# Older parts, each one call:
 #   bash bench/gpu_suite.sh sanitize  # the compute-sanitizer test alone            ~3 min
 #   bash bench/gpu_suite.sh bench     # bench/run.py: interpreter, compiled, both, and the
 #                                     # baselines; ~5 min (throughput apart: both together
@@ -105,12 +112,52 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
   echo "cpus $(nproc)"
 } | tee "$out/machine-$what.txt"
 rc=0
-if [[ $what == tests || $what == all ]]; then
-  xdist=()
-  if (( gpus > 1 )); then xdist=(-n "$gpus"); fi
-  python3 -m pytest -m gpu tests/gpu -k "not sanitize" -v -rs --durations=15 \
-    -p no:cacheprovider "${xdist[@]}" 2>&1 | tee "$out/gpu-tests.log"
+# the pure-Python libraries some GPU tests and benchmarks need, from their carried wheels
+need_libs() {
+  if ls .whl/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-deps .whl/*.whl >> "$out/pip.log" 2>&1 \
+      || echo "could not install the carried wheels (see $out/pip.log)"
+  fi
+}
+# one line per part: what passed, what failed, how long
+result_line() {  # part, pytest log, seconds
+  local counts
+  counts=$(grep -Eo '[0-9]+ (passed|failed|error|errors|skipped)' "$2" | tr '\n' ' ')
+  if grep -Eq '[0-9]+ (failed|error)' "$2" || ! grep -Eq '[0-9]+ passed' "$2"; then
+    echo "gpu_suite $1: FAIL ($counts) in $3 s"
+  else
+    echo "gpu_suite $1: PASS ($counts) in $3 s"
+  fi
+}
+# tests of the smoke part: seconds each; the ones left out take minutes (a sanitizer run, a
+# debug-mode compile, a library's whole target file, a multi-GPU host)
+SMOKE_SKIP="not sanitize and not overflow_assert and not liger_targets and not compiled_search"
+if [[ $what == smoke || $what == tests || $what == all ]]; then
+  need_libs
+  part=$what; [[ $part == all ]] && part=tests
+  select=(-k "not sanitize")
+  [[ $part == smoke ]] && select=(-k "$SMOKE_SKIP" --ignore=tests/gpu/test_multi_gpu.py)
+  start=$(date +%s)
+  python3 -m pytest -m gpu tests/gpu "${select[@]}" -n "${TEST_JOBS:-4}" -rs -q \
+    --durations=15 -p no:cacheprovider 2>&1 | tee "$out/gpu-$part.log"
+  code=${PIPESTATUS[0]}
+  rc=$((rc | code))
+  result_line "$part" "$out/gpu-$part.log" "$(( $(date +%s) - start ))" | tee -a "$out/gpu-$part.log"
+fi
+if [[ $what == perf ]]; then
+  need_libs
+  start=$(date +%s)
+  for lib in liger flaggems fla; do
+    case $lib in liger) b=${LIGER_BUDGET:-7m};; flaggems) b=${GEMS_BUDGET:-5m};; fla) b=${FLA_BUDGET:-6m};; esac
+    python3 -m fuzzkern run "examples/$lib/" --modes compiled -j 1 --no-db --no-corpus \
+      --compile-ahead "${AHEAD:-off}" --budget "$b" --seed 0 --report "$out/perf-$lib.json" \
+      > "$out/perf-$lib.log" 2>&1 &
+  done
+  wait
+  python3 bench/perf_table.py "$out"/perf-liger.json "$out"/perf-flaggems.json \
+    "$out"/perf-fla.json --out "$out/perf.json" 2>&1 | tee "$out/perf.txt"
   rc=$((rc | ${PIPESTATUS[0]}))
+  echo "gpu_suite perf: done in $(( $(date +%s) - start )) s (table: $out/perf.txt)"
 fi
 if [[ $what == sanitize || $what == all ]]; then
   python3 -m pytest -m gpu tests/gpu -k sanitize -v -rs --durations=5 -p no:cacheprovider 2>&1 \

@@ -408,6 +408,14 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         if msg is None:
             return
         ref, case_json, options = msg
+        if case_json is None:  # a warm-up (WorkerPool.warm): ``ref`` lists the targets
+            from fuzzkern.execution.runner import warm
+
+            try:
+                conn.send(warm(ref, options))
+            except Exception as e:  # never fatal: the first case meets it again
+                conn.send({"warm": False, "error": f"{type(e).__name__}: {e}"})
+            continue
         if compiling_ahead:
             ahead.begin_case(ref, case_json)
         timer = stages.begin()
@@ -864,6 +872,29 @@ class WorkerPool:
             self._worker = self.worker_factory(self.env)
             self.started += 1
         return self._worker
+
+    def warm(self, refs: list[str], options: dict[str, Any], timeout: float = 120.0) -> float:
+        """Start the worker and do its start-up work (:func:`fuzzkern.execution.runner.warm`:
+        the targets' modules, CUDA, Triton's driver) now, so that no target's first case pays
+        for it; returns the seconds it took. Best effort: a worker that does not answer in
+        ``timeout`` seconds (or by ``stop_at``) is replaced and the cases start it again."""
+        start = time.monotonic()
+        worker = self._get()
+        until = start + timeout
+        if self.stop_at is not None:
+            until = min(until, self.stop_at)
+        try:
+            worker.conn.send((list(refs), None, dict(options)))
+            while True:
+                left = until - time.monotonic()
+                if left <= 0 or not worker.conn.poll(left):
+                    self.replace()
+                    break
+                if isinstance(worker.conn.recv(), dict):
+                    break
+        except (EOFError, OSError):
+            self.replace()
+        return time.monotonic() - start
 
     def replace(self) -> None:
         if self._worker is not None:

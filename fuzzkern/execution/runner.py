@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -459,6 +459,33 @@ def run_variants(target: Target, case: Case, options: Mapping[str, Any], seconds
         verdicts[outcome.verdict] = verdicts.get(outcome.verdict, 0) + 1
     out.update(ran=ran, seconds=round(time.perf_counter() - start, 6), verdicts=verdicts)
     return out
+
+
+def warm(refs: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
+    """A worker's start-up work, done before its first case is timed
+    (:meth:`fuzzkern.execution.pool.WorkerPool.warm`): the targets' modules imported and, for
+    compiled mode on a GPU, CUDA's context and Triton's driver started. Best effort: a target
+    that does not load says so in its first case, as without a warm-up."""
+    loaded = 0
+    with assumed_gpu(options.get("assume_gpu")):
+        for ref in refs:
+            try:
+                _target(ref)
+                loaded += 1
+            except Exception:
+                pass
+    cuda = False
+    if "compiled" in tuple(options.get("modes") or ()) and torch.cuda.is_available():
+        try:
+            import triton
+
+            torch.empty(1, device="cuda").add_(1)
+            torch.cuda.synchronize()
+            triton.runtime.driver.active.get_current_device()
+            cuda = True
+        except Exception:  # the first case meets the same problem and reports it
+            pass
+    return {"warm": True, "loaded": loaded, "cuda": cuda}
 
 
 def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, Any]

@@ -64,6 +64,10 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)?")
 #: stop is a safety net for the extreme case, not the share itself.
 SLICE_OVERRUN = 10.0
 OVERRUN_FRACTION = 1 / 8
+#: the same for a target that has not finished one case yet (``CampaignOptions.no_case_yet``):
+#: its first case is all its search has, and cutting it again and again (a library op whose
+#: first compile takes 40 s beside other runs) leaves the target idle for the whole campaign
+FIRST_CASE_FRACTION = 1 / 4
 
 
 def parse_budget(text: str) -> float:
@@ -548,6 +552,9 @@ class CampaignOptions:
     search_until: float | None = None
     #: measure kernel coverage in the interpreter (docs/coverage.md)
     coverage: bool = True
+    #: the target has not finished a case yet (set by fuzzkern.search.schedule): a case still
+    #: running at the slice's end may go on to FIRST_CASE_FRACTION of the budget
+    no_case_yet: bool = True
     #: feed it to the search as hypothesis.target() observations (fuzzkern.search.guidance)
     guide: bool = True
     #: where torch references run in compiled mode (fuzzkern.execution.references.CHOICES):
@@ -756,7 +763,7 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
         return s.result
     # the slice's own stop: a case still running well past the share (a long first compile,
     # say) is cut short rather than eat other targets' shares; shrinking moves it out
-    with pool.limits(stop_at=s.case_stop):
+    with pool.limits(stop_at=s.first_stop):
         s.search()
     _explain_and_save(lt, pool, opts, s.result, s.found, s.run_options, s.timeout)
     s.result.seconds = time.monotonic() - s.start
@@ -787,6 +794,13 @@ class _Slice:
         self.case_stop = self.deadline + max(share, SLICE_OVERRUN, OVERRUN_FRACTION * opts.budget)
         if opts.stop_at is not None:
             self.case_stop = min(self.case_stop, opts.stop_at)
+        #: the stop for the target's first case, while it has none (FIRST_CASE_FRACTION)
+        self.first_stop = self.case_stop
+        if opts.no_case_yet:
+            self.first_stop = self.deadline + max(share, SLICE_OVERRUN,
+                                                  FIRST_CASE_FRACTION * opts.budget)
+            if opts.stop_at is not None:
+                self.first_stop = min(self.first_stop, opts.stop_at)
         # one drawn case may cost at most a quarter of the share: many cheap cases and some
         # expensive ones, never a few that take minutes (fuzzkern.execution.pool.COST_CAP_FRACTION)
         self.cost_cap = max(COST_CAP_MIN, COST_CAP_FRACTION * share)
@@ -834,6 +848,8 @@ class _Slice:
             options = {**options, "variants": {"share": self.opts.amortize, "until": until}}
         outcome = self.pool.run(self.lt.ref, case.to_json(), options, self.timeout,
                                 cost_cap=self.cost_cap if capped else None)
+        if self.pool.stop_at == self.first_stop:  # a case finished: the usual stop from now
+            self.pool.stop_at = self.case_stop
         if outcome.variants:
             ran = int(outcome.variants.get("ran", 0))
             result.cases += ran

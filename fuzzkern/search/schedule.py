@@ -236,6 +236,8 @@ def _slice_opts(opts: CampaignOptions, slot: _Slot) -> CampaignOptions:
         changes["draw_seed"] = opts.draw_seed + slot.total.slices
     if opts.max_examples is not None:
         changes["max_examples"] = max(1, opts.max_examples - slot.total.cases)
+    if slot.total.cases:
+        changes["no_case_yet"] = False
     found = sum(not f.replayed for f in slot.total.failures)
     if found:
         changes["max_failures"] = max(1, opts.max_failures - found)
@@ -288,10 +290,11 @@ def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions, *,
             opts, stop_at=start + opts.budget + opts.shrink_time + HARD_STOP_GRACE,
             search_until=start + opts.budget)
     runner: _Serial | _Parallel
+    refs = [s.lt.ref for s in slots]
     if jobs == 1:
-        runner = _Serial(opts, pool, emit)
+        runner = _Serial(opts, pool, emit, refs)
     else:
-        runner = _Parallel(opts, jobs, database_spec, devices, emit)
+        runner = _Parallel(opts, jobs, database_spec, devices, emit, refs)
     # One target has no one to share with: one slice, one Hypothesis run, whose draws a seed
     # and a case count repeat whatever the budget (slices are cut by time)
     rounds = 1 if len(slots) == 1 else ROUNDS
@@ -338,7 +341,8 @@ def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions, *,
 class _Serial:
     """Slices one after another in this process, with one worker pool."""
 
-    def __init__(self, opts: CampaignOptions, pool: WorkerPool | None, emit: Event) -> None:
+    def __init__(self, opts: CampaignOptions, pool: WorkerPool | None, emit: Event,
+                 refs: list[str]) -> None:
         self.opts = opts
         self.emit = emit
         self.own_pool = pool is None
@@ -349,6 +353,11 @@ class _Serial:
                 pool = sanitized_pool(opts.sanitize)
             else:
                 pool = WorkerPool(compile_ahead=opts.compile_ahead)
+        if not opts.sanitize:
+            # Start-up (the worker, the targets' modules, CUDA) happens before the first
+            # round's shares are cut, so no target's first slice pays for it.
+            pool.warm(list(dict.fromkeys(refs)), _warm_options(opts),
+                      timeout=min(120.0, opts.budget))
         self.pool = pool
 
     def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
@@ -400,8 +409,14 @@ def _ahead_share(compile_ahead: int | str | None, jobs: int) -> str | None:
     return str(ahead.size_of(compile_ahead) // jobs)
 
 
+def _warm_options(opts: CampaignOptions) -> dict[str, Any]:
+    """What a worker's warm-up needs of the campaign (:meth:`WorkerPool.warm`)."""
+    return {"modes": tuple(opts.modes), "assume_gpu": opts.assume_gpu}
+
+
 def _child_init(events: Any, device_queue: Any, sanitize: str | None,
-                ahead_share: str | None = None) -> None:
+                ahead_share: str | None = None, warm: tuple[list[str], dict[str, Any]] | None
+                = None) -> None:
     import signal
 
     from fuzzkern.execution.pool import die_with_parent
@@ -431,6 +446,8 @@ def _child_init(events: Any, device_queue: Any, sanitize: str | None,
         _child["pool"] = sanitized_pool(sanitize, env)
     else:
         _child["pool"] = WorkerPool(env)
+        if warm is not None:  # start-up is the process's, not its first slice's
+            _child["pool"].warm(*warm)
     _child["events"] = events
 
 
@@ -576,7 +593,7 @@ def _beside_opts(opts: CampaignOptions, k: int) -> CampaignOptions:
 
 class _Parallel:
     def __init__(self, opts: CampaignOptions, jobs: int, database_spec: str | None,
-                 devices: list[str] | None, emit: Event) -> None:
+                 devices: list[str] | None, emit: Event, refs: list[str]) -> None:
         from fuzzkern.execution.pool import _context
 
         ctx = _context()
@@ -593,7 +610,8 @@ class _Parallel:
         self.executor = ProcessPoolExecutor(
             max_workers=jobs, mp_context=ctx, initializer=_child_init,
             initargs=(self.events, device_queue, opts.sanitize,
-                      _ahead_share(opts.compile_ahead, jobs)))
+                      _ahead_share(opts.compile_ahead, jobs),
+                      (list(dict.fromkeys(refs)), _warm_options(opts))))
 
     def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
                   finish: Callable[[_Slot, TargetResult], None]) -> None:

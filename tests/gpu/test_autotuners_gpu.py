@@ -51,11 +51,16 @@ def test_flag_gems_mm_runs_one_config_per_case_compiled_never_benchmarked(monkey
         used.append(detail.get("configs_used"))
     assert calls == []  # never benchmarked
     assert all(u for u in used), used
-    (kernel,) = used[0]
+    # one shape twice, two forced configs: @libentry's cached kernel does not stand in. Which
+    # kernel serves a shape is FlagGems' choice (on Hopper a host-TMA kernel for aligned
+    # operands, the general one otherwise): the shape's own kernel is the one forced.
+    a, b = torch.randn(48, 40, device="cuda"), torch.randn(40, 24, device="cuda")
+    detail = {}
+    with forced_configs({}, [detail]):
+        flag_gems.mm(a, b)
+    (kernel,) = detail["configs_used"]
     count = detail["config_counts"][kernel]
     assert count > 1
-    # one shape twice, two forced configs: @libentry's cached kernel does not stand in
-    a, b = torch.randn(48, 40, device="cuda"), torch.randn(40, 24, device="cuda")
     for index in (1, count - 1):
         detail = {}
         with forced_configs({kernel: index}, [detail]):
@@ -64,8 +69,20 @@ def test_flag_gems_mm_runs_one_config_per_case_compiled_never_benchmarked(monkey
     assert calls == []
 
 
-def test_a_compiled_search_discovers_the_kernel_and_draws_its_configs():
-    (lt,) = loader.load(f"{SUITE}::mm")
+ALIGNED_MM = f"""
+import dataclasses, sys
+sys.path.insert(0, {os.path.dirname(SUITE)!r})
+from flaggems_targets import mm as _mm
+
+# On Hopper FlagGems' host-TMA kernel asserts 16-byte aligned operands: a rejected input
+# here (shrinking that error is not what the test is about)
+mm = dataclasses.replace(_mm, preconditions=(AssertionError,))
+"""
+
+
+def test_a_compiled_search_discovers_the_kernel_and_draws_its_configs(tmp_path):
+    (tmp_path / "aligned_mm.py").write_text(ALIGNED_MM)
+    (lt,) = loader.load(f"{tmp_path / 'aligned_mm.py'}::mm")
     seen = []
 
     def on_event(kind, result, outcome):
@@ -73,7 +90,7 @@ def test_a_compiled_search_discovers_the_kernel_and_draws_its_configs():
         if kind == "case" and compiled is not None and compiled.status == "ok":
             seen.append((compiled.detail.get("configs_used"), compiled.detail.get("compiles")))
 
-    opts = engine.CampaignOptions(budget=300, modes=("compiled",), seed=0, max_examples=24,
+    opts = engine.CampaignOptions(budget=120, modes=("compiled",), seed=0, max_examples=24,
                                   amortize=0.0)
     pool = WorkerPool()
     try:
@@ -81,9 +98,10 @@ def test_a_compiled_search_discovers_the_kernel_and_draws_its_configs():
     finally:
         pool.close()
     assert result.error is None and len(seen) >= 12, (result.error, result.cases, seen)
-    assert len(result.discovered) == 1, result.discovered  # flag_gems.mm's kernel
-    (kernel,) = result.discovered
-    assert all(used and kernel in used for used, _ in seen), seen
-    assert len({used[kernel] for used, _ in seen}) >= 3, seen  # drawn after the first case
+    # flag_gems.mm's kernels (one per path: general, and on Hopper host TMA and gemv)
+    assert result.discovered, result.discovered
+    assert all(used and set(used) <= set(result.discovered) for used, _ in seen), seen
+    indices = {(k, i) for used, _ in seen for k, i in used.items()}
+    assert len(indices) >= 3, seen  # configs drawn after the first case
     # benchmarking would compile every config of a new tuning key at once
     assert max(compiles or 0 for _, compiles in seen) <= 6, seen

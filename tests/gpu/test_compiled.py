@@ -20,6 +20,7 @@ MODES = ("interpret", "compiled")
 
 
 def _fuzz(spec, budget=60.0, **kw):
+    kw.setdefault("max_failures", 1)  # one planted bug each: the first failure ends the run
     (lt,) = loader.load(spec)
     pool = WorkerPool(env=worker_env())
     try:
@@ -76,7 +77,7 @@ def test_builtin_targets_have_no_false_alarm_in_both_modes(name):
     (lt,) = [x for x in loader.load("fuzzkern.targets.builtin") if x.target.id == name]
     pool = WorkerPool(env=worker_env())
     try:
-        opts = engine.CampaignOptions(budget=20.0, modes=MODES, seed=1)
+        opts = engine.CampaignOptions(budget=20.0, modes=MODES, seed=1, max_examples=40)
         result = engine.fuzz_target(lt, pool, opts, 20.0)
     finally:
         pool.close()

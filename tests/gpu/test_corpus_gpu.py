@@ -30,7 +30,7 @@ def _found(spec, tmp_path, budget=60.0):
     pool = WorkerPool(env=worker_env())
     try:
         opts = engine.CampaignOptions(budget=budget, modes=MODES, seed=0, database=None,
-                                      corpus=str(tmp_path / "corpus"))
+                                      corpus=str(tmp_path / "corpus"), max_failures=1)
         result = engine.fuzz_target(lt, pool, opts, budget)
     finally:
         pool.close()

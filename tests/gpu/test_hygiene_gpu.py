@@ -24,6 +24,9 @@ QUALITY = os.path.join(HERE, "..", "quality", "kernels")
 
 
 def _fuzz(spec, budget=60.0, modes=("compiled",), **kw):
+    # the first failure ends the run (the planted targets have one bug each): seconds, not the
+    # whole budget; the no-false-alarm tests bound their runs by cases instead
+    kw.setdefault("max_failures", 1)
     (lt,) = loader.load(spec)
     pool = WorkerPool(env=worker_env())
     try:
@@ -97,7 +100,8 @@ def test_correct_twins_are_clean_with_every_check_in_both_modes():
     for module in ("oob_store", "floor_grid", "scratch_input", "int32_index",
                    "ignored_stride"):
         result = _fuzz(_quality(module, "correct"), budget=20.0,
-                       modes=("interpret", "compiled"), debug=True, repeat_compiled=2)
+                       modes=("interpret", "compiled"), debug=True, repeat_compiled=2,
+                       max_examples=25)
         assert result.error is None, result.error
         assert result.failures == [], (module, [f.outcome.message for f in result.failures])
         assert result.counts["pass"] >= 5
@@ -109,7 +113,7 @@ def test_builtin_targets_are_deterministic_and_in_bounds(name):
     pool = WorkerPool(env=worker_env())
     try:
         opts = engine.CampaignOptions(budget=20.0, modes=("compiled",), seed=2,
-                                      repeat_compiled=3, database=None)
+                                      repeat_compiled=3, database=None, max_examples=40)
         result = engine.fuzz_target(lt, pool, opts, 20.0)
     finally:
         pool.close()

@@ -80,7 +80,8 @@ def test_a_library_autotuner_benchmarks_nothing_in_a_compiled_reproducer(tmp_pat
     pool = WorkerPool(env=worker_env())
     try:
         opts = engine.CampaignOptions(budget=60.0, modes=("interpret", "compiled"), seed=0,
-                                      database=None, corpus=str(tmp_path / "corpus"))
+                                      database=None, corpus=str(tmp_path / "corpus"),
+                                      max_failures=1)
         result = engine.fuzz_target(lt, pool, opts, 60.0)
     finally:
         pool.close()

@@ -65,3 +65,18 @@ def test_a_run_where_a_target_ran_no_case_exits_2_unless_allowed():
     allowed = _run("--allow-idle-targets")
     assert allowed.returncode == 0, allowed.stdout[-2000:] + allowed.stderr[-2000:]
     assert "warning: " in allowed.stderr and "compiles_forever ran no case" in allowed.stderr
+
+
+def test_a_first_case_longer_than_the_usual_overrun_finishes_and_the_target_runs():
+    # 100 s for two targets: first shares of 12.5 s; a case still running is cut 12.5 s past
+    # its share (the share, an eighth of the budget), 25 s in; but a target's first case may go
+    # on to a quarter of the budget past it, 37.5 s in: the 30 s first compile finishes (cut,
+    # it would start again in every slice and the target would never run a case), and the
+    # later cases hit its cache.
+    slow, = loader.load(f"{IDLE}::first_compile_slow")
+    quick, = loader.load(f"{IDLE}::quick")
+    opts = engine.CampaignOptions(budget=100.0, seed=0, modes=("interpret",), database=None,
+                                  max_examples=20, grace_min=1.0, grace_fraction=0.0)
+    first, second = schedule.run_campaign([slow, quick], opts, jobs=1)
+    assert first.cut is None and first.cases >= 5, (first.cases, first.cut)
+    assert second.cases >= 5

@@ -26,3 +26,18 @@ quick = fuzzkern.Target(launcher=_copy, reference=lambda x: x, inputs=INPUTS,
 compiles_forever = fuzzkern.Target(launcher=_compiles_forever, reference=lambda x: x,
                                    inputs=INPUTS, dims={"N": fks.sizes(max_value=4)},
                                    timeout=5.0)
+
+_compiled_once = []
+
+
+def _first_compile_slow(x):
+    if not _compiled_once:  # the first case in a worker compiles for 30 s, the rest hit its cache
+        with fuzzkern.compile_phase():
+            time.sleep(30.0)
+        _compiled_once.append(True)
+    return x * 1
+
+
+first_compile_slow = fuzzkern.Target(launcher=_first_compile_slow, reference=lambda x: x,
+                                     inputs=INPUTS, dims={"N": fks.sizes(max_value=4)},
+                                     timeout=5.0)
