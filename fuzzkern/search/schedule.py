@@ -616,10 +616,10 @@ class _Parallel:
     def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
                   finish: Callable[[_Slot, TargetResult], None]) -> None:
         """Hand the round's slices to the processes, longest first, and keep every process
-        busy until the round's last slice ends (:meth:`_fill`): a process that runs out of
-        slices while others still run theirs (a long first case, a shrink, a round with
-        fewer targets left than processes) gets another slice. A target's slices of the
-        round are merged and reach ``finish`` once, when the last of them ends."""
+        busy until the round's last slice ends (:meth:`_Lanes.fill`): a process that runs
+        out of slices while others still run theirs (a long first case, a shrink, a round
+        with fewer targets left than processes) gets another slice. A target's slices that
+        ran side by side are merged and reach ``finish`` once, when the last of them ends."""
         lanes = _Lanes(self, finish)
         for slot, share in plan:
             lanes.submit(slot, share)
