@@ -38,8 +38,10 @@ explanation.
 server). Each process runs Hypothesis in its own main thread and owns its own
 :class:`~fuzzkern.execution.pool.WorkerPool`, pinned to one GPU through ``CUDA_VISIBLE_DEVICES``
 when ``devices`` are given (round robin). A round's capacity is then ``jobs`` slices' worth of wall
-clock; no slice is longer than the round. Progress flows back over a queue as :class:`Progress`
-snapshots; the parent never runs Hypothesis or a kernel.
+clock; no slice is longer than the round, and no process idles while the round's other
+slices run (``_Parallel.run_round``, :class:`_Lanes`: an idle process gets another slice of a
+target between its slices, or beside one still running). Progress flows back over a queue
+as :class:`Progress` snapshots; the parent never runs Hypothesis or a kernel.
 
 **Start-up.** Before the first round the worker starts and imports the targets' modules (and
 CUDA for compiled mode: :meth:`~fuzzkern.execution.pool.WorkerPool.warm`); the budget's clock
@@ -489,6 +491,119 @@ def _child_slice(ref: str, opts: CampaignOptions, database_spec: str | None, sha
                        known=known)
 
 
+#: seconds a process left idle at a round's end must have before it gets another slice (a
+#: slice that short spends most of it loading its target and starting its worker)
+FILL_MIN = 5.0
+#: seed offset of a target's extra slices running beside its slice of the round
+_FILL_SEED = 100_003
+
+
+class _Lanes:
+    """The futures of one round of :class:`_Parallel`: which slot each runs, its share, when
+    it was first seen running; the pieces of slots whose other slices still run."""
+
+    def __init__(self, parallel: _Parallel, finish: Callable[[_Slot, TargetResult], None]
+                 ) -> None:
+        self.parallel = parallel
+        self.finish = finish
+        self.futures: dict[Future[TargetResult], tuple[_Slot, float]] = {}
+        self.pending: set[Future[TargetResult]] = set()
+        self.by_ref: dict[str, _Slot] = {}
+        self.started: dict[Future[TargetResult], float] = {}
+        #: per slot (by id): its slices in flight, and the merged piece of those that ended
+        self.flying: dict[int, int] = {}
+        self.held: dict[int, TargetResult] = {}
+        self.extra: dict[int, int] = {}
+
+    def submit(self, slot: _Slot, share: float, opts: CampaignOptions | None = None) -> None:
+        p = self.parallel
+        fut = p.executor.submit(
+            _child_slice, slot.lt.ref, opts or _slice_opts(p.opts, slot), p.database_spec,
+            share, slot.total.slices == 0 and not self.flying.get(id(slot)), _known(slot))
+        self.futures[fut] = (slot, share)
+        self.pending.add(fut)
+        self.by_ref[slot.lt.ref] = slot
+        self.flying[id(slot)] = self.flying.get(id(slot), 0) + 1
+
+    def seen_running(self) -> None:
+        now = time.monotonic()
+        for fut in self.pending:
+            if fut not in self.started and fut.running():
+                self.started[fut] = now
+
+    def ended(self, fut: Future[TargetResult]) -> None:
+        slot, _ = self.futures[fut]
+        self.flying[id(slot)] -= 1
+        if fut.cancelled():
+            piece = self.held.pop(id(slot), None)
+            if piece is not None and not self.flying[id(slot)]:
+                self.finish(slot, piece)
+            elif piece is not None:
+                self.held[id(slot)] = piece
+            return
+        try:
+            piece = fut.result()
+        except Exception as e:  # a broken process pool, an unpicklable result
+            piece = TargetResult(slot.lt.id, slot.lt.ref, slices=1,
+                                 error=f"fuzzing process failed: {type(e).__name__}: {e}")
+        before = self.held.pop(id(slot), None)
+        if before is not None:  # the slices ran side by side: one piece, either ran out
+            ran_out = before.ran_out or piece.ran_out
+            merge(before, piece)
+            before.ran_out = ran_out
+            piece = before
+        if self.flying[id(slot)]:
+            self.held[id(slot)] = piece
+        else:
+            self.finish(slot, piece)
+
+    def fill(self) -> None:
+        """Give each idle process another slice, as long as the round's slices still
+        running are expected to (their share from when they were first seen running; never
+        past the budget's end): a target between its slices first, else one more slice of
+        a target running now, beside it (another seed; merged with it)."""
+        p = self.parallel
+        idle = p.jobs - len(self.pending)
+        if idle <= 0 or not self.pending:
+            return
+        now = time.monotonic()
+        # a slice past its share (a first case cut short later, a shrink) runs on for a
+        # while yet: the idle process gets slices of FILL_MIN * 2 meanwhile
+        ends = [self.started.get(f, now) + self.futures[f][1] for f in self.pending]
+        end = max(e if e > now else now + 2 * FILL_MIN for e in ends)
+        if p.opts.search_until is not None:
+            end = min(end, p.opts.search_until)
+        share = end - now
+        if share < FILL_MIN:
+            return
+        slots = list({id(slot): slot for slot, _ in self.futures.values()}.values())
+        between = [s for s in slots if s.active and not self.flying.get(id(s))]
+        beside = [s for s in slots if s.active and self.flying.get(id(s))]
+        for _ in range(idle):
+            if between:
+                slot = max(between, key=lambda s: s.weight)
+                between.remove(slot)
+                slot.share = share
+                self.submit(slot, share)
+            elif beside:
+                slot = min(beside, key=lambda s: (self.flying[id(s)], -s.weight))
+                self.extra[id(slot)] = k = self.extra.get(id(slot), 0) + 1
+                slot.share += share  # the debt counts its slices of the round together
+                self.submit(slot, share, _beside_opts(_slice_opts(p.opts, slot), k))
+            else:
+                return
+
+
+def _beside_opts(opts: CampaignOptions, k: int) -> CampaignOptions:
+    """``opts`` for a target's ``k``-th slice beside the one running: other seeds."""
+    changes: dict[str, Any] = {}
+    if opts.seed is not None:
+        changes["seed"] = opts.seed + k * _FILL_SEED
+    if opts.draw_seed is not None:
+        changes["draw_seed"] = opts.draw_seed + k * _FILL_SEED
+    return dataclasses.replace(opts, **changes) if changes else opts
+
+
 class _Parallel:
     def __init__(self, opts: CampaignOptions, jobs: int, database_spec: str | None,
                  devices: list[str] | None, emit: Event, refs: list[str]) -> None:
@@ -504,6 +619,7 @@ class _Parallel:
             device_queue = ctx.Queue()
             for i in range(jobs):
                 device_queue.put(devices[i % len(devices)])
+        self.jobs = jobs
         self.executor = ProcessPoolExecutor(
             max_workers=jobs, mp_context=ctx, initializer=_child_init,
             initargs=(self.events, device_queue, opts.sanitize,
@@ -512,39 +628,33 @@ class _Parallel:
 
     def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
                   finish: Callable[[_Slot, TargetResult], None]) -> None:
-        futures: dict[Future[TargetResult], _Slot] = {}
-        by_ref: dict[str, _Slot] = {}
+        """Hand the round's slices to the processes, longest first, and keep every process
+        busy until the round's last slice ends (:meth:`_Lanes.fill`): a process that runs
+        out of slices while others still run theirs (a long first case, a shrink, a round
+        with fewer targets left than processes) gets another slice. A target's slices that
+        ran side by side are merged and reach ``finish`` once, when the last of them ends."""
+        lanes = _Lanes(self, finish)
         for slot, share in plan:
-            fut = self.executor.submit(
-                _child_slice, slot.lt.ref, _slice_opts(self.opts, slot), self.database_spec,
-                share, slot.total.slices == 0, _known(slot))
-            futures[fut] = slot
-            by_ref[slot.lt.ref] = slot
-        pending = set(futures)
+            lanes.submit(slot, share)
         forwarded: float | None = None
-        while pending:
-            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-            self._drain(by_ref)
+        while lanes.pending:
+            done, lanes.pending = wait(lanes.pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            self._drain(lanes.by_ref)
+            lanes.seen_running()
             late = (self.opts.stop_at is not None
                     and time.monotonic() > self.opts.stop_at + STOP_GRACE)
             if (interrupted() or late) and forwarded is None:
                 forwarded = time.monotonic()
                 self._forward()
-                for fut in pending:
+                for fut in lanes.pending:
                     fut.cancel()  # slices not started yet
             if forwarded is not None and time.monotonic() - forwarded > INTERRUPT_GRACE:
                 self._kill()  # the pending futures then fail: broken process pool
             for fut in done:
-                slot = futures[fut]
-                if fut.cancelled():
-                    continue
-                try:
-                    piece = fut.result()
-                except Exception as e:  # a broken process pool, an unpicklable result
-                    piece = TargetResult(slot.lt.id, slot.lt.ref, slices=1,
-                                         error=f"fuzzing process failed: {type(e).__name__}: {e}")
-                finish(slot, piece)
-        self._drain(by_ref)
+                lanes.ended(fut)
+            if forwarded is None:
+                lanes.fill()
+        self._drain(lanes.by_ref)
 
     def _drain(self, by_ref: dict[str, _Slot]) -> None:
         while True:

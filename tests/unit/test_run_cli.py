@@ -364,3 +364,31 @@ def test_the_budget_is_a_hard_stop(tmp_path):
     assert (tmp_path / "r.html").stat().st_size > 0
     assert "the budget (12s) ran out while a case ran: it was stopped; 1 failure(s) found, " \
         "1 saved to the corpus" in res.stdout
+
+
+def test_a_process_left_idle_runs_more_slices_until_the_round_ends():
+    """-j 2 with one target left after the first round (the other reached max_examples):
+    the second process is not left idle, it runs slices of that target beside it (other
+    seeds, merged into one piece per round), so the target gets more slices than rounds and
+    each target is done once."""
+    from fuzzkern.search import engine
+
+    lts = loader.load_all([os.path.join(os.path.dirname(__file__), "targets",
+                                        "uneven_lanes.py")])
+    events = []  # (kind, target, state) as they came: a Progress object changes later
+    opts = engine.CampaignOptions(budget=40.0, corpus=None, modes=("interpret",), seed=3,
+                                  max_examples=60)
+    quick, steady = schedule.run_campaign(
+        lts, opts, jobs=2, on_event=lambda k, o, _: events.append(
+            (k, o.target_id, getattr(o, "state", None))))
+    assert quick.cases == 60 and not quick.error
+    # the rounds steady ran in: each ends with one merged piece ("waiting", then "done")
+    rounds = sum(1 for k, t, state in events if t == "lanes.steady"
+                 and (k == "done" or state == "waiting"))
+    assert 2 <= rounds <= 4
+    # without the idle process's slices: one slice per round (measured: 4 slices, 27 cases
+    # of a second each in 40 s; with them 6 or more slices, 45 or more cases)
+    assert steady.slices > rounds, (steady.slices, rounds, steady.cases)
+    assert not steady.error and not steady.failures
+    done = [t for k, t, _ in events if k == "done"]
+    assert sorted(done) == ["lanes.quick", "lanes.steady"]
