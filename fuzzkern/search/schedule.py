@@ -407,7 +407,8 @@ _child: dict[str, Any] = {}
 
 def _ahead_share(compile_ahead: int | str | None, jobs: int) -> str | None:
     """Each of ``jobs`` fuzzing processes' compile-ahead processes, as ``FUZZKERN_AHEAD``:
-    ``compile_ahead`` (or the host's default, the cores but one) split between them; None:
+    ``compile_ahead`` (or the host's default, none: compiling ahead is off unless asked
+    for) split between them; None:
     ``FUZZKERN_AHEAD`` is set already and none was given.
 
     >>> _ahead_share(15, 4), _ahead_share("off", 4), _ahead_share(2, 4)
@@ -462,6 +463,12 @@ def _child_init(events: Any, device_queue: Any, sanitize: str | None,
         if warm is not None:  # start-up is the process's, not its first slice's
             _child["pool"].warm(*warm)
     _child["events"] = events
+
+
+def _child_ready() -> int:
+    """Nothing: submitted once per process so that the processes start (and warm up) before
+    the campaign's clock does."""
+    return os.getpid()
 
 
 def _child_slice(ref: str, opts: CampaignOptions, database_spec: str | None, share: float,
@@ -625,6 +632,11 @@ class _Parallel:
             initargs=(self.events, device_queue, opts.sanitize,
                       _ahead_share(opts.compile_ahead, jobs),
                       (list(dict.fromkeys(refs)), _warm_options(opts))))
+        # Start the processes (their initializer warms each one's worker up) before the
+        # budget's clock starts, as _Serial does with its worker
+        t0 = time.monotonic()
+        wait([self.executor.submit(_child_ready) for _ in range(jobs)], timeout=WARM_TIMEOUT)
+        self.warmed = time.monotonic() - t0
 
     def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
                   finish: Callable[[_Slot, TargetResult], None]) -> None:
