@@ -356,6 +356,30 @@ class _Run:
 
     def _shadow_judge(self, mode: str, outputs: tuple[Any, ...], comparison: Comparison,
                       tolerance: Tolerance, masks: list[torch.Tensor]) -> tuple[str, Comparison]:
+        key = self._rounding_key(mode, comparison)
+        reused = _ROUNDING.reuse(key, comparison)
+        if reused is not None:
+            return "accuracy", reused
+        status, judged = self._shadow_run(mode, outputs, comparison, tolerance, masks)
+        _ROUNDING.record(key, status, judged)
+        return status, judged
+
+    def _rounding_key(self, mode: str, comparison: Comparison) -> tuple[Any, ...]:
+        """What a shadow's "rounding, not logic" carries over to (:class:`_RoundingSeen`):
+        the target, the mode, the kernels' specialization as drawn (dtypes, configs, compile
+        options, integer meta-parameters; not the sizes or the values) and the failure's
+        signature (the outputs that mismatch)."""
+        case = self.case
+        kinds = tuple(sorted(
+            (name, t.dtype if hasattr(t, "dtype") else
+             t if isinstance(t, (bool, int, str)) else type(t).__name__)
+            for name, t in case.inputs.items()))
+        outputs = tuple(sorted({m.output for m in comparison.first}))
+        return (self.target.id, mode, kinds, tuple(sorted(case.configs.items())),
+                tuple(sorted((k, repr(v)) for k, v in case.compile.items())), outputs)
+
+    def _shadow_run(self, mode: str, outputs: tuple[Any, ...], comparison: Comparison,
+                    tolerance: Tolerance, masks: list[torch.Tensor]) -> tuple[str, Comparison]:
         from fuzzkern.execution.shadow import find_shadow
         from fuzzkern.judge.precision import judge_shadow
 
@@ -372,6 +396,65 @@ class _Run:
                                 compiled_within=None if found is None else found.compiled_within)
         except Exception as e:
             return judge_shadow(comparison, None, limits=[shadow_failure(e)])
+
+
+class _RoundingSeen:
+    """The float64 shadow's "rounding, not logic" (status ``accuracy``), carried over from the
+    case it ran on to later cases of the same kernel, config and failure signature
+    (:meth:`_Run._rounding_key`) whose errors are no larger: an accuracy-heavy target (FMA,
+    approximate math, low-precision inputs: every case off the plain band) would otherwise
+    run the kernel once more in the interpreter for each case, and keep a fraction of its
+    throughput. Never for a failure (a failure is judged case by case) nor for a case with
+    NaN/inf mismatches or errors past :data:`GROWTH` times the largest the shadow explained;
+    the shadow runs again every :data:`EVERY` reuses of one key. The explanation says so."""
+
+    #: errors (abs, rel and ulp) up to this many times the shadow's explained ones carry over
+    GROWTH = 2.0
+    #: the shadow runs again after this many reuses of one key
+    EVERY = 16
+    #: keys kept (a worker's whole life; the oldest go first)
+    MOST = 4096
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[Any, ...], tuple[Comparison, int]] = {}
+
+    def reuse(self, key: tuple[Any, ...], real: Comparison) -> Comparison | None:
+        got = self.seen.get(key)
+        if got is None or real.nonfinite_mismatches or not real.first:
+            return None
+        judged, uses = got
+        if uses >= self.EVERY or any(
+                new > self.GROWTH * old for new, old in (
+                    (real.max_abs_error, judged.max_abs_error),
+                    (real.max_rel_error, judged.max_rel_error),
+                    (real.max_ulp_error, judged.max_ulp_error))):
+            return None
+        self.seen[key] = (judged, uses + 1)
+        words = (f"rounding, as the float64 shadow found for an earlier case of this kernel, "
+                 f"config and failure with errors as large (up to {judged.max_abs_error:.3g}, "
+                 f"{judged.max_ulp_error:.3g} ulp): {judged.explanation.split(';')[0]}")
+        condition = {**real.condition, "shadow": {"reused": True,
+                                                  "explained_abs": judged.max_abs_error,
+                                                  "explained_ulp": judged.max_ulp_error}}
+        return dataclasses.replace(real, accuracy=True, explanation=words, condition=condition)
+
+    def record(self, key: tuple[Any, ...], status: str, judged: Comparison) -> None:
+        if status != "accuracy" or judged.nonfinite_mismatches or not judged.first:
+            self.seen.pop(key, None)  # what the shadow says now stands for this key
+            return
+        old = self.seen.get(key)
+        if old is not None:  # the largest errors explained so far are the yardstick
+            prev = old[0]
+            judged = dataclasses.replace(
+                judged, max_abs_error=max(prev.max_abs_error, judged.max_abs_error),
+                max_rel_error=max(prev.max_rel_error, judged.max_rel_error),
+                max_ulp_error=max(prev.max_ulp_error, judged.max_ulp_error))
+        if len(self.seen) >= self.MOST and key not in self.seen:
+            self.seen.pop(next(iter(self.seen)))
+        self.seen[key] = (judged, 0)
+
+
+_ROUNDING = _RoundingSeen()
 
 
 def shadow_failure(e: BaseException) -> str:
