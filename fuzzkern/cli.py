@@ -411,8 +411,7 @@ def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
         except FuzzkernError as e:
             _fail_usage(str(e))
     jobs = _jobs(a.jobs_text)
-    if not a.no_corpus:
-        _corpus_limits()
+    _check_variables()
     from fuzzkern.gpus import assumed_gpu
 
     try:
@@ -1084,7 +1083,7 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
         console = Console(highlight=False, width=160)
     modes = _modes(modes_text) if modes_text else None
     _check_timeout(timeout)
-    _corpus_limits()
+    _check_variables()
     items = _replay_items(paths)
     if not items:
         click.echo(f"fuzzkern replay: no corpus entries in {', '.join(paths or ('corpus',))}")
@@ -1114,12 +1113,13 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
     sys.exit(_replay_exit(counts, len(items)))
 
 
-def _corpus_limits() -> None:
-    """``$FUZZKERN_CORPUS_LIMITS`` checked up front: a bad value is a usage error."""
-    from fuzzkern.corpus import limits
+def _check_variables() -> None:
+    """The ``FUZZKERN_*`` variables (``$FUZZKERN_CORPUS_LIMITS``, ``$FUZZKERN_AHEAD``, ...)
+    checked up front: a bad value is a usage error."""
+    from fuzzkern.search import variables
 
     try:
-        limits.current()
+        variables.check()
     except FuzzkernError as e:
         _fail_usage(str(e))
 
@@ -1195,7 +1195,7 @@ def repro(entry_path: str, output: str | None, allow_outside_root: bool = False)
     from fuzzkern.corpus import repro as repro_module
     from fuzzkern.corpus import store as corpus
 
-    _corpus_limits()
+    _check_variables()
     try:
         entry = corpus.load(entry_path)
     except FuzzkernError as e:
