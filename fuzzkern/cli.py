@@ -398,10 +398,14 @@ def _assumption(name: str) -> str:
 def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
               ) -> tuple[Any, list[Any], int, Any]:
     """The campaign's options, the targets, the number of processes and their GPUs."""
+    import warnings
+
     from fuzzkern.search import engine, schedule
-    from fuzzkern.search.database import open_database
+    from fuzzkern.search.database import DatabaseFallbackWarning, open_database
     from fuzzkern.target import loader
 
+    # the fallback's own "fuzzkern: warning: ..." line says it once (pytest shows the warning)
+    warnings.filterwarnings("ignore", category=DatabaseFallbackWarning)
     sanitizer = None
     if a.sanitize:
         from fuzzkern.execution.sanitizer import probe
