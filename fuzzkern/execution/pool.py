@@ -763,6 +763,9 @@ class WorkerPool:
         #: processes the cases started that were still running when their case ended (or
         #: their worker was killed), and were killed (:func:`end_descendants`)
         self.killed = 0
+        #: workers SIGKILLed mid-case whose case then ran again (:meth:`_again_if_killed`)
+        self.outside_kills = 0
+        self._again = False
         #: a hard stop (``time.monotonic()``): a case still running then is cut short and
         #: :class:`StopTime` raised; None: none
         self.stop_at: float | None = None
@@ -825,7 +828,8 @@ class WorkerPool:
                 try:
                     result = worker.conn.recv()
                 except (EOFError, OSError):
-                    return self._died(worker, start, clock)
+                    return self._again_if_killed(self._died(worker, start, clock),
+                                                 (ref, case_json, options, timeout, cost_cap))
                 if isinstance(result, dict):
                     break
                 self._event(result, clock, now)
@@ -921,6 +925,20 @@ class WorkerPool:
             died = Outcome.from_json(postmortem(died.to_json()))
         self.replace()
         return died
+
+    def _again_if_killed(self, died: Outcome, call: tuple[Any, ...]) -> Outcome:
+        """A worker SIGKILLed mid-case (an OOM killer, a CI agent, a person) is replaced and
+        its case runs once more in the new one: only a case whose worker is killed again is a
+        crash, so one kill from outside is neither a finding nor the end of the search."""
+        worker = died.modes.get("worker")
+        if self._again or worker is None or worker.detail.get("exit") != "SIGKILL":
+            return died
+        self.outside_kills += 1
+        self._again = True
+        try:
+            return self._run(*call)
+        finally:
+            self._again = False
 
     @contextmanager
     def limits(self, *, stop_at: float | None = None,

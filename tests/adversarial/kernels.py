@@ -193,3 +193,15 @@ monkeypatches = fuzzkern.Target(launcher=_monkeypatches, reference=lambda x: x, 
 floods = fuzzkern.Target(launcher=_floods, reference=lambda x: x, inputs=_X, dims=_DIMS)
 ignores_signals = fuzzkern.Target(launcher=_ignores_signals, reference=lambda x: x, inputs=_X,
                                   dims={"N": fks.sizes(max_value=8)}, timeout=2.0)
+
+
+def _tells_its_pid(x):
+    # every case: append this worker's pid, so a test can kill the worker from outside
+    with open(os.environ["FUZZKERN_TEST_MARK"], "a") as fh:
+        fh.write(f"{os.getpid()}\n")
+    time.sleep(0.02)
+    return x * 1
+
+
+tells_its_pid = fuzzkern.Target(launcher=_tells_its_pid, reference=lambda x: x, inputs=_X,
+                                dims=_DIMS)

@@ -3,12 +3,14 @@ attack ends in one clear line or a run that goes on, within memory and time limi
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
 
-from tests.adversarial.conftest import KERNELS, one_error_line, run_limited
+from tests.adversarial.conftest import KERNELS, one_error_line, run_limited, start, wait_for
 
 #: a short run: a case count, not seconds, decides what it does (the budget is for a busy CI)
 RUN = ["--budget", "120s", "--seed", "1", "--no-db", "-j", "1", "-q"]
@@ -53,3 +55,28 @@ def test_a_bad_variable_is_a_usage_error_in_pytest(pytester, monkeypatch, name, 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, text
     assert expect in text
     assert "Traceback" not in text and "INTERNALERROR" not in text
+
+
+def test_a_worker_killed_from_outside_is_replaced_and_the_run_goes_on(project, tmp_path):
+    """One SIGKILL to the worker mid-run (as an OOM killer or a CI agent sends): the worker is
+    replaced, its case runs again, the run does every case it was asked for (no early stop),
+    finds nothing false and exits 0."""
+    mark = tmp_path / "pids"
+    proc = start(["run", "kernels.py::tells_its_pid", *RUN, "--max-examples", "60"], project,
+                 {"FUZZKERN_TEST_MARK": str(mark)})
+    try:
+        wait_for(lambda: mark.exists() and len(mark.read_text().split()) >= 5, 120,
+                 "five cases", proc)
+        first = int(mark.read_text().split()[0])
+        os.kill(first, signal.SIGKILL)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out + err
+    pids = mark.read_text().split()
+    assert len(set(pids)) >= 2  # a new worker took over
+    text = " ".join(out.split())
+    assert "fuzzkern-limit" not in text and "crash" not in text, text
+    assert "│ kernels::tells_its_pid │ ok │ 60 │ " in text, text  # every case asked for ran
