@@ -80,3 +80,42 @@ def test_a_worker_killed_from_outside_is_replaced_and_the_run_goes_on(project, t
     text = " ".join(out.split())
     assert "fuzzkern-limit" not in text and "crash" not in text, text
     assert "│ kernels::tells_its_pid │ ok │ 60 │ " in text, text  # every case asked for ran
+
+
+@pytest.mark.parametrize("target,refused", [("wrong", "--html"), ("chatty", "--report")])
+def test_a_full_disk_while_reports_are_written(tmp_path, target, refused):
+    """A file size limit (RLIMIT_FSIZE, as a full disk: writes fail) between the sizes of the
+    two reports: the one past it is one error line, the other is still written (the HTML
+    after a failed JSON too), no ``*.tmp<pid>`` file is left, the finding is in the corpus
+    and the run exits 1."""
+    import resource
+
+    sizes = {}
+    for name in ("measure", "limited"):
+        project = tmp_path / name
+        project.mkdir()
+        shutil.copy(KERNELS, project / "kernels.py")
+        args = ["run", f"kernels.py::{target}", *RUN, "--max-examples", "20",
+                "--report", "r.json", "--html", "r.html"]
+        if name == "measure":
+            res = run_limited(args, project, timeout=180)
+            assert res.returncode == 1, res.stdout + res.stderr
+            sizes = {"--report": (project / "r.json").stat().st_size,
+                     "--html": (project / "r.html").stat().st_size,
+                     "corpus": max(p.stat().st_size for p in (project / "corpus").rglob("*"))}
+            kept = max(v for k, v in sizes.items() if k != refused)
+            assert sizes[refused] > kept + 1000, sizes  # room for the limit between them
+            limit = (sizes[refused] + kept) // 2
+            continue
+        res = run_limited(args, project, timeout=180,
+                          limits=((resource.RLIMIT_FSIZE, limit),))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("fuzzkern: error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"fuzzkern: error: {refused}: cannot "
+                                                     "write"), res.stderr
+    written = "r.html" if refused == "--report" else "r.json"
+    assert (project / written).stat().st_size > 1000  # still written, whole
+    assert not (project / ("r.json" if refused == "--report" else "r.html")).exists()
+    assert list(project.glob("*.tmp*")) == []
+    assert len(list((project / "corpus").rglob("*.json"))) == 1
