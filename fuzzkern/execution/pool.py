@@ -376,7 +376,7 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         if compiling_ahead:
             ahead.begin_case(ref, case_json)
         timer = stages.begin()
-        result = run_case_or_harness_error(ref, case_json, options)
+        result = bounded(run_case_or_harness_error(ref, case_json, options))
         killed = end_case_processes()
         if killed:
             result["killed"] = killed
@@ -387,6 +387,37 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
             result["output_bytes"] = total
         result["timings"] = stages.finish(timer)
         conn.send(result)
+
+
+#: characters of any one text a case's outcome carries (an exception's message, a
+#: traceback): a launcher raising a 40 MB message costs 40 MB in its worker, never in the
+#: parent, the corpus or a report; the head and the tail are kept, the finding with them
+MESSAGE_CHARS = 8 * 1024
+
+
+def bounded(value: Any, most: int = MESSAGE_CHARS) -> Any:
+    """``value`` (an outcome's JSON) with every string longer than ``most`` characters cut
+    to its head and tail around a note of how much was cut. Iterative: an outcome nested
+    deep (a deep output's description) costs no recursion."""
+    def cut(text: str) -> str:
+        if len(text) <= most:
+            return text
+        head, tail = text[:most * 3 // 4], text[-(most // 4):]
+        return f"{head}\n[... {len(text) - len(head) - len(tail)} characters cut ...]\n{tail}"
+
+    if isinstance(value, str):
+        return cut(value)
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        keys = v.keys() if isinstance(v, dict) else range(len(v)) if isinstance(v, list) else ()
+        for k in keys:
+            item = v[k]
+            if isinstance(item, str):
+                v[k] = cut(item)
+            elif isinstance(item, (dict, list)):
+                todo.append(item)
+    return value
 
 
 #: bytes of a case's stdout/stderr a worker keeps (the rest is counted, not kept)

@@ -205,3 +205,13 @@ def _tells_its_pid(x):
 
 tells_its_pid = fuzzkern.Target(launcher=_tells_its_pid, reference=lambda x: x, inputs=_X,
                                 dims=_DIMS)
+
+
+def _raises_40mb(x):
+    if x.shape[0] > 3:
+        raise ValueError("BAD-INDEX " + "y" * (40 << 20) + " END")
+    return x * 1
+
+
+raises_40mb = fuzzkern.Target(launcher=_raises_40mb, reference=lambda x: x, inputs=_X,
+                              dims=_DIMS)

@@ -69,3 +69,27 @@ def test_the_replay_worker_checks_views_before_allocating(wrong_project, tmp_pat
     assert viewed_bytes(case) == 4 * 2**30
     with pytest.raises(CorpusError, match="view 4294967296 bytes, past the limit of 1024"):
         tensors_from_storages(str(tmp_path / "absent.safetensors"), case, 1024)
+
+
+def test_a_40_mb_exception_message_is_cut_and_the_finding_kept(tmp_path):
+    """A launcher raising a 40 MB message: found (exit 1), the entry and the JSON report
+    small, the output small, the message's head kept; within the memory limit."""
+    import shutil
+
+    from tests.adversarial.conftest import KERNELS, corpus_entries
+
+    shutil.copy(KERNELS, tmp_path / "kernels.py")
+    res = run_limited(["run", "kernels.py::raises_40mb", "--budget", "120s", "--seed", "1",
+                       "--no-db", "-j", "1", "-q", "--max-examples", "30",
+                       "--report", "r.json"], tmp_path, timeout=300)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    assert len(res.stdout) + len(res.stderr) < 200_000
+    (entry,) = corpus_entries(tmp_path / "corpus")
+    assert entry.stat().st_size < 200_000
+    assert (tmp_path / "r.json").stat().st_size < 400_000
+    d = json.loads(entry.read_text())
+    assert "ValueError" in json.dumps(d["outcome"]) and "BAD-INDEX" in d["message"], d["message"]
+    assert d["case"]["dims"]["N"] == 4  # shrunk to the smallest failing case
+    res = run_limited(["replay"], tmp_path, timeout=200)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    assert rows(res.stdout)[entry.name][2] == "still failing"
