@@ -534,8 +534,36 @@ class _Capture:
         return kept.decode("utf-8", errors="replace"), total
 
 
+def _watchdog_main(worker: int, owner: int) -> None:
+    """Watch a worker for its owner (the fuzzkern process that runs its cases): when the owner
+    dies first (SIGKILLed, an OOM kill), SIGKILL every process of the worker's tree and the
+    worker. The worker's own parent-death signal does that too, unless the case it runs
+    cleared it (``prctl(PR_SET_PDEATHSIG, 0)``): this process, a sibling of the worker that
+    runs no case, is not in its reach. Ends when the worker does. Waits on pidfds (Linux
+    5.3+), so it costs no CPU; without them there is no watchdog."""
+    import select
+
+    try:
+        fds = [os.pidfd_open(owner), os.pidfd_open(worker)]
+    except (AttributeError, OSError):  # pragma: no cover - an old kernel, or gone already
+        return
+    poll = select.poll()
+    for fd in fds:
+        poll.register(fd, select.POLLIN)
+    while True:
+        ready = {fd for fd, _ in poll.poll()}
+        if fds[0] in ready:
+            end_descendants(worker)
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(fds[1], signal.SIGKILL)
+            end_descendants(worker)
+            return
+        if fds[1] in ready:
+            return
+
+
 class Worker:
-    """One worker process and the pipe to it."""
+    """One worker process and the pipe to it, and its watchdog (:func:`_watchdog_main`)."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         ctx = _context()
@@ -544,6 +572,16 @@ class Worker:
         self.process.start()
         child.close()
         self.cases = 0
+        #: ends the worker's process tree if this process dies first (:func:`_watchdog_main`)
+        self.watchdog = ctx.Process(target=_watchdog_main, args=(self.process.pid, os.getpid()),
+                                    daemon=True)
+        self.watchdog.start()
+
+    def _end_watchdog(self) -> None:
+        self.watchdog.join(1)  # it ends by itself once the worker has
+        if self.watchdog.is_alive():
+            self.watchdog.kill()
+            self.watchdog.join(1)
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -557,6 +595,7 @@ class Worker:
             self.process.kill()
         self.process.join(5)
         self.conn.close()
+        self._end_watchdog()
         return killed
 
     def close(self) -> None:
@@ -568,6 +607,7 @@ class Worker:
         if self.process.is_alive():
             self.process.kill()
             self.process.join(2)
+        self._end_watchdog()
         self.conn.close()
 
 

@@ -215,3 +215,19 @@ def _raises_40mb(x):
 
 raises_40mb = fuzzkern.Target(launcher=_raises_40mb, reference=lambda x: x, inputs=_X,
                               dims=_DIMS)
+
+
+def _clears_pdeathsig(x):
+    # a case that turns off its worker's parent-death signal, then spins: only a watchdog
+    # outside the worker ends it when fuzzkern is SIGKILLed
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, 0)  # PR_SET_PDEATHSIG, 0
+    with open(os.environ["FUZZKERN_TEST_MARK"], "w") as fh:
+        fh.write(str(os.getpid()))
+    while True:
+        pass
+
+
+clears_pdeathsig = fuzzkern.Target(launcher=_clears_pdeathsig, reference=lambda x: x,
+                                   inputs=_X, dims={"N": fks.sizes(max_value=8)}, timeout=300.0)
