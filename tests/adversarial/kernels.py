@@ -231,3 +231,21 @@ def _clears_pdeathsig(x):
 
 clears_pdeathsig = fuzzkern.Target(launcher=_clears_pdeathsig, reference=lambda x: x,
                                    inputs=_X, dims={"N": fks.sizes(max_value=8)}, timeout=300.0)
+
+
+def _nest(v, n=3000):
+    for _ in range(n):
+        v = [v]
+    return v
+
+
+def _deep_wrong(x):
+    y = x * 1
+    if x.shape[0] > 3:
+        y[0] = 7.0
+    return _nest(y)
+
+
+# a launcher and reference returning a list nested 3000 deep (past every recursion limit)
+deep_outputs = fuzzkern.Target(launcher=_deep_wrong, reference=lambda x: _nest(x), inputs=_X,
+                               dims=_DIMS)

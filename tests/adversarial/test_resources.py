@@ -93,3 +93,21 @@ def test_a_40_mb_exception_message_is_cut_and_the_finding_kept(tmp_path):
     res = run_limited(["replay"], tmp_path, timeout=200)
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
     assert rows(res.stdout)[entry.name][2] == "still failing"
+
+
+def test_outputs_nested_3000_deep_still_find_the_bug(tmp_path):
+    """A launcher and reference returning a list nested 3000 deep: not a fuzzkern limit on
+    every case (status ok), but the bug found and shrunk (exit 1)."""
+    import shutil
+
+    from tests.adversarial.conftest import KERNELS, corpus_entries
+
+    shutil.copy(KERNELS, tmp_path / "kernels.py")
+    res = run_limited(["run", "kernels.py::deep_outputs", "--budget", "150s", "--seed", "1",
+                       "--no-db", "-j", "1", "-q", "--max-examples", "30"], tmp_path,
+                      timeout=300)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "fuzzkern-limit" not in res.stdout and "RecursionError" not in res.stdout
+    (entry,) = corpus_entries(tmp_path / "corpus")
+    d = json.loads(entry.read_text())
+    assert d["verdict"] == "kernel-bug" and d["case"]["dims"]["N"] == 4
