@@ -364,6 +364,7 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         compiling_ahead = ahead.size_of(env.get(ahead.AHEAD_ENV, "0")) > 0 and ahead.install()
     except ValueError:
         compiling_ahead = False
+    judge = _judge_snapshot()  # before any case's code ran
     capture = _Capture().start()
     while True:
         try:
@@ -386,7 +387,45 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
             result["output"] = text
             result["output_bytes"] = total
         result["timings"] = stages.finish(timer)
+        replaced = _judge_replaced(judge)
+        if replaced:  # the verdict came from the case's own code: a failure, and a new worker
+            result = bounded(Outcome(
+                Verdict.ERROR,
+                f"the case's host code replaced fuzzkern's own {replaced} in its worker, so "
+                "its verdict cannot be trusted",
+                {"worker": ModeResult("worker", "error", error=f"replaced: {replaced}")},
+            ).to_json())
+            result["replace_worker"] = True
         conn.send(result)
+
+
+def _judge_snapshot() -> dict[str, tuple[Any, Any]]:
+    """What the verdict is computed with, before any case runs: every function and class of
+    fuzzkern's judge modules and of the runner that calls them, with each function's code."""
+    import sys
+
+    out = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name.startswith("fuzzkern.judge")
+                                  or name == "fuzzkern.execution.runner"):
+            continue
+        for attr, value in list(vars(module).items()):
+            if callable(value) and getattr(value, "__module__", None) == name:
+                out[f"{name}.{attr}"] = (value, getattr(value, "__code__", None))
+    return out
+
+
+def _judge_replaced(snapshot: dict[str, tuple[Any, Any]]) -> str | None:
+    """The first function or class of :func:`_judge_snapshot` a case replaced (its module's
+    attribute, or a function's code), if any."""
+    import sys
+
+    for key, (value, code) in snapshot.items():
+        name, _, attr = key.rpartition(".")
+        now = getattr(sys.modules.get(name), attr, None)
+        if now is not value or getattr(now, "__code__", None) is not code:
+            return key
+    return None
 
 
 #: characters of any one text a case's outcome carries (an exception's message, a
@@ -921,6 +960,8 @@ class WorkerPool:
         self._account(clock, time.monotonic())
         worker.cases += 1
         self.killed += int(result.pop("killed", 0) or 0)
+        if result.pop("replace_worker", False):  # its case replaced fuzzkern's judge there
+            self.replace()
         outcome = Outcome.from_json(result)
         if outcome.timings:  # what the worker did not measure: pickling, the pipe, waking up
             outcome.timings["ipc"] = round(max(
