@@ -9,13 +9,13 @@ import os
 import shutil
 import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.adversarial.conftest import KERNELS, corpus_entries, run_limited
+from tests.adversarial.test_launchers import _FakeRedis
 
 #: no --seed: a seeded run leaves the example database alone
 RUN = ["run", "kernels.py::wrong", "--budget", "120s", "-j", "1", "-q", "--max-examples", "40"]
@@ -60,59 +60,38 @@ def test_a_hostile_folder_database_is_skipped(project, attack):
     assert time.monotonic() - began < 170
 
 
-class _OddRedis:
+class _OddRedis(_FakeRedis):
     """A TCP server on 127.0.0.1 that answers PING with ``+PONG`` and then floods (``flood``),
     or answers ``+OK`` to every request (``ok``)."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.conns: list[socket.socket] = []
         self.flooded = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.conns.append(conn)
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+        super().__init__(b"")
 
     def _answer(self, conn: socket.socket) -> None:
         pinged = False
         try:
             while data := conn.recv(65536):
-                if self.kind == "ok":
-                    conn.sendall(b"+OK\r\n")
-                elif b"HELLO" in data:  # the handshake as Redis answers it (RESP3)
-                    conn.sendall(b"%1\r\n$5\r\nproto\r\n:3\r\n")
-                elif b"PING" in data:
-                    pinged = True
-                    conn.sendall(b"+PONG\r\n")
-                elif not pinged:
-                    conn.sendall(b"+OK\r\n")
-                else:  # an endless array of short strings: memory without end, unbounded
-                    self.flooded += 1
-                    conn.sendall(b"*2147483647\r\n")
-                    chunk = b"+x\r\n" * 65536
-                    while True:
-                        conn.sendall(chunk)
+                # one reply per command (a client may send several in one write)
+                for command in data.split(b"\r\n*"):
+                    if self.kind == "ok":
+                        conn.sendall(b"+OK\r\n")
+                    elif b"HELLO" in command:  # the handshake as Redis answers it (RESP3)
+                        conn.sendall(b"%1\r\n$5\r\nproto\r\n:3\r\n")
+                    elif b"PING" in command:
+                        pinged = True
+                        conn.sendall(b"+PONG\r\n")
+                    elif not pinged:
+                        conn.sendall(b"+OK\r\n")
+                    else:  # an endless array of short strings: memory without end
+                        self.flooded += 1
+                        conn.sendall(b"*2147483647\r\n")
+                        chunk = b"+x\r\n" * 65536
+                        while True:
+                            conn.sendall(chunk)
         except OSError:
             pass
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self.conns:
-            try:
-                c.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            c.close()
 
 
 @pytest.mark.parametrize("kind", ["flood", "ok"])
