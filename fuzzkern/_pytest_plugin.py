@@ -350,11 +350,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "fuzzkern: a fuzzkern fuzz or corpus item (added to them automatically)")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU")
-    from fuzzkern.corpus import limits
+    from fuzzkern.search import variables
 
     try:
+        variables.check()  # $FUZZKERN_CORPUS_LIMITS, $FUZZKERN_AHEAD...: usage errors up front
         settings = _settings(config)
-        limits.current()  # $FUZZKERN_CORPUS_LIMITS: a bad value is a usage error up front
     except FuzzkernError as e:
         raise pytest.UsageError(f"fuzzkern: {e}") from None
     if settings.modes and "compiled" in settings.modes and (

@@ -6,12 +6,14 @@ configuration error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,8 +261,11 @@ def run(**params: Any) -> None:
         console.print(line, markup=False, soft_wrap=True)
     _print_run_lines(console, a, done)
     _print_coverage(console, a, done, modes)
-    _write_reports(console, a, done, loaded, seconds, modes)
-    sys.exit(_run_exit(console, a, done, opts, signum))
+    unwritten = _write_reports(console, a, done, loaded, seconds, modes)
+    status = _run_exit(console, a, done, opts, signum)
+    # a report that could not be written (a full disk) is an error, unless a failure (exit 1)
+    # or an interruption says more; what was found is in the corpus either way
+    sys.exit(EXIT_USAGE if unwritten and status == 0 else status)
 
 
 @dataclass
@@ -416,10 +421,14 @@ def _assumption(name: str) -> str:
 def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
               ) -> tuple[Any, list[Any], int, Any]:
     """The campaign's options, the targets, the number of processes and their GPUs."""
+    import warnings
+
     from fuzzkern.search import engine, schedule
-    from fuzzkern.search.database import open_database
+    from fuzzkern.search.database import DatabaseFallbackWarning, open_database
     from fuzzkern.target import loader
 
+    # the fallback's own "fuzzkern: warning: ..." line says it once (pytest shows the warning)
+    warnings.filterwarnings("ignore", category=DatabaseFallbackWarning)
     sanitizer = None
     if a.sanitize:
         from fuzzkern.execution.sanitizer import probe
@@ -429,8 +438,7 @@ def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
         except FuzzkernError as e:
             _fail_usage(str(e))
     jobs = _jobs(a.jobs_text)
-    if not a.no_corpus:
-        _corpus_limits()
+    _check_variables()
     from fuzzkern.gpus import assumed_gpu
 
     try:
@@ -539,9 +547,12 @@ def _repeat_line(a: _RunArgs, done: _Done) -> str:
 
 
 def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any],
-                   seconds: float, modes: tuple[str, ...]) -> None:
-    """``--report`` (JSON) and ``--html``."""
+                   seconds: float, modes: tuple[str, ...]) -> int:
+    """``--report`` (JSON) and ``--html``, each on its own: one that cannot be written (a
+    full disk) is one error line, and the other is still written. Returns how many failed."""
     from fuzzkern.report import text as reporting
+
+    unwritten = 0
 
     if a.report_path:
         report = {
@@ -566,7 +577,8 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
                 for f in done.failures
             ],
         }
-        _write_text(a.report_path, json.dumps(_encode(report), indent=2, allow_nan=False))
+        unwritten += not _write_text(a.report_path, "--report", lambda: json.dumps(
+            _encode(report), indent=2, allow_nan=False))
     if a.html_path:
         from fuzzkern.report import html as htmlreport
 
@@ -574,14 +586,15 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
         for f in done.failures:
             texts.setdefault(f.target_id, []).append(reporting.failure_text(
                 f, done.ref(f.target_id), done.seed, done.repeat_cases))
-        page = htmlreport.render(done.results, budget=seconds, elapsed=done.elapsed,
-                                 modes=modes, failures_text=texts,
-                                 layout_kinds={lt.id: htmlreport.layout_kinds(lt.target)
-                                               for lt in loaded},
-                                 run_info=_run_info(a, done))
-        _write_text(a.html_path, page)
-        if not a.quiet:
+        written = _write_text(a.html_path, "--html", lambda: htmlreport.render(
+            done.results, budget=seconds, elapsed=done.elapsed, modes=modes,
+            failures_text=texts,
+            layout_kinds={lt.id: htmlreport.layout_kinds(lt.target) for lt in loaded},
+            run_info=_run_info(a, done)))
+        unwritten += not written
+        if written and not a.quiet:
             console.print(f"HTML report: {_shown(a.html_path)}", markup=False)
+    return unwritten
 
 
 def _run_info(a: _RunArgs, done: _Done) -> dict[str, str]:
@@ -597,11 +610,24 @@ def _run_info(a: _RunArgs, done: _Done) -> dict[str, str]:
             "date": str(env.get("date", ""))}
 
 
-def _write_text(path: str, text: str) -> None:
+def _write_text(path: str, option: str, text: Callable[[], str]) -> bool:
+    """Write ``text()`` to ``path`` atomically (a temporary file beside it, then a rename).
+    A file that cannot be written (a full disk, a file size limit) or a report that cannot be
+    made is one error line naming ``option``, and no temporary file is left; False then."""
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    try:
+        body = text()
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(body)
+        os.replace(tmp, path)
+        return True
+    except (OSError, MemoryError, ValueError) as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        why = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}"
+        click.echo(f"fuzzkern: error: {option}: cannot write {path}: {why}; what the run found "
+                   "is above (and in the corpus, unless --no-corpus)", err=True)
+        return False
 
 
 def _print_coverage(console: Console, a: _RunArgs, done: _Done, modes: tuple[str, ...]
@@ -1112,7 +1138,7 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
         console = Console(highlight=False, width=160)
     modes = _modes(modes_text) if modes_text else None
     _check_timeout(timeout)
-    _corpus_limits()
+    _check_variables()
     items = _replay_items(paths)
     if not items:
         click.echo(f"fuzzkern replay: no corpus entries in {', '.join(paths or ('corpus',))}")
@@ -1142,12 +1168,13 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
     sys.exit(_replay_exit(counts, len(items)))
 
 
-def _corpus_limits() -> None:
-    """``$FUZZKERN_CORPUS_LIMITS`` checked up front: a bad value is a usage error."""
-    from fuzzkern.corpus import limits
+def _check_variables() -> None:
+    """The ``FUZZKERN_*`` variables (``$FUZZKERN_CORPUS_LIMITS``, ``$FUZZKERN_AHEAD``, ...)
+    checked up front: a bad value is a usage error."""
+    from fuzzkern.search import variables
 
     try:
-        limits.current()
+        variables.check()
     except FuzzkernError as e:
         _fail_usage(str(e))
 
@@ -1223,7 +1250,7 @@ def repro(entry_path: str, output: str | None, allow_outside_root: bool = False)
     from fuzzkern.corpus import repro as repro_module
     from fuzzkern.corpus import store as corpus
 
-    _corpus_limits()
+    _check_variables()
     try:
         entry = corpus.load(entry_path)
     except FuzzkernError as e:

@@ -4,6 +4,7 @@ Imports torch when called."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from fuzzkern.case.model import Case
@@ -26,14 +27,33 @@ def storages_of(case: Case) -> dict[str, torch.Tensor]:
     return {name: storage_of(materialize(tc)) for name, tc in case.tensors.items()}
 
 
-def tensors_from_storages(path: str, case: Case) -> dict[str, torch.Tensor]:
+def viewed_bytes(case: Case) -> int:
+    """The bytes of ``case``'s tensor inputs as the case uses them: each its storage or its
+    view (elements x element size, what a copy of it takes), whichever is larger. A stride-0
+    view of 2**28 elements over one stored element counts 2**28 elements."""
+    from fuzzkern.case.model import torch_dtype
+
+    total = 0
+    for tc in case.tensors.values():
+        itemsize = torch_dtype(tc.dtype).itemsize
+        total += max(tc.storage_size, math.prod(tc.shape)) * itemsize
+    return total
+
+
+def tensors_from_storages(path: str, case: Case, most_bytes: int | None = None
+                          ) -> dict[str, torch.Tensor]:
     """The case's tensor inputs rebuilt from stored storages: each its own allocation, with the
-    case's exact shape, strides and storage offset (worker side; imports torch)."""
+    case's exact shape, strides and storage offset (worker side; imports torch). With
+    ``most_bytes``, a case whose :func:`viewed_bytes` pass it is refused before anything is
+    loaded or allocated."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     from fuzzkern.case.model import torch_dtype
 
+    if most_bytes is not None and (viewed := viewed_bytes(case)) > most_bytes:
+        raise CorpusError(f"{path}: refused: the case's inputs view {viewed} bytes, past the "
+                          f"limit of {most_bytes} (FUZZKERN_CORPUS_LIMITS case_bytes=...)")
     try:
         loaded = load_file(path)
     except (OSError, SafetensorError) as e:

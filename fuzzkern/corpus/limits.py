@@ -8,7 +8,7 @@ pull request, so its files are read as untrusted data (docs/corpus.md, "Untruste
 - **Numbers** (:func:`check_document`, :func:`check_case`): every JSON value is checked before
   use: nesting depth, finite floats, integers within 64 bits, and a case's tensors (whole
   numbers, non-negative, a view that fits its storage, and at most :class:`Limits` elements
-  and bytes).
+  and bytes, counting what each view takes once copied, not only what it stores).
 
 The caps are :class:`Limits`; ``FUZZKERN_CORPUS_LIMITS`` sets any of them, e.g.
 ``FUZZKERN_CORPUS_LIMITS="storage_bytes=4GiB,case_bytes=8GiB"``:
@@ -56,10 +56,12 @@ class Limits:
     #: bytes of an entry's JSON file
     entry_bytes: int = 16 * MiB
     #: elements of one tensor input (its view: the product of its shape)
-    tensor_elements: int = 2**28
-    #: bytes of one tensor input's storage
+    tensor_elements: int = 2**24
+    #: bytes of one tensor input's storage, and of its view (elements x element size: what
+    #: a copy of it takes, a stride-0 or expanded view too)
     storage_bytes: int = 1 * GiB
-    #: bytes of all of a case's storages together
+    #: bytes of all of a case's tensor inputs together (each its storage or its view,
+    #: whichever is larger)
     case_bytes: int = 2 * GiB
     #: nesting of JSON objects and lists
     depth: int = 32
@@ -215,15 +217,29 @@ def _tensor(name: str, t: Any, limits: Limits) -> int:
     if elements > limits.tensor_elements:
         raise _Bad(f"input {name!r}: shape {dims} has {elements} elements, past "
                    f"{_over('tensor_elements', limits)}")
-    nbytes = size * torch_dtype(dtype).itemsize
+    itemsize = torch_dtype(dtype).itemsize
+    nbytes = size * itemsize
     if nbytes > limits.storage_bytes:
         raise _Bad(f"input {name!r}: a storage of {size} {dtype} elements ({nbytes} bytes) is "
                    f"past {_over('storage_bytes', limits)}")
+    # memory follows what a case views, not what it stores: every copy of the input (the
+    # launcher's output, the float64 reference, a replay's red zones) is the view's size, so a
+    # stride-0 view of 2**28 elements over one stored element counts as 2**28 elements
+    viewed = view_bytes(dims, itemsize)
+    if viewed > limits.storage_bytes:
+        raise _Bad(f"input {name!r}: a view of {elements} {dtype} elements ({viewed} bytes, "
+                   f"over a storage of {size}) is past {_over('storage_bytes', limits)}")
     last = offset + sum((n - 1) * s for n, s in zip(dims, steps, strict=True))
     if elements and last >= size:
         raise _Bad(f"input {name!r}: the view (shape {dims}, strides {steps}, offset {offset}) "
                    f"reaches element {last} of a storage of {size}")
-    return nbytes
+    return max(nbytes, viewed)
+
+
+def view_bytes(shape: list[int], itemsize: int) -> int:
+    """The bytes a view of ``shape`` takes once copied (an expanded or stride-0 view too):
+    its elements times the element size."""
+    return math.prod(shape) * itemsize
 
 
 def check_case(case: Any, limits: Limits, where: str) -> None:
@@ -244,6 +260,7 @@ def check_case(case: Any, limits: Limits, where: str) -> None:
             if isinstance(v, Mapping) and "tensor" in v:
                 total += _tensor(name, v["tensor"], limits)
         if total > limits.case_bytes:
-            raise _Bad(f"its storages take {total} bytes, past {_over('case_bytes', limits)}")
+            raise _Bad(f"its views and storages take {total} bytes, past "
+                       f"{_over('case_bytes', limits)}")
     except _Bad as e:
         raise CorpusError(f"{where}: refused: {e}") from None

@@ -1232,6 +1232,7 @@ def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
         return cannot(f"it failed only in {', '.join(entry.failing_modes)} mode, which is not "
                       f"run here{why}", here=True)
     options: dict[str, Any] = {"modes": run_modes, "storages": entry.storages_path,
+                               "case_bytes": limits.current().case_bytes,
                                "debug": bool(debug or entry.options.get("debug", False))}
     if checks:
         options["checks"] = dict(checks)

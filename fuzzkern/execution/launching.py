@@ -51,14 +51,48 @@ def exception_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {message}"
 
 
+#: how deep a launcher's or reference's lists and tuples may nest before they are compared
+#: as the flat sequence of their leaves (a list nested 3000 deep would overflow the stack of
+#: every recursive step after: comparing, describing, copying)
+OUTPUT_DEPTH = 32
+
+
 def as_outputs(result: Any) -> tuple[Any, ...] | None:
+    """A launcher's or reference's result as a tuple of outputs. Lists and tuples nested
+    deeper than :data:`OUTPUT_DEPTH` become the flat tuple of their leaves, in order (both
+    sides alike, so a wrong value deep inside is still found)."""
     if result is None:
         return None
     if isinstance(result, torch.Tensor):
         return (result,)
     if isinstance(result, (tuple, list)):
-        return tuple(result)
+        return tuple(result) if _depth(result) <= OUTPUT_DEPTH else _leaves(result)
     return (result,)
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value``'s lists and tuples nest (iterative; stops past :data:`OUTPUT_DEPTH`)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, (tuple, list)):
+            deepest = max(deepest, d)
+            if deepest > OUTPUT_DEPTH:
+                return deepest
+            todo.extend((x, d + 1) for x in v)
+    return deepest
+
+
+def _leaves(value: Any) -> tuple[Any, ...]:
+    """The non-list, non-tuple items of ``value``, depth first, in order (iterative)."""
+    out, todo = [], [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, (tuple, list)):
+            todo.extend(reversed(v))
+        else:
+            out.append(v)
+    return tuple(out)
 
 
 def storage_labels(tensors: Mapping[str, torch.Tensor]) -> dict[int, str]:

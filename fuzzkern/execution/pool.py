@@ -399,6 +399,7 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         compiling_ahead = ahead.size_of(env.get(ahead.AHEAD_ENV, "0")) > 0 and ahead.install()
     except ValueError:
         compiling_ahead = False
+    judge = _judge_snapshot()  # before any case's code ran
     capture = _Capture().start()
     while True:
         try:
@@ -419,7 +420,7 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
         if compiling_ahead:
             ahead.begin_case(ref, case_json)
         timer = stages.begin()
-        result = run_case_or_harness_error(ref, case_json, options)
+        result = bounded(run_case_or_harness_error(ref, case_json, options))
         killed = end_case_processes()
         if killed:
             result["killed"] = killed
@@ -429,7 +430,76 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
             result["output"] = text
             result["output_bytes"] = total
         result["timings"] = stages.finish(timer)
+        replaced = _judge_replaced(judge)
+        if replaced:  # the verdict came from the case's own code: a failure, and a new worker
+            result = bounded(Outcome(
+                Verdict.ERROR,
+                f"the case's host code replaced fuzzkern's own {replaced} in its worker, so "
+                "its verdict cannot be trusted",
+                {"worker": ModeResult("worker", "error", error=f"replaced: {replaced}")},
+            ).to_json())
+            result["replace_worker"] = True
         conn.send(result)
+
+
+def _judge_snapshot() -> dict[str, tuple[Any, Any]]:
+    """What the verdict is computed with, before any case runs: every function and class of
+    fuzzkern's judge modules and of the runner that calls them, with each function's code."""
+    import sys
+
+    out = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name.startswith("fuzzkern.judge")
+                                  or name == "fuzzkern.execution.runner"):
+            continue
+        for attr, value in list(vars(module).items()):
+            if callable(value) and getattr(value, "__module__", None) == name:
+                out[f"{name}.{attr}"] = (value, getattr(value, "__code__", None))
+    return out
+
+
+def _judge_replaced(snapshot: dict[str, tuple[Any, Any]]) -> str | None:
+    """The first function or class of :func:`_judge_snapshot` a case replaced (its module's
+    attribute, or a function's code), if any."""
+    import sys
+
+    for key, (value, code) in snapshot.items():
+        name, _, attr = key.rpartition(".")
+        now = getattr(sys.modules.get(name), attr, None)
+        if now is not value or getattr(now, "__code__", None) is not code:
+            return key
+    return None
+
+
+#: characters of any one text a case's outcome carries (an exception's message, a
+#: traceback): a launcher raising a 40 MB message costs 40 MB in its worker, never in the
+#: parent, the corpus or a report; the head and the tail are kept, the finding with them
+MESSAGE_CHARS = 8 * 1024
+
+
+def bounded(value: Any, most: int = MESSAGE_CHARS) -> Any:
+    """``value`` (an outcome's JSON) with every string longer than ``most`` characters cut
+    to its head and tail around a note of how much was cut. Iterative: an outcome nested
+    deep (a deep output's description) costs no recursion."""
+    def cut(text: str) -> str:
+        if len(text) <= most:
+            return text
+        head, tail = text[:most * 3 // 4], text[-(most // 4):]
+        return f"{head}\n[... {len(text) - len(head) - len(tail)} characters cut ...]\n{tail}"
+
+    if isinstance(value, str):
+        return cut(value)
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        keys = v.keys() if isinstance(v, dict) else range(len(v)) if isinstance(v, list) else ()
+        for k in keys:
+            item = v[k]
+            if isinstance(item, str):
+                v[k] = cut(item)
+            elif isinstance(item, (dict, list)):
+                todo.append(item)
+    return value
 
 
 #: bytes of a case's stdout/stderr a worker keeps (the rest is counted, not kept)
@@ -546,8 +616,36 @@ class _Capture:
         return kept.decode("utf-8", errors="replace"), total
 
 
+def _watchdog_main(worker: int, owner: int) -> None:
+    """Watch a worker for its owner (the fuzzkern process that runs its cases): when the owner
+    dies first (SIGKILLed, an OOM kill), SIGKILL every process of the worker's tree and the
+    worker. The worker's own parent-death signal does that too, unless the case it runs
+    cleared it (``prctl(PR_SET_PDEATHSIG, 0)``): this process, a sibling of the worker that
+    runs no case, is not in its reach. Ends when the worker does. Waits on pidfds (Linux
+    5.3+), so it costs no CPU; without them there is no watchdog."""
+    import select
+
+    try:
+        fds = [os.pidfd_open(owner), os.pidfd_open(worker)]
+    except (AttributeError, OSError):  # pragma: no cover - an old kernel, or gone already
+        return
+    poll = select.poll()
+    for fd in fds:
+        poll.register(fd, select.POLLIN)
+    while True:
+        ready = {fd for fd, _ in poll.poll()}
+        if fds[0] in ready:
+            end_descendants(worker)
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(fds[1], signal.SIGKILL)
+            end_descendants(worker)
+            return
+        if fds[1] in ready:
+            return
+
+
 class Worker:
-    """One worker process and the pipe to it."""
+    """One worker process and the pipe to it, and its watchdog (:func:`_watchdog_main`)."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         ctx = _context()
@@ -556,6 +654,16 @@ class Worker:
         self.process.start()
         child.close()
         self.cases = 0
+        #: ends the worker's process tree if this process dies first (:func:`_watchdog_main`)
+        self.watchdog = ctx.Process(target=_watchdog_main, args=(self.process.pid, os.getpid()),
+                                    daemon=True)
+        self.watchdog.start()
+
+    def _end_watchdog(self) -> None:
+        self.watchdog.join(1)  # it ends by itself once the worker has
+        if self.watchdog.is_alive():
+            self.watchdog.kill()
+            self.watchdog.join(1)
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -569,6 +677,7 @@ class Worker:
             self.process.kill()
         self.process.join(5)
         self.conn.close()
+        self._end_watchdog()
         return killed
 
     def close(self) -> None:
@@ -580,6 +689,7 @@ class Worker:
         if self.process.is_alive():
             self.process.kill()
             self.process.join(2)
+        self._end_watchdog()
         self.conn.close()
 
 
@@ -858,6 +968,9 @@ class WorkerPool:
         #: processes the cases started that were still running when their case ended (or
         #: their worker was killed), and were killed (:func:`end_descendants`)
         self.killed = 0
+        #: workers SIGKILLed mid-case whose case then ran again (:meth:`_again_if_killed`)
+        self.outside_kills = 0
+        self._again = False
         #: a hard stop (``time.monotonic()``): a case still running then is cut short and
         #: :class:`StopTime` raised; None: none
         self.stop_at: float | None = None
@@ -943,7 +1056,8 @@ class WorkerPool:
                 try:
                     result = worker.conn.recv()
                 except (EOFError, OSError):
-                    return self._died(worker, start, clock)
+                    return self._again_if_killed(self._died(worker, start, clock),
+                                                 (ref, case_json, options, timeout, cost_cap))
                 if isinstance(result, dict):
                     break
                 self._event(result, clock, now)
@@ -964,6 +1078,8 @@ class WorkerPool:
         self._account(clock, time.monotonic())
         worker.cases += 1
         self.killed += int(result.pop("killed", 0) or 0)
+        if result.pop("replace_worker", False):  # its case replaced fuzzkern's judge there
+            self.replace()
         outcome = Outcome.from_json(result)
         if outcome.timings:  # what the worker did not measure: pickling, the pipe, waking up
             outcome.timings["ipc"] = round(max(
@@ -1041,6 +1157,20 @@ class WorkerPool:
             died = Outcome.from_json(postmortem(died.to_json()))
         self.replace()
         return died
+
+    def _again_if_killed(self, died: Outcome, call: tuple[Any, ...]) -> Outcome:
+        """A worker SIGKILLed mid-case (an OOM killer, a CI agent, a person) is replaced and
+        its case runs once more in the new one: only a case whose worker is killed again is a
+        crash, so one kill from outside is neither a finding nor the end of the search."""
+        worker = died.modes.get("worker")
+        if self._again or worker is None or worker.detail.get("exit") != "SIGKILL":
+            return died
+        self.outside_kills += 1
+        self._again = True
+        try:
+            return self._run(*call)
+        finally:
+            self._again = False
 
     @contextmanager
     def limits(self, *, stop_at: float | None = None,

@@ -72,7 +72,7 @@ class _Run:
         elif storages:  # a corpus replay: the exact stored bytes, not the value recipe
             from fuzzkern.case.storage import tensors_from_storages
 
-            self.base = tensors_from_storages(storages, case)
+            self.base = tensors_from_storages(storages, case, options.get("case_bytes"))
         else:
             with stage("materialize"):
                 self.base = {name: materialize(tc) for name, tc in case.tensors.items()}

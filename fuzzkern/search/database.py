@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from hypothesis.database import ExampleDatabase
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from fuzzkern.errors import FuzzkernError
 
@@ -80,7 +80,7 @@ def open_database(spec: str | os.PathLike[str] | None, *, read_only: bool = Fals
     :class:`~hypothesis.database.ReadOnlyDatabase`: a run replays what is stored and adds
     nothing (the ``ci`` profile of the pytest plugin).
     """
-    from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
+    from hypothesis.database import ReadOnlyDatabase
 
     if spec is None:
         return None
@@ -90,15 +90,68 @@ def open_database(spec: str | os.PathLike[str] | None, *, read_only: bool = Fals
         return None
     db: Any
     if is_redis(text):
-        db = FallbackDatabase(_open_redis(text, connect_timeout), fallback,
-                              describe_spec(text))
+        try:
+            db = FallbackDatabase(_open_redis(text, connect_timeout), fallback,
+                                  describe_spec(text))
+        except BrokenRedis as e:  # it answers, but not as Redis: the run goes on without it
+            db = FallbackDatabase(None, fallback, describe_spec(text))
+            db.refuse(e)
     else:
         folder = os.path.expanduser(text)
         if os.path.exists(folder) and not os.path.isdir(folder):
             raise DatabaseError(f"Expected a folder for the example database but {text!r} is a "
                                 "file; pass a folder, redis://host:port/n or none.")
-        db = DirectoryBasedExampleDatabase(folder)
+        db = FolderDatabase(folder)
     return ReadOnlyDatabase(db) if read_only else db
+
+
+#: the largest value (one choice sequence) read from an example database; Hypothesis's own
+#: are a few KiB. Larger ones are skipped, as are files that are not regular files.
+VALUE_BYTES = 1 << 20
+
+#: the most bytes one Redis reply may take before the server counts as broken (a flood)
+REPLY_BYTES = 16 << 20
+
+#: seconds a Redis server may take to answer once connected (a server that stops answering
+#: mid-run then drops to the local database instead of hanging the run)
+REPLY_TIMEOUT = 15.0
+
+
+class FolderDatabase(DirectoryBasedExampleDatabase):
+    """Hypothesis's folder database, read as untrusted data: only regular files of at most
+    :data:`VALUE_BYTES` below the folder's own real path are read, each opened without
+    following a link (``O_NOFOLLOW``) or blocking (``O_NONBLOCK``, then ``fstat``). A FIFO, a
+    device or a link to ``/dev/zero`` in the folder is skipped, never read."""
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        import stat
+
+        folder = self._key_path(key)
+        try:
+            real = os.path.realpath(self.path)
+            if os.path.islink(folder) or os.path.realpath(folder) != os.path.join(
+                    real, folder.name) or not folder.is_dir():
+                return
+            names = os.listdir(folder)
+        except OSError:
+            return
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        for name in names:
+            try:
+                fd = os.open(folder / name, flags)
+            except OSError:
+                continue
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_size > VALUE_BYTES:
+                    continue
+                data = os.read(fd, VALUE_BYTES + 1)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+            if len(data) <= VALUE_BYTES:
+                yield data
 
 
 def _open_redis(url: str, connect_timeout: float) -> Any:
@@ -111,19 +164,78 @@ def _open_redis(url: str, connect_timeout: float) -> Any:
             "Install it with `pip install 'fuzzkern[redis]'`, or use a folder as the database."
         ) from None
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=connect_timeout)
+        client = redis.Redis.from_url(url, socket_connect_timeout=connect_timeout,
+                                      socket_timeout=max(connect_timeout, REPLY_TIMEOUT))
     except ValueError as e:
         raise DatabaseError(
             f"Expected a URL like redis://host:6379/0 but got db={url!r} ({e})."
         ) from None
+    pool = client.connection_pool
+    pool.connection_class = _bounded(pool.connection_class)
     try:
-        client.ping()
+        answer = client.ping()
     except redis.RedisError as e:
         raise DatabaseError(
-            f"cannot reach the Redis database at {url!r}: {type(e).__name__}: {e}. Start "
-            "redis-server there, or pass a folder or `none` as the database."
+            f"cannot reach the Redis database at {describe_spec(url)!r}: {type(e).__name__}: "
+            f"{_short(e)}. Start redis-server there, or pass a folder or `none` as the "
+            "database."
         ) from None
+    except Exception as e:  # a reply redis-py cannot make sense of (+OK to HELLO, ...)
+        raise BrokenRedis(f"a reply that is not what Redis sends ({type(e).__name__}: "
+                          f"{_short(e)})") from None
+    if answer is not True:
+        raise BrokenRedis(f"it answered PING with {_short(answer)}, not PONG")
     return RedisExampleDatabase(client, key_prefix=REDIS_KEY_PREFIX)
+
+
+class BrokenRedis(Exception):
+    """A server that answers, but not as Redis does (``+OK`` to everything, a flood, values
+    of the wrong type): refused, and the run goes on with the local database."""
+
+
+def _short(value: Any, most: int = 120) -> str:
+    text = " ".join(repr(value).split()) if not isinstance(value, BaseException) else " ".join(
+        str(value).split())
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
+
+
+def _bounded(base: type) -> type:
+    """``base`` (a redis-py connection class) whose socket refuses a reply past
+    :data:`REPLY_BYTES`: a server that floods is a connection error, not a MemoryError."""
+    import redis
+
+    class Counted:
+        def __init__(self, sock: Any) -> None:
+            self._sock, self._got = sock, 0
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._sock, name)
+
+        def _count(self, n: int) -> None:
+            self._got += n
+            if self._got > REPLY_BYTES:
+                raise redis.ConnectionError(
+                    f"a reply of more than {REPLY_BYTES} bytes (a flood, not a Redis server?)")
+
+        def recv(self, *args: Any) -> bytes:
+            data: bytes = self._sock.recv(*args)
+            self._count(len(data))
+            return data
+
+        def recv_into(self, buffer: Any, *args: Any) -> int:
+            n: int = self._sock.recv_into(buffer, *args)
+            self._count(n)
+            return n
+
+        def sendall(self, data: Any, *args: Any) -> None:
+            self._got = 0  # a new request: its reply is counted afresh
+            self._sock.sendall(data, *args)
+
+    class BoundedConnection(base):  # type: ignore[misc, valid-type]
+        def _connect(self) -> Any:
+            return Counted(super()._connect())
+
+    return BoundedConnection
 
 
 class FallbackDatabase(ExampleDatabase):
@@ -140,23 +252,23 @@ class FallbackDatabase(ExampleDatabase):
     def __repr__(self) -> str:
         return f"FallbackDatabase({self.primary!r}, fallback={self.fallback_path!r})"
 
-    def _switch(self, error: BaseException) -> Any:
-        from hypothesis.database import DirectoryBasedExampleDatabase
-
+    def refuse(self, error: BaseException) -> None:
+        """Go on with the local database from now on, saying why in one line."""
         if self.local is None:
-            self.local = DirectoryBasedExampleDatabase(os.path.expanduser(self.fallback_path))
-            message = (f"the example database {self.label} dropped ({type(error).__name__}: "
-                       f"{error}); going on with the local database {self.fallback_path}")
+            self.local = FolderDatabase(os.path.expanduser(self.fallback_path))
+            why = (f"refused: {_short(error)}" if isinstance(error, BrokenRedis) else
+                   f"dropped ({type(error).__name__}: {_short(error)})")
+            message = (f"the example database {self.label} {why}; going on with the local "
+                       f"database {self.fallback_path}")
             print(f"fuzzkern: warning: {message}", file=sys.stderr, flush=True)
             warnings.warn(message, DatabaseFallbackWarning, stacklevel=3)
-        return self.local
 
     def _call(self, method: str, *args: Any) -> Any:
         if self.local is None:
             try:
                 return getattr(self.primary, method)(*args)
-            except _connection_errors() as e:
-                self._switch(e)
+            except _broken() as e:
+                self.refuse(_as_broken(e))
         return getattr(self.local, method)(*args)
 
     def save(self, key: bytes, value: bytes) -> None:
@@ -172,21 +284,32 @@ class FallbackDatabase(ExampleDatabase):
         if self.local is None:
             try:  # read it all here: a server that drops half-way through fails in this call
                 values = list(self.primary.fetch(key))
-            except _connection_errors() as e:
-                self._switch(e)
+                if not all(isinstance(v, bytes) and len(v) <= VALUE_BYTES for v in values):
+                    raise BrokenRedis("it answered SMEMBERS with something other than a set "
+                                      f"of values of at most {VALUE_BYTES} bytes")
+            except _broken() as e:
+                self.refuse(_as_broken(e))
             else:
                 yield from values
                 return
         yield from self.local.fetch(key)
 
 
-def _connection_errors() -> tuple[type[BaseException], ...]:
+def _broken() -> tuple[type[BaseException], ...]:
+    """What a Redis that drops or misbehaves raises: connection errors, and the type errors
+    of replies that are not what Redis sends (``+OK`` where a number or a set belongs)."""
     try:
         import redis
 
-        return (redis.RedisError, OSError)
+        return (redis.RedisError, OSError, BrokenRedis, TypeError, ValueError)
     except ImportError:  # pragma: no cover
-        return (OSError,)
+        return (OSError, BrokenRedis, TypeError, ValueError)
+
+
+def _as_broken(error: BaseException) -> BaseException:
+    if isinstance(error, (TypeError, ValueError)):
+        return BrokenRedis(f"a reply that is not what Redis sends ({_short(error)})")
+    return error
 
 
 def describe_spec(spec: str | None) -> str:

@@ -193,3 +193,75 @@ monkeypatches = fuzzkern.Target(launcher=_monkeypatches, reference=lambda x: x, 
 floods = fuzzkern.Target(launcher=_floods, reference=lambda x: x, inputs=_X, dims=_DIMS)
 ignores_signals = fuzzkern.Target(launcher=_ignores_signals, reference=lambda x: x, inputs=_X,
                                   dims={"N": fks.sizes(max_value=8)}, timeout=2.0)
+
+
+def _tells_its_pid(x):
+    # every case: append this worker's pid, so a test can kill the worker from outside
+    with open(os.environ["FUZZKERN_TEST_MARK"], "a") as fh:
+        fh.write(f"{os.getpid()}\n")
+    time.sleep(0.02)
+    return x * 1
+
+
+tells_its_pid = fuzzkern.Target(launcher=_tells_its_pid, reference=lambda x: x, inputs=_X,
+                                dims=_DIMS)
+
+
+def _raises_40mb(x):
+    if x.shape[0] > 3:
+        raise ValueError("BAD-INDEX " + "y" * (40 << 20) + " END")
+    return x * 1
+
+
+raises_40mb = fuzzkern.Target(launcher=_raises_40mb, reference=lambda x: x, inputs=_X,
+                              dims=_DIMS)
+
+
+def _clears_pdeathsig(x):
+    # a case that turns off its worker's parent-death signal, then spins: only a watchdog
+    # outside the worker ends it when fuzzkern is SIGKILLed
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, 0)  # PR_SET_PDEATHSIG, 0
+    with open(os.environ["FUZZKERN_TEST_MARK"], "w") as fh:
+        fh.write(str(os.getpid()))
+    while True:
+        pass
+
+
+clears_pdeathsig = fuzzkern.Target(launcher=_clears_pdeathsig, reference=lambda x: x,
+                                   inputs=_X, dims={"N": fks.sizes(max_value=8)}, timeout=300.0)
+
+
+def _nest(v, n=3000):
+    for _ in range(n):
+        v = [v]
+    return v
+
+
+def _deep_wrong(x):
+    y = x * 1
+    if x.shape[0] > 3:
+        y[0] = 7.0
+    return _nest(y)
+
+
+# a launcher and reference returning a list nested 3000 deep (past every recursion limit)
+deep_outputs = fuzzkern.Target(launcher=_deep_wrong, reference=lambda x: _nest(x), inputs=_X,
+                               dims=_DIMS)
+
+
+def _replaces_compare(x):
+    # a launcher that makes every comparison in its worker pass
+    import fuzzkern.judge.oracle as oracle
+    from fuzzkern.judge.outcome import Comparison
+
+    oracle.compare = lambda *a, **k: Comparison(ok=True)
+    y = x * 1
+    if x.shape[0] > 3:
+        y[0] = 7.0
+    return y
+
+
+replaces_compare = fuzzkern.Target(launcher=_replaces_compare, reference=lambda x: x,
+                                   inputs=_X, dims=_DIMS)

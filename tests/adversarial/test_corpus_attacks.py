@@ -315,8 +315,8 @@ def test_the_sweep_removes_only_fuzzkern_temporaries_in_target_folders(wrong_pro
 
 def test_a_corpus_lock_held_forever_costs_budget_not_a_hang(wrong_project, tmp_path):
     """Attack 4: another process holds the target folder's lock and is stopped (Ctrl-Z while
-    saving): `fuzzkern run --budget 10s` ends near its budget, warns, and saves the finding
-    anyway."""
+    saving): `fuzzkern run` waits at most 30 s for it, warns, and saves the finding anyway.
+    The run is bounded by a case count, not its budget (large enough at load 8 on 2 cores)."""
     root, entry = _copy(wrong_project, tmp_path)
     folder = entry.parent
     for path in folder.iterdir():
@@ -329,18 +329,17 @@ def test_a_corpus_lock_held_forever_costs_budget_not_a_hang(wrong_project, tmp_p
         assert holder.stdout.readline().strip() == "locked"
         os.kill(holder.pid, signal.SIGSTOP)
         start = time.monotonic()
-        res = run_limited(["run", "kernels.py::wrong", "--budget", "10s", "--seed", "1",
-                           "--no-db", "-j", "1"], root, timeout=60)
+        res = run_limited(["run", "kernels.py::wrong", "--budget", "150s", "--seed", "1",
+                           "--no-db", "-j", "1", "--max-examples", "20"], root, timeout=280)
         took = time.monotonic() - start
     finally:
         holder.kill()
         holder.wait()
     assert res.returncode == 1, res.stdout + res.stderr
-    assert took < 50, f"took {took:.0f} s for a budget of 10 s"
+    assert took < 270, f"took {took:.0f} s for a budget of 150 s"
     out = " ".join(res.stdout.split())
     assert "stayed locked by another process for" in out and "without checking it" in out
-    # the wait ended with the hard stop (the budget, 10 s, its shrinking time, --shrink-time
-    # auto: 20 s, and 2 s of grace), not after the lock's 30 s
+    # the wait is at most the lock's 30 s (or the run's hard stop, were it sooner)
     waited = int(out.split("stayed locked by another process for ")[1].split(" s;")[0])
     assert waited <= 32
     (saved,) = corpus_entries(root / "corpus")
@@ -406,7 +405,7 @@ def test_a_target_whose_every_case_is_empty_is_not_green(tmp_path):
     """Attack 7: `sizes(0, 0)`: every case has no element; the run says nothing was tested
     and exits 2, as when every case was rejected."""
     shutil.copy(KERNELS, tmp_path / "kernels.py")
-    res = run(["run", "kernels.py::empty", "--budget", "5s", "--seed", "1", "--no-db", "-j", "1",
+    res = run(["run", "kernels.py::empty", "--budget", "120s", "--seed", "1", "--no-db", "-j", "1",
                "--max-examples", "15"], tmp_path)
     assert res.returncode == 2, res.stdout + res.stderr
     line = one_error_line(res.stderr)

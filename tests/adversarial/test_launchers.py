@@ -199,3 +199,13 @@ def test_a_frozen_or_hostile_redis_is_one_usage_error(project, reply):
     assert res.returncode == 2, res.stdout + res.stderr
     assert "--db" in one_error_line(res.stderr) and took < 40
     assert corpus_entries(project / "corpus") == []
+
+
+def test_a_launcher_that_replaces_the_comparison_is_a_failure(project):
+    """Issue 42: a launcher assigning ``fuzzkern.judge.oracle.compare`` (always ok) in its
+    worker: the run fails (exit 1) naming what was replaced, not 20 passing cases."""
+    res = run_limited(["run", "kernels.py::replaces_compare", *RUN], project, timeout=240)
+    assert res.returncode == 1, res.stdout + res.stderr
+    out = " ".join(res.stdout.split())
+    assert "replaced fuzzkern's own fuzzkern.judge.oracle.compare" in out, out
+    assert len(corpus_entries(project / "corpus")) == 1

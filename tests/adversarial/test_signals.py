@@ -142,3 +142,22 @@ def test_kill_loop_over_concurrent_writers(tmp_path):
         assert not isinstance(entry, Exception), entry
         corpus.check_storages(entry)
     assert not [n for n in os.listdir(folder) if n.endswith(".tmp")]
+
+
+def test_a_case_that_clears_its_parent_death_signal_does_not_outlive_fuzzkern(project):
+    """Issue 42: the case calls prctl(PR_SET_PDEATHSIG, 0) and spins; fuzzkern is SIGKILLed:
+    the worker's watchdog (a sibling, outside the worker's reach) kills it within seconds."""
+    mark = project / "worker-pid"
+    proc = start(["run", "kernels.py::clears_pdeathsig", "--budget", "120s", "--no-db", "-j",
+                  "1"], project, {"FUZZKERN_TEST_MARK": str(mark)})
+    try:
+        wait_for(lambda: mark.exists() and mark.read_text().strip(), 120, "the spinning case",
+                 proc)
+        worker = int(mark.read_text())
+        pids = descendants(proc.pid)
+        assert worker in pids
+        proc.kill()
+        proc.communicate(timeout=60)
+        assert survivors(pids - {proc.pid}, wait=15) == []
+    finally:
+        proc.kill()

@@ -1,0 +1,121 @@
+"""Hostile surroundings (issue 42): environment variables, full disks, killed workers. Each
+attack ends in one clear line or a run that goes on, within memory and time limits."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.adversarial.conftest import KERNELS, one_error_line, run_limited, start, wait_for
+
+#: a short run: a case count, not seconds, decides what it does (the budget is for a busy CI)
+RUN = ["--budget", "120s", "--seed", "1", "--no-db", "-j", "1", "-q"]
+
+BAD_VARIABLES = [
+    ("FUZZKERN_AHEAD", "many", "FUZZKERN_AHEAD"),
+    ("FUZZKERN_AHEAD", "-3", "FUZZKERN_AHEAD"),
+    ("FUZZKERN_AHEAD", "9" * 30, "at most"),
+    ("FUZZKERN_CORPUS_LIMITS", "speed=3", "unknown limit 'speed'"),
+    ("FUZZKERN_CORPUS_LIMITS", "depth=1e3", "depth must be"),
+    ("FUZZKERN_GPUS", "two", "FUZZKERN_GPUS"),
+    ("FUZZKERN_PROFILE", "fastest", "profile='fastest'"),
+    ("FUZZKERN_AHEAD", "4\n--evil", "one line"),
+]
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    shutil.copy(KERNELS, tmp_path / "kernels.py")
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", ["run", "replay"])
+@pytest.mark.parametrize("name,value,expect", BAD_VARIABLES)
+def test_a_bad_variable_is_one_line_and_exit_2(project, command, name, value, expect):
+    """A bad FUZZKERN_* value: one line naming it, exit 2, nothing run or written."""
+    args = (["run", "kernels.py::wrong", *RUN, "--max-examples", "3"] if command == "run"
+            else ["replay"])
+    res = run_limited(args, project, timeout=120, extra_env={name: value})
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert expect in one_error_line(res.stderr)
+    assert not (project / "corpus").exists()
+
+
+@pytest.mark.parametrize("name,value,expect", BAD_VARIABLES[::3])
+def test_a_bad_variable_is_a_usage_error_in_pytest(pytester, monkeypatch, name, value, expect):
+    """The pytest plugin: a usage error naming the variable, no traceback, no INTERNALERROR."""
+    shutil.copy(KERNELS, pytester.path / "test_k.py")
+    monkeypatch.setenv(name, value)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_k.py")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert expect in text
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+
+
+def test_a_worker_killed_from_outside_is_replaced_and_the_run_goes_on(project, tmp_path):
+    """One SIGKILL to the worker mid-run (as an OOM killer or a CI agent sends): the worker is
+    replaced, its case runs again, the run does every case it was asked for (no early stop),
+    finds nothing false and exits 0."""
+    mark = tmp_path / "pids"
+    proc = start(["run", "kernels.py::tells_its_pid", *RUN, "--max-examples", "60"], project,
+                 {"FUZZKERN_TEST_MARK": str(mark)})
+    try:
+        wait_for(lambda: mark.exists() and len(mark.read_text().split()) >= 5, 120,
+                 "five cases", proc)
+        first = int(mark.read_text().split()[0])
+        os.kill(first, signal.SIGKILL)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out + err
+    pids = mark.read_text().split()
+    assert len(set(pids)) >= 2  # a new worker took over
+    text = " ".join(out.split())
+    assert "fuzzkern-limit" not in text and "crash" not in text, text
+    assert "│ kernels::tells_its_pid │ ok │ 60 │ " in text, text  # every case asked for ran
+
+
+@pytest.mark.parametrize("target,refused", [("wrong", "--html"), ("chatty", "--report")])
+def test_a_full_disk_while_reports_are_written(tmp_path, target, refused):
+    """A file size limit (RLIMIT_FSIZE, as a full disk: writes fail) between the sizes of the
+    two reports: the one past it is one error line, the other is still written (the HTML
+    after a failed JSON too), no ``*.tmp<pid>`` file is left, the finding is in the corpus
+    and the run exits 1."""
+    import resource
+
+    sizes = {}
+    for name in ("measure", "limited"):
+        project = tmp_path / name
+        project.mkdir()
+        shutil.copy(KERNELS, project / "kernels.py")
+        args = ["run", f"kernels.py::{target}", *RUN, "--max-examples", "20",
+                "--report", "r.json", "--html", "r.html"]
+        if name == "measure":
+            res = run_limited(args, project, timeout=180)
+            assert res.returncode == 1, res.stdout + res.stderr
+            sizes = {"--report": (project / "r.json").stat().st_size,
+                     "--html": (project / "r.html").stat().st_size,
+                     "corpus": max(p.stat().st_size for p in (project / "corpus").rglob("*"))}
+            kept = max(v for k, v in sizes.items() if k != refused)
+            assert sizes[refused] > kept + 1000, sizes  # room for the limit between them
+            limit = (sizes[refused] + kept) // 2
+            continue
+        res = run_limited(args, project, timeout=180,
+                          limits=((resource.RLIMIT_FSIZE, limit),))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("fuzzkern: error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"fuzzkern: error: {refused}: cannot "
+                                                     "write"), res.stderr
+    written = "r.html" if refused == "--report" else "r.json"
+    assert (project / written).stat().st_size > 1000  # still written, whole
+    assert not (project / ("r.json" if refused == "--report" else "r.html")).exists()
+    assert list(project.glob("*.tmp*")) == []
+    assert len(list((project / "corpus").rglob("*.json"))) == 1
