@@ -484,7 +484,7 @@ class FuzzkernItem(pytest.Item):
                                           state.settings.min_cases, state.settings.allow_idle)
             else:
                 result = testing.run_replay(self.entry_path or "", self.entry,
-                                            self.loaded.ref, state.pool(), runnable)
+                                            self.loaded, state.pool(), runnable)
         except FuzzkernError as e:  # configuration: an unreachable database, bad $FUZZKERN_GPUS
             raise FuzzkernFailed(f"fuzzkern: {e}") from None
         self.fuzzkern_details = result.details
@@ -574,7 +574,7 @@ def _corpus_items(collector: pytest.Module, name: str, loaded: Any,
     from fuzzkern.corpus import store as corpus
 
     folder = collector.config.stash[_STATE].settings.corpus
-    entries = corpus.scan(folder, loaded.id)
+    entries = corpus.scan(folder, loaded.id, loaded.aliases)
     ids = _short_ids([p for p, _ in entries])
     return [
         _item(collector, name, f"corpus:{ids[path]}", loaded=loaded, kind="corpus",
