@@ -20,6 +20,7 @@ from fuzzkern.corpus import store as corpus
 from fuzzkern.execution.pool import WorkerPool
 from fuzzkern.search import engine
 from fuzzkern.target import loader
+from tests import corpus_support
 
 pytestmark = pytest.mark.slow
 
@@ -75,11 +76,11 @@ def test_entry_replays_reproduces_and_flips_when_fixed(module, tmp_path):
             assert entry.explanations == failure.explanations
             entries.append(entry)
 
-            again = corpus.replay(entry, pool)
+            again = corpus_support.replay(entry, pool)
             assert again.status == corpus.STILL_FAILING, again.reason
             assert again.outcome is not None and again.outcome.verdict == entry.verdict
 
-            fixed = corpus.replay(entry, pool, ref=f"{path}::correct")
+            fixed = corpus_support.replay(entry, pool, ref=f"{path}::correct")
             assert fixed.status == corpus.NOW_PASSING, fixed.reason
         # the corpus holds exactly these entries, and scanning it finds them
         scanned = corpus.scan(str(corpus_dir), lt.id)
