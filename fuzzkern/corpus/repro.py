@@ -58,16 +58,35 @@ def _comment(text: str, width: int = 96) -> list[str]:
     return textwrap.wrap(text, width) or [""]
 
 
+def _place(fn: Any) -> dict[str, Any] | None:
+    """Where a module-level function of the declared target lives (taken from the loaded
+    code, never from the entry), so the script can import it without fuzzkern when its module
+    does not import fuzzkern itself."""
+    import inspect
+
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
+        return None
+    try:
+        file: str | None = inspect.getsourcefile(fn)
+    except TypeError:
+        file = None
+    return {"module": module, "qualname": qualname,
+            "file": os.path.abspath(file) if file else None}
+
+
 def _source(target: LoadedTarget) -> dict[str, Any]:
     """Where the script imports the target from: its declared source (never the entry)."""
     from fuzzkern.target.loader import search_folders
 
+    places = {"launcher": _place(target.target.launcher),
+              "reference": _place(target.target.reference)}
     if "::" in target.ref:
         path, _, attr = target.ref.partition("::")
         return {"file": os.path.abspath(path), "module": None, "attr": attr,
-                "path": search_folders(path)}
+                "path": search_folders(path), **places}
     module, _, attr = target.ref.partition(":")
-    return {"file": None, "module": module, "attr": attr, "path": [os.getcwd()]}
+    return {"file": None, "module": module, "attr": attr, "path": [os.getcwd()], **places}
 
 
 def script(entry: Entry, target: LoadedTarget, script_path: str | None = None) -> str:

@@ -137,27 +137,74 @@ def _conclude(problems):
 
 # -- finding the code under test ------------------------------------------------------------
 
+def _load_file(path):
+    """The module of file ``path``, loaded once under a name of its own (a file named
+    html.py never replaces the standard library's html)."""
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and os.path.abspath(f) == path:
+            return mod
+    if os.path.dirname(path) not in sys.path:
+        sys.path.append(os.path.dirname(path))
+    name = "repro_" + hashlib.sha1(path.encode()).hexdigest()[:8] + "_" + \
+        os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _function(attr):
+    """The target's launcher or reference (``attr``): from its own module (its place, found
+    by ``fuzzkern repro`` in the declared target's code: no fuzzkern needed when that module
+    does not import it), else through the declared target."""
+    place = SOURCE.get(attr)
+    if place:
+        _search_path()
+        try:
+            obj = _module_at(place.get("module"), place.get("file"))
+            for part in place["qualname"].split("."):
+                obj = getattr(obj, part)
+            return obj
+        except (ImportError, AttributeError):
+            pass
+    return getattr(_load_target(), attr)
+
+
+def _module_at(name, path):
+    """Module ``name`` when it imports from ``path`` (or ``path`` is gone), else the file."""
+    if name and not name.startswith(("fuzzkern_target_", "__main__")):
+        try:
+            mod = importlib.import_module(name)
+            f = getattr(mod, "__file__", None)
+            if not path or not os.path.exists(path) or (f and os.path.samefile(f, path)):
+                return mod
+        except ImportError:
+            pass
+    if path and os.path.exists(path):
+        return _load_file(path)
+    raise ImportError(f"cannot find module {name!r} (file {path!r})")
+
+
+def _search_path():
+    site = next((i for i, p in enumerate(sys.path) if "-packages" in p), len(sys.path))
+    for folder in reversed(SOURCE.get("path") or []):
+        if folder not in sys.path:
+            sys.path.insert(site, folder)
+
+
 def _load_target():
     """The target from its declared source (SOURCE: the file or module fuzzkern loaded it
     from, written by ``fuzzkern repro``; nothing here comes from the entry), with the project's
     folders on ``sys.path`` as fuzzkern puts them: before the installed packages, after the
     standard library, the file's own folder last."""
-    site = next((i for i, p in enumerate(sys.path) if "-packages" in p), len(sys.path))
-    for folder in reversed(SOURCE.get("path") or []):
-        if folder not in sys.path:
-            sys.path.insert(site, folder)
+    _search_path()
     path = SOURCE.get("file")
     if path:
-        if os.path.dirname(path) not in sys.path:
-            sys.path.append(os.path.dirname(path))
-        name = "repro_" + hashlib.sha1(path.encode()).hexdigest()[:8] + "_" + \
-            os.path.splitext(os.path.basename(path))[0]
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {path} as a Python module")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+        module = _load_file(path)
     else:
         module = importlib.import_module(SOURCE["module"])
     return getattr(module, SOURCE["attr"])
@@ -540,10 +587,10 @@ def _widen_low_precision():
     and rounding (fuzzkern.execution.formats; the target's source imports fuzzkern already):
     a bf16 bug stays a bf16 bug. Without fuzzkern: float32 copies, said on the output."""
     try:
-        from fuzzkern.execution.formats import widened_patches
+        formats = importlib.import_module("fuzzkern.execution.formats")
     except ImportError:
         return
-    for obj, name, value in widened_patches():
+    for obj, name, value in formats.widened_patches():
         setattr(obj, name, value)
     _WIDENED.append(True)
 
@@ -727,8 +774,7 @@ def main(argv=None):
     for name, value in SCALARS.items():
         _say(f"{name} = {value!r}")
 
-    target = _load_target()
-    launcher, reference = target.launcher, target.reference
+    launcher, reference = _function("launcher"), _function("reference")
     _force_configs(launcher)
     _compile_options(mode)
 
@@ -825,9 +871,7 @@ def _assumed():
 
     if not ASSUME_GPU:
         return contextlib.nullcontext()
-    from fuzzkern.gpus import assumed_gpu
-
-    return assumed_gpu(ASSUME_GPU)
+    return importlib.import_module("fuzzkern.gpus").assumed_gpu(ASSUME_GPU)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-from fuzzkern.corpus import repro
 from fuzzkern.corpus import store as corpus
 from fuzzkern.execution.devices import worker_env
 from fuzzkern.execution.pool import WorkerPool
@@ -40,7 +39,7 @@ def _found(spec, tmp_path, budget=60.0):
 
 
 def _repro(entry, tmp_path, *args):
-    script = repro.write(entry, str(tmp_path / f"repro_{entry.id}.py"))
+    script = corpus_support.write_repro(entry, str(tmp_path / f"repro_{entry.id}.py"))
     return subprocess.run([sys.executable, script, *args], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
 

@@ -15,7 +15,6 @@ import sys
 
 import pytest
 
-from fuzzkern.corpus import repro
 from fuzzkern.corpus import store as corpus
 from fuzzkern.execution.pool import WorkerPool
 from fuzzkern.search import engine
@@ -30,7 +29,7 @@ MODULES = sorted(f[:-3] for f in os.listdir(KERNELS) if f.endswith(".py") and f 
 
 
 def _reproduce(entry, folder):
-    script = repro.write(entry, os.path.join(folder, f"repro_{entry.id}.py"))
+    script = corpus_support.write_repro(entry, os.path.join(folder, f"repro_{entry.id}.py"))
     text = open(script).read()
     assert not re.search(r"^\s*(import|from)\s+fuzzkern\b", text, re.MULTILINE)
     proc = subprocess.run([sys.executable, script, "--timeout", "3"], cwd=folder,
