@@ -1123,7 +1123,7 @@ def _declared(sources: tuple[str, ...], paths: tuple[str, ...], ref: str | None 
               ) -> tuple[list[Any], list[str]]:
     """The targets of the declared sources (``--target``, else pyproject.toml's, looked up
     from the current folder, then from the first path's), and the sources that failed to
-    load; ``--ref`` alone: that target. A usage error when none is declared."""
+    load (or why none is declared); ``--ref`` alone: that target."""
     from fuzzkern.target import loader
 
     if ref:
@@ -1132,13 +1132,13 @@ def _declared(sources: tuple[str, ...], paths: tuple[str, ...], ref: str | None 
         except FuzzkernError as e:
             _fail_usage(f"--ref: {e}")
     starts = [os.getcwd(), *(p for p in paths[:1] if os.path.exists(p))]
+    error = ""
     for start in starts:
         try:
             return loader.declared(sources, start)
         except FuzzkernError as e:
             error = str(e)
-    _fail_usage(error)
-    raise AssertionError  # unreachable: _fail_usage exits
+    return [], [error]  # every entry then says why it cannot replay
 
 
 def _corpus_limits() -> None:

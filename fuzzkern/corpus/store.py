@@ -1150,7 +1150,7 @@ def not_declared(entry: Entry, problems: Iterable[str] = ()) -> str:
     failed = list(problems)
     return (f"its target {entry.target_id!r} is in none of the declared target sources "
             "(--target FILE_OR_MODULE, or [tool.fuzzkern] targets in pyproject.toml)"
-            + (f"; could not load: {'; '.join(failed)}" if failed else ""))
+            + (f"; {'; '.join(failed)}" if failed else ""))
 
 
 # --------------------------------------------------------------------------------------------

@@ -274,7 +274,7 @@ def declared(specs: list[str] | tuple[str, ...], start: str = ".") -> tuple[
         try:
             out += expand([spec])
         except TargetError as e:
-            problems.append(f"{spec}: {e}")
+            problems.append(f"could not load {spec}: {e}")
     return out, problems
 
 

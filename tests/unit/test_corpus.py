@@ -461,7 +461,7 @@ def test_cli_replay_table_and_exit_codes(tmp_path, pool, monkeypatch):
         fh.write("{")
     runner = CliRunner()
     monkeypatch.chdir(tmp_path)
-    # no target source declared (no --target, no pyproject.toml): one line, exit 2
+    # no target source declared (no --target, no pyproject.toml): each entry says so, exit 2
     res = runner.invoke(cli.main, ["replay"])  # default: ./corpus
     assert res.exit_code == 2 and "no target source" in res.output, res.output
     res = runner.invoke(cli.main, ["replay", "--target", TARGETS])
