@@ -108,8 +108,11 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
         shown = shown_path(str(entry))
         if getattr(failure, "replayed", False):
             lines.append(f"regression: corpus entry {shown} still fails")
-        else:
+        elif os.path.isfile(str(entry)):  # checked again now: host code may have removed it
             lines.append(f"saved: {shown}")
+        else:
+            lines.append(f"NOT SAVED: {shown} was written and read back, but is gone now "
+                         "(removed during the run?)")
         source = f" --target {shlex.quote(target_source(ref))}" if ref else ""
         lines.append(f"to reproduce this failure: fuzzkern replay {shlex.quote(shown)}{source}")
         lines.append(f"reproduce without fuzzkern: fuzzkern repro {shlex.quote(shown)}{source}")
