@@ -579,7 +579,7 @@ def _as_tuple(r):
 
 
 #: whether bfloat16/fp8 run as given in the interpreter (:func:`_widen_low_precision`)
-_WIDENED = []
+_WIDENED: list[bool] = []
 
 
 def _widen_low_precision():

@@ -239,7 +239,13 @@ def load(spec: str) -> list[LoadedTarget]:
         if not all(p.isidentifier() for p in modname.split(".")):
             raise TargetError(f"bad target spec {spec!r}: expected path.py[::name] or "
                               "module[:name]")
-        module = _import_module(modname)
+        try:
+            module = _import_module(modname)
+        except TargetError:
+            as_file = _module_file(spec)
+            if as_file is None:
+                raise
+            return load(as_file)
         prefix = f"{modname}:"
         file = getattr(module, "__file__", None)
         olds = (module_name(file),) if file else ()
@@ -249,6 +255,26 @@ def load(spec: str) -> list[LoadedTarget]:
     if not targets:
         raise TargetError(f"{spec!r} defines no module-level fuzzkern.Target")
     return targets
+
+
+def _module_file(spec: str) -> str | None:
+    """A module spec (``tests.test_fuzz::name``, as target ids read) that does not import,
+    naming a file of the current folder's project: the file spec that loads it
+    (``<root>/tests/test_fuzz.py::name``), so an id is accepted back even where the folder is
+    no package, or another ``tests`` package shadows it."""
+    if ".py" in spec or "/" in spec:
+        return None
+    modname, sep, name = spec.partition("::")
+    if not sep:
+        modname, sep, name = spec.partition(":")
+    parts = modname.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return None
+    for base in dict.fromkeys([os.getcwd(), project_root(os.getcwd()) or os.getcwd()]):
+        path = os.path.join(base, *parts) + ".py"
+        if os.path.isfile(path) and module_name(path) == modname:
+            return path + (f"::{name}" if name else "")
+    return None
 
 
 def declared(specs: list[str] | tuple[str, ...], start: str = ".") -> tuple[
