@@ -492,7 +492,7 @@ class FuzzkernItem(pytest.Item):
                                           state.settings.case_floor)
             else:
                 result = testing.run_replay(self.entry_path or "", self.entry,
-                                            self.loaded.ref, state.pool(), runnable)
+                                            self.loaded, state.pool(), runnable)
         except FuzzkernError as e:  # configuration: an unreachable database, bad $FUZZKERN_GPUS
             raise FuzzkernFailed(f"fuzzkern: {e}") from None
         self.fuzzkern_details = result.details
@@ -582,7 +582,7 @@ def _corpus_items(collector: pytest.Module, name: str, loaded: Any,
     from fuzzkern.corpus import store as corpus
 
     folder = collector.config.stash[_STATE].settings.corpus
-    entries = corpus.scan(folder, loaded.id)
+    entries = corpus.scan(folder, loaded.id, loaded.aliases)
     ids = _short_ids([p for p, _ in entries])
     return [
         _item(collector, name, f"corpus:{ids[path]}", loaded=loaded, kind="corpus",

@@ -1107,28 +1107,32 @@ def _shown(path: str) -> str:
     return shown_path(path)
 
 
+_TARGET_HELP = ("A file, module or folder defining the entries' targets (repeatable; default: "
+                "targets under [tool.fuzzkern] in pyproject.toml). Code is loaded only from "
+                "these, never from what an entry says.")
+
+
 @main.command()
 @click.argument("paths", nargs=-1)
+@click.option("-t", "--target", "sources", multiple=True, help=_TARGET_HELP)
 @click.option("--ref", default=None,
               help="Replay every entry against this target (path.py::name or module:name) "
                    "instead of the one it was saved from, e.g. a fixed copy of the kernel.")
 @click.option("--modes", "modes_text", default=None,
-              help="Comma-separated modes to replay in (default: each entry's own, less those "
-                   "this machine cannot run).")
+              help="Comma-separated modes to replay in (default: each entry's own; the modes "
+                   "its failure showed in always run where this machine can run them).")
 @click.option("--timeout", type=float, default=None,
               help="Seconds one case may run before it counts as a hang (default: per target).")
-@click.option("--allow-outside-root", is_flag=True,
-              help="Also import target files and modules an entry names outside its project "
-                   "root (the corpus folder's parent). Only for entries you trust.")
-def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
-           timeout: float | None, allow_outside_root: bool = False) -> None:
+def replay(paths: tuple[str, ...], sources: tuple[str, ...], ref: str | None,
+           modes_text: str | None, timeout: float | None) -> None:
     """Replay corpus entries: PATHS are entry .json files or folders (default: ./corpus).
 
-    Says per entry whether it still fails, now passes, or cannot be replayed (and why). Exits 1
-    when an entry still fails, else 2 on a usage error or when an entry could not be replayed
-    (damaged, refused, a link, stale; not one that failed only in a mode this machine cannot
-    run), 0 otherwise. An entry whose target lies outside its project root is refused unless
-    --allow-outside-root is given.
+    Each entry replays against the target of that id among the declared target sources
+    (--target, else [tool.fuzzkern] targets in pyproject.toml). Says per entry whether it
+    still fails, now passes, or cannot be replayed (and why). Exits 1 when an entry still
+    fails, else 2 on a usage error or when an entry could not be replayed (damaged, refused,
+    its target not declared, stale; not one that failed only in a mode this machine cannot
+    run), 0 otherwise.
     """
     from fuzzkern.corpus import store as corpus
     from fuzzkern.execution.pool import WorkerPool
@@ -1143,6 +1147,7 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
     if not items:
         click.echo(f"fuzzkern replay: no corpus entries in {', '.join(paths or ('corpus',))}")
         sys.exit(EXIT_OK)
+    loaded, problems = _declared(sources, paths, ref)
     table = Table(title=f"fuzzkern replay ({len(items)} entries)")
     for col in ("entry", "target", "verdict", "status", "reason"):
         table.add_column(col, overflow="fold")
@@ -1150,8 +1155,8 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
     pool = WorkerPool()
     try:
         for path, entry in items:
-            r = _replay_one(path, entry, pool, ref=ref, modes=modes, timeout=timeout,
-                            allow_outside_root=allow_outside_root)
+            r = _replay_one(path, entry, pool, loaded, problems, bool(ref), modes=modes,
+                            timeout=timeout)
             if not r.here:
                 counts[r.status] += 1
             style = {"still-failing": "red", "now-passing": "green"}.get(r.status, "yellow")
@@ -1166,6 +1171,28 @@ def replay(paths: tuple[str, ...], ref: str | None, modes_text: str | None,
         console.print(f"note: {pool.killed} process(es) the cases started were still running "
                       "when their case ended, and were killed", markup=False)
     sys.exit(_replay_exit(counts, len(items)))
+
+
+def _declared(sources: tuple[str, ...], paths: tuple[str, ...], ref: str | None = None
+              ) -> tuple[list[Any], list[str]]:
+    """The targets of the declared sources (``--target``, else pyproject.toml's, looked up
+    from the current folder, then from the first path's), and the sources that failed to
+    load (or why none is declared); ``--ref`` alone: that target."""
+    from fuzzkern.target import loader
+
+    if ref:
+        try:
+            return loader.load(ref), []
+        except FuzzkernError as e:
+            _fail_usage(f"--ref: {e}")
+    starts = [os.getcwd(), *(p for p in paths[:1] if os.path.exists(p))]
+    error = ""
+    for start in starts:
+        try:
+            return loader.declared(sources, start)
+        except FuzzkernError as e:
+            error = str(e)
+    return [], [error]  # every entry then says why it cannot replay
 
 
 def _check_variables() -> None:
@@ -1199,9 +1226,11 @@ def _replay_items(paths: tuple[str, ...]) -> list[tuple[str, Any]]:
     return items
 
 
-def _replay_one(path: str, entry: Any, pool: Any, **kwargs: Any) -> Any:
-    """One entry's :class:`~fuzzkern.corpus.store.ReplayResult`; an unreadable entry (or an
-    error replaying it) is a ``cannot-replay`` result with the reason, never a traceback."""
+def _replay_one(path: str, entry: Any, pool: Any, loaded: list[Any], problems: list[str],
+                forced: bool = False, **kwargs: Any) -> Any:
+    """One entry's :class:`~fuzzkern.corpus.store.ReplayResult` against its declared target
+    (the only one, under ``--ref``); an unreadable entry, an undeclared target or an error
+    replaying it is a ``cannot-replay`` result with the reason, never a traceback."""
     from fuzzkern.corpus import store as corpus
 
     if isinstance(entry, Exception):
@@ -1209,8 +1238,12 @@ def _replay_one(path: str, entry: Any, pool: Any, **kwargs: Any) -> Any:
         if reason.startswith(path + ": "):
             reason = reason[len(path) + 2:]
         return corpus.ReplayResult(corpus.CANNOT_REPLAY, reason)
+    target = loaded[0] if forced and len(loaded) == 1 else corpus.target_of(entry, loaded)
+    if target is None:
+        return corpus.ReplayResult(corpus.CANNOT_REPLAY, corpus.not_declared(entry, problems),
+                                   entry=entry)
     try:
-        return corpus.replay(entry, pool, **kwargs)
+        return corpus.replay(entry, pool, target, **kwargs)
     except Exception as e:  # a bug of fuzzkern's: the rest of the corpus still replays
         return corpus.ReplayResult(corpus.CANNOT_REPLAY, f"fuzzkern error: {type(e).__name__}: "
                                    f"{e}", entry=entry)
@@ -1236,16 +1269,16 @@ def _replay_exit(counts: dict[str, int], total: int) -> int:
 
 @main.command()
 @click.argument("entry_path", metavar="ENTRY.json")
+@click.option("-t", "--target", "sources", multiple=True, help=_TARGET_HELP)
 @click.option("-o", "--output", default=None,
               help="Where to write the script (default: repro_<id>.py here; - for stdout).")
-@click.option("--allow-outside-root", is_flag=True,
-              help="Let the script import files and modules the entry names outside its "
-                   "project root (the corpus folder's parent). Only for entries you trust.")
-def repro(entry_path: str, output: str | None, allow_outside_root: bool = False) -> None:
+def repro(entry_path: str, sources: tuple[str, ...], output: str | None) -> None:
     """Write a standalone script that reproduces a corpus entry's failure.
 
-    The script needs only torch, triton, safetensors and your own code; run it with python.
-    Everything it takes from the entry is embedded as data (a JSON string), never as code.
+    The script imports the entry's target from its declared source (--target, else
+    [tool.fuzzkern] targets in pyproject.toml) as fuzzkern does, and takes only data from the
+    entry (shapes, strides, dtypes, input bytes, configs, scalars), embedded as a JSON string.
+    Run it with python; it needs torch, triton, safetensors and your own code.
     """
     from fuzzkern.corpus import repro as repro_module
     from fuzzkern.corpus import store as corpus
@@ -1255,18 +1288,51 @@ def repro(entry_path: str, output: str | None, allow_outside_root: bool = False)
         entry = corpus.load(entry_path)
     except FuzzkernError as e:
         _fail_usage(str(e))
-    outside = [] if allow_outside_root else corpus.outside_root(entry)
-    if outside:
-        _fail_usage(f"{entry_path}: refused: the entry names code outside its project root "
-                    f"{entry.root}: {', '.join(outside)} (pass --allow-outside-root if you "
-                    "trust it)")
+    loaded, problems = _declared(sources, (entry_path,))
+    target = corpus.target_of(entry, loaded)
+    if target is None:
+        _fail_usage(f"{entry_path}: {corpus.not_declared(entry, problems)}")
+    assert target is not None
     if output == "-":
-        click.echo(repro_module.script(entry), nl=False)
+        click.echo(repro_module.script(entry, target), nl=False)
         return
     out = output or f"repro_{entry.id}.py"
-    repro_module.write(entry, out)
+    repro_module.write(entry, target, out)
     click.echo(f"wrote {out}: python {out}  (exit status 1 when the failure shows, 3 when "
                "another one does)")
+
+
+@main.group("corpus")
+def corpus_group() -> None:
+    """Maintain a corpus folder."""
+
+
+@corpus_group.command("upgrade")
+@click.argument("corpus_dir", default="corpus")
+@click.option("-t", "--target", "sources", multiple=True, help=_TARGET_HELP)
+def corpus_upgrade(corpus_dir: str, sources: tuple[str, ...]) -> None:
+    """Rewrite CORPUS_DIR's entries in the current form: entries saved under an id their
+    target had before move to its current id, and code locations older fuzzkerns stored are
+    dropped. Each new file is read back before the old one goes; an entry that cannot be
+    upgraded stays as it is and is named. Exits 2 when one stays."""
+    from fuzzkern.corpus import store as corpus
+
+    _check_variables()
+    if not os.path.isdir(corpus_dir):
+        _fail_usage(f"no such corpus folder: {corpus_dir}")
+    loaded, problems = _declared(sources, (corpus_dir,))
+    for p in problems:
+        click.echo(f"fuzzkern: could not load {p}", err=True)
+    try:
+        lines = corpus.upgrade(corpus_dir, loaded)
+    except (OSError, FuzzkernError) as e:
+        _fail_usage(f"{corpus_dir}: {e}")
+    for line in lines:
+        click.echo(line)
+    left = sum(line.startswith("left") for line in lines)
+    click.echo(f"fuzzkern corpus upgrade: {len(lines) - left} entr"
+               f"{'y' if len(lines) - left == 1 else 'ies'} upgraded, {left} left as they are")
+    sys.exit(EXIT_USAGE if left else EXIT_OK)
 
 
 @main.command("init-ci")

@@ -161,9 +161,7 @@ def module_targets(module: ModuleType) -> list[Any]:
     named and referenced exactly as ``fuzzkern run path.py`` names them."""
     from fuzzkern.target import loader
 
-    path = os.path.abspath(module.__file__ or "")
-    stem = os.path.splitext(os.path.basename(path))[0]
-    return loader._targets_in(module, f"{path}::", stem)
+    return loader.file_targets(module, module.__file__ or "")
 
 
 # -- running one item ------------------------------------------------------------------------
@@ -387,7 +385,7 @@ def entry_needs(entry: Any, modes: Sequence[str]) -> str | None:
     return None
 
 
-def run_replay(path: str, entry: Any, ref: str, pool: Any,
+def run_replay(path: str, entry: Any, loaded: Any, pool: Any,
                modes: tuple[str, ...]) -> ItemResult:
     """Replay one corpus entry as a test: still failing fails, now passing passes, and an
     entry that cannot be replayed *fails* with the reason — a stale regression case (target
@@ -404,7 +402,7 @@ def run_replay(path: str, entry: Any, ref: str, pool: Any,
     why = entry_needs(entry, modes)
     if why:
         return ItemResult("skipped", f"cannot replay {shown} here: {why}")
-    r = corpus.replay(entry, pool, ref=ref, modes=modes)
+    r = corpus.replay(entry, pool, loaded, modes=modes)
     if r.here:
         return ItemResult("skipped", f"cannot replay {shown} here: {r.reason}")
     if r.status == corpus.NOW_PASSING:
@@ -414,7 +412,7 @@ def run_replay(path: str, entry: Any, ref: str, pool: Any,
         for name, value in (("shrunk", entry.shrunk), ("corpus_path", path),
                             ("explanations", list(entry.explanations)), ("replayed", True)):
             setattr(failure, name, value)
-        text = reporting.failure_text(failure, ref)
+        text = reporting.failure_text(failure, loaded.ref)
         return ItemResult("failed", f"regression case {shown} still fails: {r.reason}"
                           .splitlines()[0], text)
     return ItemResult(

@@ -36,12 +36,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fuzzkern.case.model import TensorCase
 from fuzzkern.corpus.store import Entry
 from fuzzkern.errors import CorpusError
 from fuzzkern.judge.verdict import failure_location, verdict_family
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fuzzkern.target.loader import LoadedTarget
 
 
 def _quoted(text: str) -> str:
@@ -55,48 +58,52 @@ def _comment(text: str, width: int = 96) -> list[str]:
     return textwrap.wrap(text, width) or [""]
 
 
-def _locator(entry: Entry, loc: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not loc:
+def _place(fn: Any) -> dict[str, Any] | None:
+    """Where a module-level function of the declared target lives (taken from the loaded
+    code, never from the entry), so the script can import it without fuzzkern when its module
+    does not import fuzzkern itself."""
+    import inspect
+
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
         return None
-    return {
-        "module": loc.get("module"),
-        "qualname": loc.get("qualname") or loc.get("attr"),
-        "file": entry.resolve_path(loc.get("file"), loc.get("file_relative")),
-    }
+    try:
+        file: str | None = inspect.getsourcefile(fn)
+    except TypeError:
+        file = None
+    return {"module": module, "qualname": qualname,
+            "file": os.path.abspath(file) if file else None}
 
 
-def _target_locator(entry: Entry, attr: str) -> dict[str, Any]:
-    """The target object itself, for a launcher or reference that is a lambda or a closure."""
-    ref = entry.resolved_ref()
-    if "::" in ref:
-        path, _, name = ref.partition("::")
-        return {"module": None, "qualname": f"{name}.{attr}", "file": path}
-    module, _, name = ref.partition(":")
-    return {"module": module, "qualname": f"{name}.{attr}", "file": None}
+def _source(target: LoadedTarget) -> dict[str, Any]:
+    """Where the script imports the target from: its declared source (never the entry)."""
+    from fuzzkern.target.loader import search_folders
+
+    places = {"launcher": _place(target.target.launcher),
+              "reference": _place(target.target.reference)}
+    if "::" in target.ref:
+        path, _, attr = target.ref.partition("::")
+        return {"file": os.path.abspath(path), "module": None, "attr": attr,
+                "path": search_folders(path), **places}
+    module, _, attr = target.ref.partition(":")
+    return {"file": None, "module": module, "attr": attr, "path": [os.getcwd()], **places}
 
 
-def script(entry: Entry, script_path: str | None = None) -> str:
-    """The text of a standalone script reproducing ``entry`` (see the module doc).
+def script(entry: Entry, target: LoadedTarget, script_path: str | None = None) -> str:
+    """The text of a standalone script reproducing ``entry`` on ``target`` (the declared
+    target the entry names; see the module doc).
 
     ``script_path`` is where it will be written, so the path to the inputs can also be stored
     relative to it."""
     if entry.storages_path is None:
         raise CorpusError(f"entry {entry.id} was not loaded from a file")
-    info = entry.target
-    launcher = _locator(entry, info.get("launcher")) or _target_locator(entry, "launcher")
-    reference = _locator(entry, info.get("reference")) or _target_locator(entry, "reference")
-    configs = []
-    for at in info.get("autotuners", []):
-        configs.append({
-            "kernel": at.get("kernel"), "index": at.get("index"), "count": at.get("count"),
-            "config": at.get("config"), "module": at.get("module"), "attr": at.get("attr"),
-            "file": entry.resolve_path(at.get("file"), at.get("file_relative")),
-        })
-    known = {c["kernel"] for c in configs}
-    for kernel, index in entry.case.configs.items():
-        if kernel not in known:
-            configs.append({"kernel": kernel, "index": index, "count": None, "config": None,
-                            "module": None, "attr": None, "file": None})
+    t = target.target
+    configs = [{"kernel": kernel, "index": index, "count": None, "config": None}
+               for kernel, index in entry.case.configs.items()]
+    for c in configs:
+        for at in entry.target.get("autotuners") or ():
+            if isinstance(at, dict) and at.get("kernel") == c["kernel"]:
+                c.update(count=at.get("count"), config=at.get("config"))
     tensors = {}
     for name, tc in entry.case.tensors.items():
         assert isinstance(tc, TensorCase)
@@ -114,8 +121,9 @@ def script(entry: Entry, script_path: str | None = None) -> str:
     inputs_rel = None
     if script_path is not None:
         inputs_rel = os.path.relpath(inputs_abs, os.path.dirname(os.path.abspath(script_path)))
-    reduction = info.get("reduction")
-    tolerance = info.get("tolerance") or {}
+    reduction = t.reduction
+    tolerance = {"rtol": t.tolerance.rtol, "atol": t.tolerance.atol,
+                 "equal_nan": t.tolerance.equal_nan}
     mismatch = ""
     for m in entry.outcome.modes.values():
         if m.comparison is not None and not m.comparison.ok:
@@ -159,14 +167,19 @@ def script(entry: Entry, script_path: str | None = None) -> str:
     if mismatch:
         header += ["# fuzzkern saw:"] + ["#   " + _quoted(ln) for ln in mismatch.splitlines()]
     header += [f"# found:   {_quoted(found)}"]
+    # What the script loads and how: from the project's declared target source and the
+    # target itself, never from the entry (which may come from someone else's pull request).
+    header += [
+        "",
+        "# the target, from its declared source (not from the entry)",
+        f"SOURCE = {_source(target)!r}",
+        f"ASSUME_GPU = {t.assume_gpu!r}",
+    ]
     document = {
         "entry_id": entry.id,
         "target_id": entry.target_id,
         "verdict": entry.verdict,
         "message": entry.message,
-        # where the code under test lives (a module name to import, else the file to load)
-        "launcher": launcher,
-        "reference": reference,
         # name -> [dtype, shape, strides, storage offset, storage elements, sha256]
         "tensors": tensors,
         "scalars": scalars,
@@ -176,14 +189,14 @@ def script(entry: Entry, script_path: str | None = None) -> str:
         "configs": configs,
         # Triton compile options drawn for this case (compiled mode), e.g. {"num_warps": 2}
         "compile": dict(entry.case.compile),
-        "inplace": list(info.get("inplace", ())),
-        "clobbers": list(info.get("clobbers", ())),
-        "upcast": bool(info.get("upcast", True)),
+        "inplace": list(t.inplace_names),
+        "clobbers": list(t.clobber_names),
+        "upcast": bool(t.upcast),
         "reduction": reduction,
         "reduction_length": entry.case.dims.get(reduction, 1) if reduction else 1,
         "tolerance": dict(tolerance),
         "failing_modes": list(entry.failing_modes or entry.modes or ("interpret",)),
-        "timeout": float(info.get("timeout", 60.0)),
+        "timeout": float(t.timeout),
         "oob": oob,
         "debug": bool(entry.options.get("debug", False)),
         "inputs_file": inputs_abs,
@@ -205,8 +218,6 @@ def script(entry: Entry, script_path: str | None = None) -> str:
         'ENTRY_ID = ENTRY["entry_id"]',
         'TARGET_ID = ENTRY["target_id"]',
         'VERDICT = ENTRY["verdict"]',
-        'LAUNCHER = ENTRY["launcher"]',
-        'REFERENCE = ENTRY["reference"]',
         'TENSORS = {name: tuple(t) for name, t in ENTRY["tensors"].items()}',
         'SCALARS = ENTRY["scalars"]',
         'ORDER = ENTRY["order"]',
@@ -246,11 +257,12 @@ def _body() -> str:
 
 
 
-def write(entry: Entry, out_path: str) -> str:
-    """Write the reproducer of ``entry`` to ``out_path`` (atomically); returns the path."""
+def write(entry: Entry, target: LoadedTarget, out_path: str) -> str:
+    """Write the reproducer of ``entry`` on ``target`` to ``out_path`` (atomically); returns
+    the path."""
     from fuzzkern.corpus.store import _write_atomic
 
-    text = script(entry, out_path)
+    text = script(entry, target, out_path)
     folder = os.path.dirname(os.path.abspath(out_path))
     os.makedirs(folder, exist_ok=True)
     _write_atomic(os.path.abspath(out_path), text.encode())

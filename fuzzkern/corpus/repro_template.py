@@ -9,8 +9,8 @@ test; nothing below may import fuzzkern.
 ENTRY_ID: str = ""
 TARGET_ID: str = ""
 VERDICT: str = ""
-LAUNCHER: "Any" = None
-REFERENCE: "Any" = None
+SOURCE: "dict[str, Any]" = {}
+ASSUME_GPU: str | None = None
 TENSORS: "dict[str, tuple[Any, ...]]" = {}
 SCALARS: "dict[str, Any]" = {}
 ORDER: list[str] = []
@@ -65,6 +65,10 @@ class Hang(BaseException):
 
 
 def _say(text=""):
+    """Print ``text`` with control characters escaped (a message may come from an entry or a
+    kernel: no terminal escape sequence reaches the terminal)."""
+    text = "".join(ch if ch in "\n\t" or ch.isprintable() else ascii(ch)[1:-1]
+                   for ch in str(text))
     print(text, flush=True)
 
 
@@ -133,36 +137,46 @@ def _conclude(problems):
 
 # -- finding the code under test ------------------------------------------------------------
 
-_MODULES: dict[str, Any] = {}
-
-
 def _load_file(path):
-    path = os.path.abspath(path)
-    if path in _MODULES:
-        return _MODULES[path]
+    """The module of file ``path``, loaded once under a name of its own (a file named
+    html.py never replaces the standard library's html)."""
     for mod in list(sys.modules.values()):
         f = getattr(mod, "__file__", None)
         if f and os.path.abspath(f) == path:
-            _MODULES[path] = mod
             return mod
-    folder = os.path.dirname(path)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    name = "repro_" + hashlib.sha1(path.encode()).hexdigest()[:8] + "_" + os.path.splitext(
-        os.path.basename(path))[0]
+    if os.path.dirname(path) not in sys.path:
+        sys.path.append(os.path.dirname(path))
+    name = "repro_" + hashlib.sha1(path.encode()).hexdigest()[:8] + "_" + \
+        os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    _MODULES[path] = module
     return module
 
 
-def _module(loc):
-    name, path = loc.get("module"), loc.get("file")
-    if name and not name.startswith("fuzzkern_target_") and name != "__main__":
+def _function(attr):
+    """The target's launcher or reference (``attr``): from its own module (its place, found
+    by ``fuzzkern repro`` in the declared target's code: no fuzzkern needed when that module
+    does not import it), else through the declared target."""
+    place = SOURCE.get(attr)
+    if place:
+        _search_path()
+        try:
+            obj = _module_at(place.get("module"), place.get("file"))
+            for part in place["qualname"].split("."):
+                obj = getattr(obj, part)
+            return obj
+        except (ImportError, AttributeError):
+            pass
+    return getattr(_load_target(), attr)
+
+
+def _module_at(name, path):
+    """Module ``name`` when it imports from ``path`` (or ``path`` is gone), else the file."""
+    if name and not name.startswith(("fuzzkern_target_", "__main__")):
         try:
             mod = importlib.import_module(name)
             f = getattr(mod, "__file__", None)
@@ -172,14 +186,28 @@ def _module(loc):
             pass
     if path and os.path.exists(path):
         return _load_file(path)
-    raise SystemExit(f"cannot find the code under test: module {name!r}, file {path!r}")
+    raise ImportError(f"cannot find module {name!r} (file {path!r})")
 
 
-def _resolve(loc):
-    obj = _module(loc)
-    for part in loc["qualname"].split("."):
-        obj = getattr(obj, part)
-    return obj
+def _search_path():
+    site = next((i for i, p in enumerate(sys.path) if "-packages" in p), len(sys.path))
+    for folder in reversed(SOURCE.get("path") or []):
+        if folder not in sys.path:
+            sys.path.insert(site, folder)
+
+
+def _load_target():
+    """The target from its declared source (SOURCE: the file or module fuzzkern loaded it
+    from, written by ``fuzzkern repro``; nothing here comes from the entry), with the project's
+    folders on ``sys.path`` as fuzzkern puts them: before the installed packages, after the
+    standard library, the file's own folder last."""
+    _search_path()
+    path = SOURCE.get("file")
+    if path:
+        module = _load_file(path)
+    else:
+        module = importlib.import_module(SOURCE["module"])
+    return getattr(module, SOURCE["attr"])
 
 
 def _call(fn, values):
@@ -222,16 +250,8 @@ def _autotuner_classes():
 def _find_tuners(c, launcher):
     from triton.runtime.autotuner import Autotuner
 
-    found = []
-    if c.get("attr") and (c.get("module") or c.get("file")):
-        try:
-            found.append(_resolve({"module": c["module"], "file": c["file"],
-                                   "qualname": c["attr"]}))
-        except (SystemExit, AttributeError, ImportError):
-            pass
-    if not found:  # look through the launcher's module
-        glb = getattr(launcher, "__globals__", {})
-        found = [v for v in glb.values() if _kernel_name(v) == c["kernel"]]
+    glb = getattr(launcher, "__globals__", {})  # look through the launcher's module
+    found = [v for v in glb.values() if _kernel_name(v) == c["kernel"]]
     tuners = []
     for obj in found:
         for _ in range(16):
@@ -558,6 +578,23 @@ def _as_tuple(r):
     return tuple(r) if isinstance(r, (tuple, list)) else (r,)
 
 
+#: whether bfloat16/fp8 run as given in the interpreter (:func:`_widen_low_precision`)
+_WIDENED: list[bool] = []
+
+
+def _widen_low_precision():
+    """Keep bfloat16/fp8 inputs as given in the interpreter, with fuzzkern's exact widening
+    and rounding (fuzzkern.execution.formats; the target's source imports fuzzkern already):
+    a bf16 bug stays a bf16 bug. Without fuzzkern: float32 copies, said on the output."""
+    try:
+        formats = importlib.import_module("fuzzkern.execution.formats")
+    except ImportError:
+        return
+    for obj, name, value in formats.widened_patches():
+        setattr(obj, name, value)
+    _WIDENED.append(True)
+
+
 class Inputs:
     """The case's tensors, each its stored storage between red zones, viewed with the entry's
     exact shape, strides and offset (bfloat16/fp8 as float32 copies in the interpreter)."""
@@ -568,7 +605,7 @@ class Inputs:
         for name, (dtype, shape, strides, offset, size, _sha) in TENSORS.items():
             flat = stored[name]
             run_dtype = flat.dtype
-            if mode == "interpret" and dtype in SUBSTITUTED:
+            if mode == "interpret" and dtype in SUBSTITUTED and not _WIDENED:
                 run_dtype = torch.float32
                 self.substituted.append(dtype)
             g = Guarded(torch, size, run_dtype, device, f"input `{name}`", torch.empty)
@@ -698,6 +735,7 @@ def main(argv=None):
 
     if mode == "interpret":
         _fix_interpreter_index()
+        _widen_low_precision()
         if DEBUG:
             import dataclasses
 
@@ -736,8 +774,7 @@ def main(argv=None):
     for name, value in SCALARS.items():
         _say(f"{name} = {value!r}")
 
-    launcher = _resolve(LAUNCHER)
-    reference = _resolve(REFERENCE)
+    launcher, reference = _function("launcher"), _function("reference")
     _force_configs(launcher)
     _compile_options(mode)
 
@@ -827,9 +864,21 @@ def main(argv=None):
     return _conclude(problems)
 
 
+def _assumed():
+    """The target's declared GPU (``assume_gpu``) for its host code on a machine without
+    CUDA, as fuzzkern runs it (the target's source imports fuzzkern already)."""
+    import contextlib
+
+    if not ASSUME_GPU:
+        return contextlib.nullcontext()
+    return importlib.import_module("fuzzkern.gpus").assumed_gpu(ASSUME_GPU)
+
+
 if __name__ == "__main__":
     try:
-        sys.exit(main())
+        with _assumed():
+            status = main()
+        sys.exit(status)
     except Exception as e:  # the script's own problem, not the kernel's: never exit 1
         traceback.print_exc()
         _say(f"error: this script could not reproduce the entry: {type(e).__name__}: {e}")

@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -44,7 +45,7 @@ from fuzzkern.case.codec import decode_document, encode_document
 from fuzzkern.case.model import Case
 from fuzzkern.case.storage import storages_of
 from fuzzkern.corpus import limits
-from fuzzkern.errors import CaseError, CorpusError, FuzzkernError
+from fuzzkern.errors import CaseError, CorpusError
 from fuzzkern.judge.outcome import Outcome
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from fuzzkern.execution.pool import WorkerPool
     from fuzzkern.target.declare import Target
+    from fuzzkern.target.loader import LoadedTarget
 
 #: Version of the entry format this fuzzkern writes. Older entries are migrated on load.
 SCHEMA_VERSION = 1
@@ -125,10 +127,8 @@ class Entry:
 
     id: str
     target_id: str
-    #: the canonical ref that loaded the target when the entry was saved
+    #: the target source the entry was saved from, as the user named it (shown; never loaded)
     ref: str
-    #: the same ref with its file relative to the corpus's parent folder (None for module refs)
-    ref_relative: str | None
     verdict: str
     message: str
     case: Case
@@ -155,31 +155,6 @@ class Entry:
         return os.path.splitext(self.path)[0] + ".safetensors"
 
     @property
-    def root(self) -> str | None:
-        """The corpus folder's parent (what relative paths are relative to)."""
-        if self.path is None:
-            return None
-        return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(self.path))))
-
-    def resolve_path(self, absolute: str | None, relative: str | None) -> str | None:
-        """A stored file location: the relative one when it exists under :attr:`root` (a
-        checkout moved elsewhere), else the absolute one."""
-        if relative and self.root:
-            candidate = os.path.join(self.root, relative)
-            if os.path.exists(candidate):
-                return os.path.abspath(candidate)
-        return absolute
-
-    def resolved_ref(self) -> str:
-        """The ref to replay: through the relative file path when that file exists."""
-        if self.ref_relative and "::" in self.ref_relative:
-            rel, _, name = self.ref_relative.partition("::")
-            path = self.resolve_path(None, rel)
-            if path:
-                return f"{path}::{name}"
-        return self.ref
-
-    @property
     def failing_modes(self) -> list[str]:
         """Execution modes whose result was wrong (empty for a crash or hang, which the
         worker reports as a whole)."""
@@ -195,8 +170,7 @@ class Entry:
             "message": self.message,
             "case_text": self.case.describe(),
             "explanations": list(self.explanations),
-            "target": {"id": self.target_id, "ref": self.ref, "ref_relative": self.ref_relative,
-                       **self.target},
+            "target": {"id": self.target_id, "ref": self.ref, **self.target},
             "case": self.case.to_json(),
             "modes": list(self.modes),
             "options": self.options,
@@ -239,14 +213,13 @@ def _from_json(d: Any, where: str) -> Entry:
     _check_fields(d, where)
     try:
         d = decode_document(d)
-        target = dict(d["target"])
+        target = _data_only(dict(d["target"]))
         case = Case.from_json(d["case"])
         outcome = Outcome.from_json(d["outcome"])
         entry = Entry(
             id=str(d["id"]),
             target_id=str(target.pop("id")),
-            ref=str(target.pop("ref")),
-            ref_relative=target.pop("ref_relative", None),
+            ref=str(target.pop("ref", "")),
             verdict=str(d["verdict"]),
             message=str(d.get("message", "")),
             case=case,
@@ -268,7 +241,28 @@ def _from_json(d: Any, where: str) -> Entry:
     missing = sorted(set(case.tensors) - set(entry.inputs))
     if missing:
         raise CorpusError(f"{where}: malformed entry: no checksum for input(s) {missing}")
+    want = entry_id(entry.target_id, entry.verdict, entry.case)
+    if want != entry.id:
+        raise CorpusError(f"{where}: refused: its id {entry.id} is not the hash of its target, "
+                          f"verdict and case ({want}): an entry edited or written by hand")
     return entry
+
+
+#: what an entry keeps of where an autotuned kernel's config came from: data, no locations
+_AUTOTUNER_FIELDS = ("kernel", "index", "count", "config", "name", "reached")
+
+
+def _data_only(target: dict[str, Any]) -> dict[str, Any]:
+    """An entry's ``target`` fields less the code locations older fuzzkerns wrote (modules,
+    qualnames, files of the launcher, reference and autotuners): nothing reads them."""
+    target.pop("ref_relative", None)
+    target.pop("launcher", None)
+    target.pop("reference", None)
+    autotuners = target.get("autotuners")
+    if isinstance(autotuners, list):
+        target["autotuners"] = [{k: v for k, v in a.items() if k in _AUTOTUNER_FIELDS}
+                                for a in autotuners if isinstance(a, dict)]
+    return target
 
 
 #: the most times an entry may ask for the compiled kernel to run per case
@@ -356,6 +350,8 @@ def load(path: str | os.PathLike[str]) -> Entry:
         raise CorpusError(f"{path}: refused: {why}") from e
     limits.check_document(data, caps, path)
     entry = _from_json(data, path)
+    if os.path.basename(path) != f"{entry.id}.json":
+        raise CorpusError(f"{path}: refused: the entry's id is {entry.id}, not its file name")
     entry.path = os.path.abspath(path)
     return entry
 
@@ -526,35 +522,12 @@ def environment(outcome: Outcome | None = None) -> dict[str, Any]:
     return env
 
 
-def _relative(path: str | None, root: str) -> str | None:
-    if not path:
-        return None
-    rel = os.path.relpath(os.path.abspath(path), root)
-    return None if rel.startswith("..") or os.path.isabs(rel) else rel.replace(os.sep, "/")
-
-
-def _locate(fn: Any, root: str) -> dict[str, Any] | None:
-    """Where a module-level function lives, for scripts that import it without fuzzkern."""
-    import inspect
-
-    module = getattr(fn, "__module__", None)
-    qualname = getattr(fn, "__qualname__", None)
-    if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
-        return None
-    try:
-        file: str | None = inspect.getsourcefile(fn)
-    except TypeError:
-        file = None
-    return {"module": module, "qualname": qualname,
-            "file": os.path.abspath(file) if file else None, "file_relative": _relative(file, root)}
-
-
-def _autotuner_locations(target: Target, case: Case, root: str,
-                         outcome: Outcome | None = None) -> list[dict[str, Any]]:
-    """For each forced autotune config: where the Autotuner object lives and the config. A
-    kernel the launcher's code does not name (reached at run time: a library's launch
-    wrapper) has only its index, its config count from the outcome's ``config_counts`` and
-    ``"reached": "at run time"``; it is forced by name when the case runs again."""
+def _autotuners(target: Target, case: Case, outcome: Outcome | None = None
+                ) -> list[dict[str, Any]]:
+    """For each forced autotune config: the kernel, its config index, count and description
+    (data for people; the case's ``configs`` is what a replay forces). A kernel the launcher's
+    code does not name (reached at run time: a library's launch wrapper) has its count from
+    the outcome's ``config_counts`` and ``"reached": "at run time"``."""
     from fuzzkern.introspect import autotuners_of, config_description, kernel_name
 
     out = []
@@ -568,24 +541,10 @@ def _autotuner_locations(target: Target, case: Case, root: str,
         if at is None:
             count = _run_time_count(outcome, name)
             loc.update({"count": count} if count else {}, reached="at run time")
-            out.append(loc)
-            continue
-        loc["count"] = len(at.configs)
-        try:
-            loc["config"] = config_description(at, index)
-        except IndexError:
-            pass
-        fn: Any = at
-        for _ in range(16):
-            if not hasattr(fn, "fn"):
-                break
-            fn = fn.fn
-        glb = getattr(fn, "__globals__", {})
-        attr = next((k for k, v in glb.items() if _wraps(v, at)), None)
-        file = glb.get("__file__")
-        loc.update(module=glb.get("__name__"), attr=attr,
-                   file=os.path.abspath(file) if file else None,
-                   file_relative=_relative(file, root), name=kernel_name(at))
+        else:
+            loc.update(count=len(at.configs), name=kernel_name(at))
+            with contextlib.suppress(IndexError):
+                loc["config"] = config_description(at, index)
         out.append(loc)
     return out
 
@@ -599,24 +558,12 @@ def _run_time_count(outcome: Outcome | None, kernel: str) -> int | None:
     return None
 
 
-def _wraps(v: Any, at: Any) -> bool:
-    for _ in range(16):
-        if v is at:
-            return True
-        if not hasattr(v, "fn"):
-            return False
-        v = v.fn
-    return False
-
-
-def target_info(target: Target, case: Case, root: str,
-                outcome: Outcome | None = None) -> dict[str, Any]:
-    """What a standalone script needs to know about the target besides the case."""
+def target_info(target: Target, case: Case, outcome: Outcome | None = None) -> dict[str, Any]:
+    """What the entry records of its target besides the case: data for people reviewing it
+    and for :func:`recorded_differences` (a replay takes all of it from the target itself)."""
     t = target
     return {
-        "launcher": _locate(t.launcher, root),
-        "reference": _locate(t.reference, root),
-        "autotuners": _autotuner_locations(t, case, root, outcome),
+        "autotuners": _autotuners(t, case, outcome),
         "inplace": list(t.inplace_names),
         "clobbers": list(t.clobber_names),
         "reduction": t.reduction,
@@ -628,20 +575,24 @@ def target_info(target: Target, case: Case, root: str,
     }
 
 
-def _ref_relative(ref: str, root: str) -> str | None:
-    if "::" not in ref:
-        return None
-    path, _, name = ref.partition("::")
-    rel = _relative(path, root)
-    return f"{rel}::{name}" if rel else None
-
-
 #: worker options stored with an entry because replaying it needs them
 _REPLAY_OPTIONS = ("repeat_compiled", "checks")
 
 
 #: seconds a save waits at most for another process's lock on a target folder
 LOCK_WAIT = 30.0
+
+
+def corpus_folder(corpus_dir: str | os.PathLike[str]) -> str:
+    """``corpus_dir`` as an absolute path, refused (:class:`CorpusError`) when it is a
+    symbolic link: the corpus reads and writes only regular files below its own real folder,
+    so a link (to ``/``, ``/usr/share``, a folder outside the project) is named, never
+    followed."""
+    path = os.path.abspath(os.fspath(corpus_dir))
+    if os.path.islink(path):
+        raise CorpusError(f"{path}: refused: the corpus folder is a symbolic link (to "
+                          f"{os.readlink(path)}); name the real folder instead")
+    return path
 
 
 def save(
@@ -662,36 +613,34 @@ def save(
     lock_until: float | None = None,
     problems: list[str] | None = None,
 ) -> str:
-    """Save a failure as an entry of ``corpus_dir``; returns the path of its JSON file.
+    """Save a failure as an entry of ``corpus_dir``; returns the path of its JSON file, read
+    back and checked (:class:`CorpusError` when it does not read back as written).
 
+    ``ref`` is the target source as the user named it (recorded for people; never loaded).
     ``run_options`` are the worker options the failure was found with; those a replay needs to
     reproduce it (``repeat_compiled`` for nondeterminism, ``checks``) are stored.
 
     ``storages`` are the inputs' storages as 1-D tensors (by default: materialized from the
-    case). An entry with the same id that loads and checks out is kept as it is (the same
-    failure found twice is one entry; its first finding is the record). Safe to call from
-    several processes at once: each file appears complete or not at all.
+    case). Every distinct failure gets its own entry: the id hashes the target, verdict and
+    case, and an entry of that id is kept as it is only when it holds the same input bytes and
+    is as shrunk (the same failure found twice is one entry). A shrunk entry replaces the
+    unshrunk entries of its failure (same target, verdict family and place:
+    :func:`~fuzzkern.judge.verdict.failure_key`); nothing else is ever removed or yielded to.
+    Safe to call from several processes at once: each file appears complete or not at all,
+    and an entry replaced is there until its replacement is durable.
 
     The target folder's lock is waited for until ``lock_until`` (a ``time.monotonic()``
     instant, e.g. the end of ``--budget``) and at most :data:`LOCK_WAIT` seconds; when another
-    process holds it longer (one stopped while saving), the entry is written without it, not
-    checked against the folder's other entries, and a warning is appended to ``problems``
-    (or issued as a :class:`RuntimeWarning`): never a hang, never a lost finding.
+    process holds it longer (one stopped while saving), the entry is written without removing
+    its failure's unshrunk entries, and a warning is appended to ``problems`` (or issued as a
+    :class:`RuntimeWarning`): never a hang, never a lost finding.
     """
-    corpus_dir = os.path.abspath(os.fspath(corpus_dir))
+    corpus_dir = corpus_folder(corpus_dir)
     eid = entry_id(target_id, outcome.verdict, case)
     folder = os.path.join(corpus_dir, target_dirname(target_id))
-    json_path = os.path.join(folder, f"{eid}.json")
-    if os.path.exists(json_path):
-        try:
-            existing = load(json_path)
-            check_storages(existing)
-            return json_path
-        except CorpusError:
-            pass  # a damaged entry of the same failure: write it again
-    entry, blob = _new_entry(eid, os.path.dirname(corpus_dir), target_id, ref, case, outcome,
-                             storages, target, modes=modes, explanations=explanations,
-                             shrunk=shrunk, flaky=flaky, debug=debug, run_options=run_options)
+    entry, blob = _new_entry(eid, target_id, ref, case, outcome, storages, target, modes=modes,
+                             explanations=explanations, shrunk=shrunk, flaky=flaky,
+                             debug=debug, run_options=run_options)
     os.makedirs(folder, exist_ok=True)
     until = time.monotonic() + LOCK_WAIT
     if lock_until is not None:
@@ -700,18 +649,24 @@ def save(
     with _locked(folder, until) as locked:
         if not locked:
             warning = (f"the corpus folder {folder} stayed locked by another process for "
-                       f"{time.monotonic() - waited:.0f} s; saved {json_path} without checking "
-                       "it against the folder's other entries")
+                       f"{time.monotonic() - waited:.0f} s; saved {entry.id} without the lock")
             if problems is None:
                 warnings.warn(warning, RuntimeWarning, stacklevel=2)
             else:
                 problems.append(warning)
         path = _write_entry(folder, entry, blob, checked=locked)
     _remove_stale_temporaries(folder)
+    try:
+        back = load(path)
+        check_storages(back)
+    except CorpusError as e:
+        raise CorpusError(f"saved {path}, but it does not read back: {e}") from e
+    if back.inputs != entry.inputs:
+        raise CorpusError(f"saved {path}, but it reads back with other input bytes")
     return path
 
 
-def _new_entry(eid: str, root: str, target_id: str, ref: str, case: Case, outcome: Outcome,
+def _new_entry(eid: str, target_id: str, ref: str, case: Case, outcome: Outcome,
                storages: Mapping[str, torch.Tensor] | None, target: Target | None, *,
                modes: Iterable[str], explanations: Iterable[str], shrunk: bool, flaky: bool,
                debug: bool, run_options: Mapping[str, Any] | None) -> tuple[Entry, bytes]:
@@ -734,11 +689,11 @@ def _new_entry(eid: str, root: str, target_id: str, ref: str, case: Case, outcom
         flat[name] = s.clone()
         inputs[name] = {"dtype": tc.dtype, "elements": tc.storage_size, "sha256": _sha256(s)}
     entry = Entry(
-        id=eid, target_id=target_id, ref=ref, ref_relative=_ref_relative(ref, root),
+        id=eid, target_id=target_id, ref=ref,
         verdict=outcome.verdict, message=outcome.message, case=case, outcome=outcome,
         modes=tuple(modes), explanations=list(explanations), inputs=inputs,
         environment=environment(outcome),
-        target=target_info(target, case, root, outcome) if target is not None else {},
+        target=target_info(target, case, outcome) if target is not None else {},
         shrunk=shrunk, flaky=flaky, options={
             "debug": bool(debug),
             **{k: v for k, v in (run_options or {}).items() if k in _REPLAY_OPTIONS},
@@ -750,27 +705,30 @@ def _new_entry(eid: str, root: str, target_id: str, ref: str, case: Case, outcom
     return entry, blob
 
 
+def _same(existing: str, entry: Entry) -> bool:
+    """Whether the entry file ``existing`` already is ``entry``: it loads, its stored bytes
+    check out and are ``entry``'s, and it is as shrunk."""
+    try:
+        old = load(existing)
+        check_storages(old)
+    except CorpusError:
+        return False
+    return old.inputs == entry.inputs and (old.shrunk or not entry.shrunk)
+
+
 def _write_entry(folder: str, entry: Entry, blob: bytes, *, checked: bool) -> str:
-    """Write ``entry`` into ``folder`` (inputs first, JSON last); with ``checked`` (the
-    folder's lock is held), against the folder's other entries of the same failure: several
-    processes finding one failure write one entry, an unshrunk case yields to an entry of the
-    same failure (target and verdict family) that is shrunk or no larger, and a shrunk one
-    replaces the unshrunk entries of its failure."""
+    """Write ``entry`` into ``folder`` (inputs first, JSON last, each replaced atomically);
+    with ``checked`` (the folder's lock is held) a shrunk entry then removes the unshrunk
+    entries of its failure (:func:`save`)."""
     json_path = os.path.join(folder, f"{entry.id}.json")
-    same = _same_failure(folder, entry.target_id, entry.verdict, exclude=json_path) \
-        if checked else []
-    size = _case_bytes(entry.case)
-    if not entry.shrunk:
-        for other in same:
-            if other.shrunk or _case_bytes(other.case) <= size:
-                assert other.path is not None
-                return other.path
+    if os.path.lexists(json_path) and _same(json_path, entry):
+        return json_path
     _write_atomic(os.path.join(folder, f"{entry.id}.safetensors"), blob)
     _write_atomic(json_path, (dumps(entry.to_json()) + "\n").encode())
-    for other in same:
-        if not other.shrunk and (entry.shrunk or _case_bytes(other.case) > size):
-            _remove_entry(other)
     _fsync_dir(folder)
+    if checked and entry.shrunk:
+        for other in _unshrunk_of(folder, entry, exclude=json_path):
+            remove_entry(other)
     return json_path
 
 
@@ -805,41 +763,33 @@ def _locked(folder: str, until: float) -> Iterator[bool]:
         os.close(fd)  # releases the lock
 
 
-def _case_bytes(case: Case) -> int:
-    """How big a case's inputs are (elements weighted by their dtype's width)."""
-    import torch
+def _unshrunk_of(folder: str, entry: Entry, exclude: str) -> list[Entry]:
+    """The unshrunk entries in ``folder`` of ``entry``'s failure: its target, and its verdict
+    family and place (:func:`~fuzzkern.judge.verdict.failure_key`, as a run counts failures)."""
+    from fuzzkern.judge.verdict import failure_key
 
-    return sum(tc.storage_size * getattr(torch, tc.dtype, torch.float32).itemsize
-               for tc in case.tensors.values())
-
-
-def _same_failure(folder: str, target_id: str, verdict: str, exclude: str) -> list[Entry]:
-    """The entries in ``folder`` of ``target_id`` whose verdict is of ``verdict``'s family."""
-    from fuzzkern.judge.verdict import verdict_family
-
-    family = verdict_family(verdict)
+    key = failure_key(entry.outcome)
     out = []
     for name in sorted(os.listdir(folder)):
         path = os.path.join(folder, name)
         if name.startswith(".") or not name.endswith(".json") or path == exclude:
             continue
         try:
-            entry = load(path)
+            other = load(path)
         except CorpusError:
             continue
-        if entry.target_id == target_id and verdict_family(entry.verdict) == family:
-            out.append(entry)
+        if not other.shrunk and other.target_id == entry.target_id \
+                and failure_key(other.outcome) == key:
+            out.append(other)
     return out
 
 
-def _remove_entry(entry: Entry) -> None:
+def remove_entry(entry: Entry) -> None:
     """Delete an entry superseded by a better one (JSON first: never a JSON without inputs)."""
     for path in (entry.path, entry.storages_path):
         if path:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-            except FileNotFoundError:
-                pass
 
 
 #: A temporary file older than this is left over from a writer that was killed.
@@ -909,11 +859,11 @@ def _remove_stale_temporaries(folder: str) -> None:
 _QUIET = {"README", "README.md", "README.txt", ".gitkeep", ".gitattributes", ".gitignore"}
 
 
-def _folders(corpus_dir: str, target_id: str | None) -> list[str]:
-    """The folders :func:`scan` reads: the target's, or every folder under ``corpus_dir``
-    but hidden ones (``.git``, ``.hypothesis``) and links (never followed)."""
-    if target_id is not None:
-        return [os.path.join(corpus_dir, target_dirname(target_id))]
+def _folders(corpus_dir: str, ids: set[str] | None) -> list[str]:
+    """The folders :func:`scan` reads: those of the target ``ids``, or every folder under
+    ``corpus_dir`` but hidden ones (``.git``, ``.hypothesis``) and links (never followed)."""
+    if ids is not None:
+        return sorted({os.path.join(corpus_dir, target_dirname(i)) for i in ids})
     out = []
     for folder, dirs, _files in os.walk(corpus_dir):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
@@ -921,7 +871,7 @@ def _folders(corpus_dir: str, target_id: str | None) -> list[str]:
     return sorted(out)
 
 
-def _scan_folder(folder: str, top: bool, target_id: str | None
+def _scan_folder(folder: str, top: bool, ids: set[str] | None
                  ) -> list[tuple[str, Entry | CorpusError]]:
     out: list[tuple[str, Entry | CorpusError]] = []
     with os.scandir(folder) as it:
@@ -952,34 +902,40 @@ def _scan_folder(folder: str, top: bool, target_id: str | None
             except CorpusError as e:
                 out.append((path, e))
                 continue
-            if target_id is not None and entry.target_id != target_id:
+            if ids is not None and entry.target_id not in ids:
                 continue  # another target whose id maps to the same folder name
             out.append((path, entry))
     return out
 
 
-def scan(corpus_dir: str | os.PathLike[str], target_id: str | None = None
-         ) -> list[tuple[str, Entry | CorpusError]]:
+def scan(corpus_dir: str | os.PathLike[str], target_id: str | None = None,
+         aliases: Iterable[str] = ()) -> list[tuple[str, Entry | CorpusError]]:
     """Every entry under ``corpus_dir`` (or of ``target_id`` only), sorted by path, each as
     ``(path, Entry)`` or, for a file that is malformed, truncated, foreign, too new, a link
     (dangling or not) or not a regular file, ``(path, CorpusError)``. Hidden files (temporary
     files of writers) and hidden folders are skipped; a ``.safetensors`` file is part of its
-    entry. ``corpus_dir`` may also be a target folder. Target folders are swept of the
+    entry. ``corpus_dir`` may also be a target folder; a ``corpus_dir`` that is a symbolic
+    link is one refused item (:func:`corpus_folder`). ``aliases``: other ids of the target
+    (entries saved under them are its own). Target folders are swept of the
     temporary files killed writers left (:func:`_remove_stale_temporaries`)."""
-    corpus_dir = os.fspath(corpus_dir)
+    try:
+        corpus_dir = corpus_folder(corpus_dir)
+    except CorpusError as e:
+        return [(os.path.abspath(os.fspath(corpus_dir)), e)]
     if not os.path.isdir(corpus_dir):
         return []
+    ids = None if target_id is None else {target_id, *aliases}
     out: list[tuple[str, Entry | CorpusError]] = []
-    for folder in _folders(corpus_dir, target_id):
-        if os.path.islink(folder) and target_id is not None:
+    for folder in _folders(corpus_dir, ids):
+        if os.path.islink(folder) and ids is not None:
             out.append((folder, CorpusError(f"{folder}: refused: the target's corpus folder is "
                                             "a symbolic link (corpus folders must not be links)")))
             continue
         if not os.path.isdir(folder):
             continue
         _remove_stale_temporaries(folder)
-        top = os.path.abspath(folder) == os.path.abspath(corpus_dir) and target_id is None
-        out += _scan_folder(folder, top, target_id)
+        top = os.path.abspath(folder) == os.path.abspath(corpus_dir) and ids is None
+        out += _scan_folder(folder, top, ids)
     return out
 
 
@@ -1038,97 +994,6 @@ def signature_problems(target: Target, case: Case) -> list[str]:
     return problems
 
 
-#: top-level modules an entry may name without living under the project root: fuzzkern itself
-#: (built-in targets) and the libraries references are commonly taken from (torch.add)
-TRUSTED_MODULES = frozenset({"fuzzkern", "torch", "triton", "numpy", "math", "operator"})
-
-
-def _under(path: str, root: str) -> bool:
-    path, root = os.path.realpath(path), os.path.realpath(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _module_outside(name: str, root: str, file: str | None = None) -> bool:
-    """Whether importing module ``name`` runs code from outside ``root`` (and fuzzkern's
-    trusted libraries). Only the top-level package is located: finding it runs none of it.
-
-    ``file`` is where the entry says the module lives. The module is looked up first in the
-    folders from that file's up to ``root`` (where pytest, a ``conftest.py`` or the user put
-    it on ``sys.path`` when the entry was written; a reproducer puts the file's folder there
-    too), then on this process's ``sys.path``. A module found nowhere but whose file lies
-    under ``root`` is loaded from that file: not outside."""
-    import importlib.machinery
-    import importlib.util
-
-    top = name.split(".")[0]
-    if top in TRUSTED_MODULES:
-        return False
-    if not top.isidentifier():
-        return True
-    spec = None
-    if file and _under(file, root):
-        spec = importlib.machinery.PathFinder.find_spec(top, _folders_up(file, root))
-    if spec is None:
-        try:
-            spec = importlib.util.find_spec(top)
-        except (ImportError, ValueError):
-            return True
-    if spec is None:
-        return not (file and _under(file, root))
-    places = list(spec.submodule_search_locations or ()) or ([spec.origin] if spec.origin else [])
-    return not places or not all(_under(p, root) for p in places)
-
-
-def _folders_up(file: str, root: str) -> list[str]:
-    """The folders from ``file``'s up to ``root``, nearest first."""
-    out = []
-    folder = os.path.dirname(os.path.realpath(file))
-    top = os.path.realpath(root)
-    while _under(folder, top):
-        out.append(folder)
-        if folder == top:
-            break
-        folder = os.path.dirname(folder)
-    return out
-
-
-def outside_root(entry: Entry, ref: str | None = None, *, locators: bool = True) -> list[str]:
-    """The code ``entry`` would import (its target file or module, its launcher's, reference's
-    and autotuners' files and modules) that lies outside the entry's project root (the corpus
-    folder's parent): an entry may come from someone else's pull request, so replaying or
-    reproducing it must not import files it names elsewhere. ``ref`` (given by the user, e.g.
-    ``--ref``) replaces the entry's own target ref and is trusted. ``locators=False``: only the
-    target ref (what a replay imports; a reproducer imports the locators too)."""
-    root = entry.root
-    if root is None:
-        return []
-    out: list[str] = []
-
-    def check_ref(r: str) -> None:
-        if "::" in r:
-            path = r.partition("::")[0]
-            if not _under(path, root):
-                out.append(f"target file {path}")
-        elif _module_outside(r.partition(":")[0], root):
-            out.append(f"target module {r.partition(':')[0]}")
-
-    if ref is None:
-        check_ref(entry.resolved_ref())
-    locs = [entry.target.get("launcher"), entry.target.get("reference"),
-            *list(entry.target.get("autotuners") or ())] if locators else []
-    for loc in locs:
-        if not isinstance(loc, dict):
-            continue
-        file = entry.resolve_path(loc.get("file"), loc.get("file_relative"))
-        if file and not _under(str(file), root):
-            out.append(f"file {file}")
-        module = loc.get("module")
-        if isinstance(module, str) and module and not module.startswith("fuzzkern_target_") \
-                and module != "__main__" and _module_outside(module, root, file):
-            out.append(f"module {module}")
-    return list(dict.fromkeys(out))
-
-
 def _cuda_available() -> bool:
     try:
         import torch
@@ -1168,53 +1033,42 @@ def recorded_differences(entry: Entry, target: Target,
 
 def _run_modes(entry: Entry, target: Target, modes: Iterable[str] | None
                ) -> tuple[list[str], list[str]]:
-    """The modes to replay ``entry`` in (the wanted ones the target has and this machine
-    can run: an entry only narrows them), and those skipped here, in words."""
-    wanted = tuple(modes) if modes is not None else (entry.modes or ("interpret",))
+    """The modes to replay ``entry`` in: every mode its outcome failed in, and its recorded
+    ones (or ``modes``, the run's choice, instead of those), that the target has and this
+    machine can run; and those that could not run here, in words."""
+    recorded = entry.modes or ("interpret",)
+    wanted = list(dict.fromkeys([*entry.failing_modes, *(modes if modes is not None
+                                                         else recorded)]))
     run_modes = [m for m in wanted if m in target.modes]
-    skipped = []
+    skipped = [f"{m} (the target does not run in it)" for m in entry.failing_modes
+               if m not in target.modes]
     if "compiled" in run_modes and not _cuda_available():
         run_modes.remove("compiled")
         skipped.append("compiled (no CUDA GPU here)")
     return run_modes, skipped
 
 
-def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
+def replay(entry: Entry, pool: WorkerPool, target: LoadedTarget, *,
            modes: Iterable[str] | None = None, timeout: float | None = None,
-           debug: bool = False, allow_outside_root: bool = True,
-           checks: Mapping[str, bool] | None = None) -> ReplayResult:
-    """Run ``entry``'s case again, from its stored input bytes, in a worker of ``pool``.
+           debug: bool = False, checks: Mapping[str, bool] | None = None) -> ReplayResult:
+    """Run ``entry``'s case again, from its stored input bytes, in a worker of ``pool``, against
+    ``target``: a target of the project's declared sources whose id the entry names (or
+    another one the user chose, e.g. the fixed twin of the one that failed). Nothing the entry
+    says is imported or called: it is data (shapes, strides, dtypes, bytes, configs, scalars).
 
-    ``ref`` points the entry at another target (e.g. the fixed twin of the one that failed);
-    by default it replays against the target it was saved from. ``modes`` defaults to the
-    entry's modes, less those this machine cannot run. Never raises for a kernel's behaviour
-    or a damaged entry: those are ``cannot-replay`` results with a reason.
-    ``allow_outside_root=False`` (``fuzzkern replay``) refuses an entry whose own target lies
-    outside its project root (:func:`outside_root`) without importing it. The hygiene checks
-    and tolerance are the target's, with ``checks`` (the run's ``--no-check``) on top, never
-    the entry's (:func:`recorded_differences`, shown in the reason); the entry may ask for
-    more: ``debug`` launches, repeated compiled runs.
+    The modes: every mode the entry's outcome failed in that this machine can run, besides its
+    recorded ones or ``modes`` (:func:`_run_modes`); those it could not run are named in the
+    reason. Never raises for a kernel's behaviour or a damaged entry: those are
+    ``cannot-replay`` results with a reason. The hygiene checks and tolerance are the
+    target's, with ``checks`` (the run's ``--no-check``) on top, never the entry's
+    (:func:`recorded_differences`, shown in the reason); the entry may ask for more: ``debug``
+    launches, repeated compiled runs.
     """
-    from fuzzkern.target import loader
-
-    use_ref = ref or entry.resolved_ref()
+    lt = target
 
     def cannot(reason: str, here: bool = False) -> ReplayResult:
-        return ReplayResult(CANNOT_REPLAY, reason, None, entry, use_ref, here)
+        return ReplayResult(CANNOT_REPLAY, reason, None, entry, lt.ref, here)
 
-    if not allow_outside_root and ref is None:
-        outside = outside_root(entry, ref, locators=False)
-        if outside:
-            return cannot(f"refused: it names code outside the project root {entry.root}: "
-                          f"{', '.join(outside)} (pass --allow-outside-root if you trust it)")
-
-    try:
-        loaded = loader.load(use_ref)
-    except FuzzkernError as e:
-        return cannot(f"target missing: {e}")
-    if len(loaded) != 1:
-        return cannot(f"target missing: {use_ref!r} names {len(loaded)} targets, not one")
-    lt = loaded[0]
     problems = signature_problems(lt.target, entry.case)
     if problems:
         return cannot("signature changed: " + "; ".join(problems))
@@ -1224,8 +1078,8 @@ def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
         return cannot(str(e))
     run_modes, skipped = _run_modes(entry, lt.target, modes)
     if not run_modes:
-        return cannot("none of the modes " + ", ".join(modes or entry.modes or ("interpret",))
-                      + " can run here" + (f": {', '.join(skipped)}" if skipped else ""),
+        return cannot("none of its modes can run here" + (f": {', '.join(skipped)}"
+                                                          if skipped else ""),
                       here=bool(skipped))
     if entry.failing_modes and not set(entry.failing_modes) & set(run_modes):
         why = f" ({', '.join(skipped)})" if skipped else ""
@@ -1242,7 +1096,7 @@ def replay(entry: Entry, pool: WorkerPool, *, ref: str | None = None,
                        timeout if timeout is not None else lt.target.timeout)
     if "harness" in outcome.modes:
         return ReplayResult(CANNOT_REPLAY, outcome.message, outcome, entry, lt.ref)
-    notes = [f"skipped {', '.join(skipped)}"] if skipped else []
+    notes = [f"could not run {', '.join(skipped)}"] if skipped else []
     notes += recorded_differences(entry, lt.target, checks)
     note = f" ({'; '.join(notes)})" if notes else ""
     if outcome.failed:
@@ -1284,3 +1138,64 @@ def _key_text(outcome: Outcome) -> str:
 
 def _first_line(text: str) -> str:
     return text.splitlines()[0] if text else text
+
+
+def target_of(entry: Entry, loaded: Iterable[LoadedTarget]) -> LoadedTarget | None:
+    """The target of the declared ``loaded`` ones that ``entry`` names (by id or an id the
+    target had before): the entry's id is compared, never imported."""
+    return next((t for t in loaded if t.named(entry.target_id)), None)
+
+
+def not_declared(entry: Entry, problems: Iterable[str] = ()) -> str:
+    """Why ``entry`` cannot replay: its target is in none of the declared sources."""
+    failed = list(problems)
+    return (f"its target {entry.target_id!r} is in none of the declared target sources "
+            "(--target FILE_OR_MODULE, or [tool.fuzzkern] targets in pyproject.toml)"
+            + (f"; {'; '.join(failed)}" if failed else ""))
+
+
+# --------------------------------------------------------------------------------------------
+# Upgrading old entries
+
+
+def upgrade(corpus_dir: str | os.PathLike[str], loaded: Iterable[LoadedTarget]) -> list[str]:
+    """Rewrite the entries under ``corpus_dir`` in the current form, one line per entry
+    touched or left: an entry saved under an id its target had before (``test_fuzz::add``,
+    now ``tests.test_fuzz::add``) moves to the target's id (a new content id and folder), and
+    one holding code locations older fuzzkerns wrote is written without them. Each new file
+    is read back before the old one is removed; an entry that does not load, or whose target
+    is in none of ``loaded``, is left as it is and named: nothing is lost."""
+    loaded = list(loaded)
+    out = []
+    for path, entry in scan(corpus_dir):
+        if isinstance(entry, CorpusError):
+            out.append(f"left as it is: {entry}")
+            continue
+        lt = target_of(entry, loaded)
+        if lt is None:
+            out.append(f"left as it is: {path}: {not_declared(entry)}")
+            continue
+        with open(path, "rb") as fh:
+            raw = json.loads(fh.read())
+        old_form = any(k in raw.get("target", {}) for k in ("ref_relative", "launcher",
+                                                             "reference"))
+        if entry.target_id == lt.id and not old_form:
+            continue
+        new = dataclasses.replace(entry, target_id=lt.id, ref=lt.source,
+                                  id=entry_id(lt.id, entry.verdict, entry.case))
+        folder = os.path.join(corpus_folder(corpus_dir), target_dirname(lt.id))
+        os.makedirs(folder, exist_ok=True)
+        assert entry.storages_path is not None
+        with open(entry.storages_path, "rb") as fh:
+            blob = fh.read()
+        with _locked(folder, time.monotonic() + LOCK_WAIT):
+            _write_atomic(os.path.join(folder, f"{new.id}.safetensors"), blob)
+            json_path = os.path.join(folder, f"{new.id}.json")
+            _write_atomic(json_path, (dumps(new.to_json()) + "\n").encode())
+            _fsync_dir(folder)
+        back = load(json_path)
+        check_storages(back)
+        if os.path.abspath(json_path) != entry.path:
+            remove_entry(entry)
+        out.append(f"upgraded: {path} -> {json_path}")
+    return out

@@ -108,13 +108,25 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
         shown = shown_path(str(entry))
         if getattr(failure, "replayed", False):
             lines.append(f"regression: corpus entry {shown} still fails")
-        else:
+        elif os.path.isfile(str(entry)):  # checked again now: host code may have removed it
             lines.append(f"saved: {shown}")
-        lines.append(f"to reproduce this failure: fuzzkern replay {shlex.quote(shown)}")
-        lines.append(f"reproduce without fuzzkern: fuzzkern repro {shlex.quote(shown)}")
+        else:
+            lines.append(f"NOT SAVED: {shown} was written and read back, but is gone now "
+                         "(removed during the run?)")
+        source = f" --target {shlex.quote(target_source(ref))}" if ref else ""
+        lines.append(f"to reproduce this failure: fuzzkern replay {shlex.quote(shown)}{source}")
+        lines.append(f"reproduce without fuzzkern: fuzzkern repro {shlex.quote(shown)}{source}")
     else:
         lines.append(f"to repeat: {rerun_command(ref or failure.target_id, seed, cases)}")
     return "\n".join(lines)
+
+
+def target_source(ref: str) -> str:
+    """The target source a canonical ref loads from, as a user names it on a command line:
+    the file (relative to the current folder when below it) or the module."""
+    if "::" in ref:
+        return shown_path(ref.partition("::")[0])
+    return ref.partition(":")[0]
 
 
 def repeat_options(seed: int, cases: int | None, budget: float | None = None) -> str:

@@ -1195,11 +1195,11 @@ def _replay_corpus(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
     from fuzzkern.corpus import store as corpus
 
     assert opts.corpus is not None
-    for path, entry in corpus.scan(opts.corpus, lt.id):
+    for path, entry in corpus.scan(opts.corpus, lt.id, lt.aliases):
         if isinstance(entry, Exception):
             result.corpus_problems.append(f"skipped {entry}")
             continue
-        r = corpus.replay(entry, pool, ref=lt.ref, modes=opts.modes, timeout=opts.timeout,
+        r = corpus.replay(entry, pool, lt, modes=opts.modes, timeout=opts.timeout,
                           debug=opts.debug, checks=opts.checks)
         result.replayed += 1
         if r.status == corpus.STILL_FAILING and r.outcome is not None:
@@ -1250,16 +1250,16 @@ def _shrink_again(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, ent
     done = m.stopped is None
     if not m.steps and not done:
         return entry.path, entry.case, outcome, False
-    try:
-        if not m.steps:  # nothing smaller fails: the same entry, now marked shrunk
-            corpus._remove_entry(entry)
+    try:  # (the same case when nothing smaller fails: the entry is rewritten, now shrunk)
         path = corpus.save(opts.corpus, lt.id, lt.ref, m.case, m.outcome, modes=opts.modes,
                            explanations=entry.explanations, target=lt.target, shrunk=done,
                            debug=opts.debug, run_options=run_options, lock_until=opts.stop_at,
                            problems=result.corpus_problems)
-    except (OSError, FuzzkernError) as e:
+    except (OSError, FuzzkernError) as e:  # the old entry stays: nothing is lost
         result.corpus_problems.append(f"could not save {entry.path} shrunk again: {e}")
         return entry.path, entry.case, outcome, False
+    if os.path.abspath(path) != entry.path:  # the new entry read back: the old one goes
+        corpus.remove_entry(entry)
     result.minimize_runs += m.runs
     result.corpus_problems.append(
         f"{entry.path} was saved unshrunk; shrunk again to {m.case.describe()}: {path}"

@@ -1,8 +1,21 @@
-"""Finding targets: ``path.py``, ``path.py::name``, ``package.module`` or ``package.module:name``.
+"""Finding targets: ``path.py``, ``path.py::name``, ``package.module``, ``package.module:name``
+or ``package.module::name`` (the form a target's id takes).
 
 Every module-level :class:`fuzzkern.Target` of a file or module is a target. Each loaded target
 carries a canonical *ref* (an absolute ``path.py::name`` or ``module:name``) that loads exactly
 it again, which is how worker processes find the same target as the parent.
+
+A target's *id* is its ``name=``, else ``<module>::<variable>`` where ``<module>`` is the file's
+dotted path from its project root (:func:`project_root`), so the pytest plugin, ``fuzzkern run
+tests/test_fuzz.py`` and ``fuzzkern run tests.test_fuzz`` all name one target alike, and the id
+itself loads it back (``fuzzkern run tests.test_fuzz::softmax``).
+
+A file loaded by path runs with the project root and pytest's ``pythonpath`` folders (from
+``[tool.pytest.ini_options]``) on ``sys.path``, as pytest's rootdir handling does, and with its
+own folder *after* the installed modules: a target file named ``html.py`` never shadows the
+standard library's ``html``. Code is only ever loaded from what the user names: the command
+line, pytest's collection, or ``targets`` under ``[tool.fuzzkern]`` in pyproject.toml
+(:func:`declared`); never from what a corpus entry says.
 """
 
 from __future__ import annotations
@@ -14,6 +27,7 @@ import os
 import sys
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from fuzzkern.errors import TargetError
 from fuzzkern.target.declare import Target
@@ -25,10 +39,112 @@ BUILTIN_MODULE = "fuzzkern.targets.builtin"
 class LoadedTarget:
     ref: str
     target: Target
+    #: ids this target was known by before (``stem::name``, ``module::name``): entries saved
+    #: under one of them are this target's (``fuzzkern corpus upgrade`` renames them)
+    aliases: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
         return self.target.id
+
+    @property
+    def source(self) -> str:
+        """The target source as a user names it: the file relative to the current folder
+        (absolute when outside it), or the module."""
+        if "::" in self.ref:
+            path = self.ref.partition("::")[0]
+            rel = os.path.relpath(path)
+            return path if rel.startswith("..") else rel
+        return self.ref.partition(":")[0]
+
+    def named(self, target_id: str) -> bool:
+        """Whether ``target_id`` (from a corpus entry: data) names this target."""
+        return target_id == self.id or target_id in self.aliases
+
+
+#: files that mark a project's root folder: the nearest ancestor holding one (pytest's rootdir)
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", ".git")
+
+
+def project_root(path: str) -> str | None:
+    """The nearest folder at or above ``path`` holding one of :data:`ROOT_MARKERS`."""
+    folder = os.path.realpath(path)
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    while True:
+        if any(os.path.exists(os.path.join(folder, m)) for m in ROOT_MARKERS):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def pyproject(root: str | None) -> dict[str, Any]:
+    """``root``'s pyproject.toml as a dict (empty when absent or unreadable)."""
+    import tomllib
+
+    if root is None:
+        return {}
+    try:
+        with open(os.path.join(root, "pyproject.toml"), "rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def module_name(path: str) -> str:
+    """The dotted name a target file's targets are named under: its path from its project
+    root without ``.py`` (``tests/test_fuzz.py`` -> ``tests.test_fuzz``), else its stem."""
+    path = os.path.realpath(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    root = project_root(path)
+    if root is None:
+        return stem
+    parts = os.path.relpath(os.path.splitext(path)[0], root).split(os.sep)
+    return ".".join(parts) if all(p.isidentifier() for p in parts) else stem
+
+
+def search_folders(path: str) -> list[str]:
+    """The folders a target file's imports are looked up in besides the installed ones, as
+    pytest puts them on ``sys.path``: pytest's ``pythonpath`` folders and the project root."""
+    root = project_root(path)
+    if root is None:
+        return []
+    ini = pyproject(root).get("tool", {}).get("pytest", {}).get("ini_options", {})
+    extra = ini.get("pythonpath", [])
+    extra = [extra] if isinstance(extra, str) else extra
+    return [os.path.join(root, str(f)) for f in extra if isinstance(f, str)] + [root]
+
+
+def _search_path(path: str) -> None:
+    """Put what a target file imports within reach (:func:`search_folders`) before the
+    installed packages (the checkout's own package wins over a stale install) and after the
+    standard library (a project's statistics.py never replaces it); the file's own folder
+    last (its siblings, never before an installed or standard-library module)."""
+    site = next((i for i, p in enumerate(sys.path) if "-packages" in p), len(sys.path))
+    for folder in reversed(search_folders(path)):
+        if folder not in sys.path:
+            sys.path.insert(site, folder)
+    own = os.path.dirname(path)
+    if own not in sys.path:
+        sys.path.append(own)
+
+
+def _hint(e: BaseException, path: str) -> str:
+    """One line on what to install or which folder is missing, for a failed import."""
+    if not isinstance(e, ModuleNotFoundError) or not e.name:
+        return ""
+    top = e.name.split(".")[0]
+    root = project_root(path) or os.path.dirname(path)
+    for base in (root, os.path.join(root, "src")):
+        if os.path.exists(os.path.join(base, top)) or os.path.exists(
+                os.path.join(base, top + ".py")):
+            return (f" (hint: {top!r} is in {base}: `pip install -e {root}` or add "
+                    f"pythonpath = [\"{os.path.relpath(base, root)}\"] under "
+                    "[tool.pytest.ini_options] in pyproject.toml)")
+    return (f" (hint: install the package that provides {top!r}, or put the folder holding "
+            f"it on PYTHONPATH; the project root {root} does not hold it)")
 
 
 _file_modules: dict[str, ModuleType] = {}
@@ -41,12 +157,10 @@ def _import_file(path: str) -> ModuleType:
     if not os.path.isfile(path):
         raise TargetError(f"target file {path!r} does not exist")
     stem = os.path.splitext(os.path.basename(path))[0]
-    # A unique module name keeps two `kernels.py` in different folders apart; the file's folder
-    # goes on sys.path so it can import its siblings, as pytest's rootdir-relative imports do.
+    # A unique module name keeps two `kernels.py` in different folders apart, and a target
+    # file named html.py from replacing the standard library's html in sys.modules.
     name = f"fuzzkern_target_{stem}_{hashlib.sha1(path.encode()).hexdigest()[:8]}"
-    folder = os.path.dirname(path)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    _search_path(path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TargetError(f"cannot import target file {path!r}")
@@ -56,7 +170,8 @@ def _import_file(path: str) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as e:
         del sys.modules[name]
-        raise TargetError(f"importing {path!r} failed: {type(e).__name__}: {e}") from e
+        raise TargetError(f"importing {path!r} failed: {type(e).__name__}: {e}"
+                          + _hint(e, path)) from e
     except SystemExit as e:  # sys.exit() at import must not end fuzzkern with its status
         del sys.modules[name]
         raise TargetError(f"importing {path!r} failed: it called sys.exit({e.code!r}) at "
@@ -74,7 +189,7 @@ def _import_module(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError as e:
-        raise TargetError(f"cannot import module {name!r}: {e}") from e
+        raise TargetError(f"cannot import module {name!r}: {e}" + _hint(e, cwd)) from e
     except Exception as e:
         raise TargetError(f"importing module {name!r} failed: {type(e).__name__}: {e}") from e
     except SystemExit as e:  # sys.exit() at import must not end fuzzkern with its status
@@ -82,7 +197,10 @@ def _import_module(name: str) -> ModuleType:
                           "at import") from None
 
 
-def _targets_in(module: ModuleType, prefix: str, default_name: str) -> list[LoadedTarget]:
+def targets_in(module: ModuleType, prefix: str, default_name: str,
+               old_names: tuple[str, ...] = ()) -> list[LoadedTarget]:
+    """The module-level targets of ``module``, refs ``prefix + variable``; an unnamed one is
+    named ``default_name::variable`` (and known by ``old_name::variable`` too)."""
     found = []
     for attr, value in vars(module).items():
         if isinstance(value, Target):
@@ -91,8 +209,17 @@ def _targets_in(module: ModuleType, prefix: str, default_name: str) -> list[Load
                 # Name unnamed targets after the variable they are bound to: stable across runs
                 # and what the user sees in their file.
                 object.__setattr__(t, "name", f"{default_name}::{attr}")
-            found.append(LoadedTarget(f"{prefix}{attr}", t))
+            aliases = tuple(f"{o}::{attr}" for o in old_names
+                            if t.name == f"{default_name}::{attr}" and o != default_name)
+            found.append(LoadedTarget(f"{prefix}{attr}", t, aliases))
     return found
+
+
+def file_targets(module: ModuleType, path: str) -> list[LoadedTarget]:
+    """The targets of target file ``path`` (imported as ``module``), named as everywhere."""
+    path = os.path.abspath(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return targets_in(module, f"{path}::", module_name(path), (stem,))
 
 
 def load(spec: str) -> list[LoadedTarget]:
@@ -100,24 +227,81 @@ def load(spec: str) -> list[LoadedTarget]:
     spec = spec.strip()
     if not spec:
         raise TargetError("empty target spec; expected path.py, path.py::name or module[:name]")
-    if ".py" in spec and (spec.endswith(".py") or "::" in spec):
+    if ".py" in spec and (spec.endswith(".py") or ".py::" in spec):
         path, _, name = spec.partition("::")
-        if not path.endswith(".py"):
-            raise TargetError(f"bad target spec {spec!r}: expected path.py::name")
         module = _import_file(path)
+        targets = file_targets(module, path)
         prefix = f"{os.path.abspath(path)}::"
-        default = os.path.splitext(os.path.basename(path))[0]
     else:
-        modname, _, name = spec.partition(":")
-        module = _import_module(modname)
+        modname, sep, name = spec.partition("::")
+        if not sep:
+            modname, _, name = spec.partition(":")
+        if not all(p.isidentifier() for p in modname.split(".")):
+            raise TargetError(f"bad target spec {spec!r}: expected path.py[::name] or "
+                              "module[:name]")
+        try:
+            module = _import_module(modname)
+        except TargetError:
+            as_file = _module_file(spec)
+            if as_file is None:
+                raise
+            return load(as_file)
         prefix = f"{modname}:"
-        default = modname
-    targets = _targets_in(module, prefix, default)
+        file = getattr(module, "__file__", None)
+        olds = (module_name(file),) if file else ()
+        targets = targets_in(module, prefix, modname, olds)
     if name:
         return _named(spec, module, name, prefix, targets)
     if not targets:
         raise TargetError(f"{spec!r} defines no module-level fuzzkern.Target")
     return targets
+
+
+def _module_file(spec: str) -> str | None:
+    """A module spec (``tests.test_fuzz::name``, as target ids read) that does not import,
+    naming a file of the current folder's project: the file spec that loads it
+    (``<root>/tests/test_fuzz.py::name``), so an id is accepted back even where the folder is
+    no package, or another ``tests`` package shadows it."""
+    if ".py" in spec or "/" in spec:
+        return None
+    modname, sep, name = spec.partition("::")
+    if not sep:
+        modname, sep, name = spec.partition(":")
+    parts = modname.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return None
+    for base in dict.fromkeys([os.getcwd(), project_root(os.getcwd()) or os.getcwd()]):
+        path = os.path.join(base, *parts) + ".py"
+        if os.path.isfile(path) and module_name(path) == modname:
+            return path + (f"::{name}" if name else "")
+    return None
+
+
+def declared(specs: list[str] | tuple[str, ...], start: str = ".") -> tuple[
+        list[LoadedTarget], list[str]]:
+    """The targets of the project's declared target sources: ``specs`` (the command line), else
+    ``targets`` under ``[tool.fuzzkern]`` in the pyproject.toml of ``start``'s project (paths
+    relative to it). Returns the targets and, per source that failed to load, one line why.
+    Raises :class:`TargetError` when no source is declared at all."""
+    root = project_root(start)
+    if not specs:
+        listed = pyproject(root).get("tool", {}).get("fuzzkern", {}).get("targets")
+        if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
+            raise TargetError(
+                "no target source: name the file or module that defines the entries' targets "
+                "(--target tests/test_fuzz.py), or list them under [tool.fuzzkern] targets = "
+                "[...] in pyproject.toml")
+        assert root is not None
+        specs = [x if not (x.endswith(".py") or ".py::" in x or "/" in x)
+                 else os.path.join(root, x) for x in listed]
+    out: list[LoadedTarget] = []
+    problems = []
+    for spec in specs:
+        try:
+            out += expand([spec])
+        except TargetError as e:
+            problems.append(f"could not load {spec}: {e}")
+    return out, problems
 
 
 def _named(spec: str, module: ModuleType, name: str, prefix: str,

@@ -39,6 +39,7 @@ RUN = ["run", "kernels.py::wrong", "--budget", "60s", "--seed", "1", "--no-db", 
 def _project_with(target: str, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("project")
     shutil.copy(KERNELS, root / "kernels.py")
+    (root / "pyproject.toml").write_text('[tool.fuzzkern]\ntargets = ["kernels.py"]\n')
     res = run(["run", f"kernels.py::{target}", "--budget", "30s", "--seed", "1", "--no-db",
                "-j", "1", "-q", "--max-examples", "60"], root)
     assert res.returncode == 1, res.stdout + res.stderr
@@ -338,7 +339,7 @@ def test_a_corpus_lock_held_forever_costs_budget_not_a_hang(wrong_project, tmp_p
     assert res.returncode == 1, res.stdout + res.stderr
     assert took < 270, f"took {took:.0f} s for a budget of 150 s"
     out = " ".join(res.stdout.split())
-    assert "stayed locked by another process for" in out and "without checking it" in out
+    assert "stayed locked by another process for" in out and "without the lock" in out
     # the wait is at most the lock's 30 s (or the run's hard stop, were it sooner)
     waited = int(out.split("stayed locked by another process for ")[1].split(" s;")[0])
     assert waited <= 32
@@ -456,3 +457,103 @@ def test_views_storages_and_headers_that_lie_are_one_line(wrong_project, tmp_pat
     one_error_line(res.stderr)
     _target, _verdict, status, reason = rows(res.stdout)[entry.name]
     assert status == "cannot replay" and expect in reason, res.stdout
+
+
+# -- an entry is data ----------------------------------------------------------------------
+
+
+def _rehashed(entry: Path, change) -> Path:
+    """``entry`` edited by ``change`` and saved under the id its new content hashes to (what
+    an attacker who read the source does), in its target's folder; returns the new JSON."""
+    from fuzzkern.case.model import Case
+    from fuzzkern.corpus import store
+
+    d = json.loads(entry.read_text())
+    change(d)
+    d["id"] = store.entry_id(d["target"]["id"], d["verdict"], Case.from_json(d["case"]))
+    d["storages"] = f"{d['id']}.safetensors"
+    folder = entry.parent.parent / store.target_dirname(d["target"]["id"])
+    folder.mkdir(exist_ok=True)
+    new = folder / f"{d['id']}.json"
+    shutil.copy(entry.with_suffix(".safetensors"), new.with_suffix(".safetensors"))
+    new.write_text(json.dumps(d, indent=1))
+    if new != entry:
+        entry.unlink()
+        entry.with_suffix(".safetensors").unlink()
+    return new
+
+
+def test_code_locations_in_an_entry_are_never_used(wrong_project, tmp_path):
+    """Data became code: an entry naming ``posix.system`` as its reference (and a shell
+    command as an input) replays and reproduces its declared target; nothing it names runs."""
+    root, entry = _copy(wrong_project, tmp_path)
+    mark = tmp_path / "pwned"
+
+    def change(d):
+        loc = {"module": "posix", "qualname": "system", "file": None}
+        d["target"].update(reference=loc, launcher=loc, ref="this:x", ref_relative="x.py::y")
+        d["message"] = f"touch {mark}"
+
+    _edit(entry, change)
+    res = run(["replay"], root)
+    assert res.returncode == 1 and rows(res.stdout)[entry.name][2] == "still failing", res.stdout
+    res = run(["repro", str(entry), "-o", "r.py"], root)
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = (root / "r.py").read_text()
+    assert "posix" not in text and "system" not in text
+    script = subprocess.run([sys.executable, "r.py"], cwd=root, capture_output=True, text=True,
+                            timeout=120)
+    assert script.returncode == 1 and "the failure reproduces" in script.stdout, script.stdout
+    assert not mark.exists()
+
+
+def test_an_entry_naming_a_module_as_its_target_imports_nothing(wrong_project, tmp_path):
+    """``this::wrong`` (no .py): the id is compared with the declared targets' ids, never
+    imported (the Zen of Python is not printed), and the entry cannot replay, exit 2."""
+    root, entry = _copy(wrong_project, tmp_path)
+    new = _rehashed(entry, lambda d: d["target"].update(id="this::wrong"))
+    res = run(["replay"], root)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Zen of Python" not in res.stdout + res.stderr
+    assert "none of the declared target sources" in rows(res.stdout)[new.name][3]
+
+
+def test_an_edited_entry_is_refused_by_its_content_id(wrong_project, tmp_path):
+    """A passing case planted at a real entry's id (its bytes and case edited): the id no
+    longer hashes its content, so it is refused, never trusted."""
+    root, entry = _copy(wrong_project, tmp_path)
+    _edit(entry, lambda d: d["case"]["dims"].update(N=1))
+    res = run(["replay"], root)
+    assert res.returncode == 2
+    assert "is not the hash" in rows(res.stdout)[entry.name][3]
+
+
+def test_edited_modes_do_not_hide_an_interpreter_failure(wrong_project, tmp_path):
+    """``"modes": ["compiled"]`` on an entry that failed in the interpreter: CPU replay still
+    runs it in the interpreter, still failing, exit 1."""
+    root, entry = _copy(wrong_project, tmp_path)
+    _edit(entry, lambda d: d.update(modes=["compiled"]))
+    res = run(["replay"], root)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert rows(res.stdout)[entry.name][2] == "still failing"
+
+
+@pytest.mark.parametrize("where", ["/usr/share", "/", "../outside"])
+def test_a_corpus_folder_that_is_a_link_is_refused_in_one_line(wrong_project, tmp_path, where):
+    """``corpus`` a symbolic link: replay names it and walks nothing; a run saves nothing
+    through it (its finding is still reported)."""
+    root, _entry = _copy(wrong_project, tmp_path)
+    shutil.rmtree(root / "corpus")
+    if where.startswith(".."):
+        (tmp_path / "outside").mkdir()
+    (root / "corpus").symlink_to(where)
+    start = time.monotonic()
+    res = run(["replay"], root, timeout=60)
+    assert res.returncode == 2 and "symbolic link" in res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and time.monotonic() - start < 30
+    res = run(["run", "kernels.py::wrong", "--budget", "30s", "--seed", "1", "--no-db", "-j",
+               "1", "-q", "--max-examples", "60"], root, timeout=120)
+    assert res.returncode == 1 and "symbolic link" in res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    if where.startswith(".."):
+        assert not list((tmp_path / "outside").iterdir())

@@ -31,6 +31,7 @@ def project(tmp_path_factory) -> Path:
     """A project folder with the test kernels and one corpus entry found by fuzzkern."""
     root = tmp_path_factory.mktemp("project")
     shutil.copy(KERNELS, root / "kernels.py")
+    (root / "pyproject.toml").write_text('[tool.fuzzkern]\ntargets = ["kernels.py"]\n')
     res = run(["run", "kernels.py::wrong", "--budget", "20s", "--seed", "1", "--no-db",
                "-j", "1", "-q"], root)
     assert res.returncode == 1, res.stdout + res.stderr
@@ -51,14 +52,15 @@ def _tampered(project: Path, tmp_path: Path, change) -> Path:
 
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_reproducer_runs_no_payload(project, tmp_path, payload):
-    """Item 1: the target name, message, explanations and environment of an entry are data in
-    its reproducer; the script still runs and shows the failure."""
+    """Item 1: the message, explanations and environment of an entry are data in its
+    reproducer; the script still runs and shows the failure. (A payload in the target id: the
+    id no longer hashes the content, or names no declared target: refused.)"""
     mark = tmp_path / "PWNED"
     text = payload.format(mark=str(mark))
 
     def change(d):
         d["message"] = text
-        d["target"]["id"] = "wrong" + text
+        d["target"]["ref"] = "wrong" + text
         d["explanations"] = [text]
         d["environment"]["fuzzkern"] = text
         d["environment"]["gpu"] = text
@@ -73,9 +75,10 @@ def test_reproducer_runs_no_payload(project, tmp_path, payload):
     assert "the failure reproduces" in proc.stdout
 
 
-def test_replay_and_repro_refuse_code_outside_the_project(project, tmp_path):
-    """Item 2: an entry naming a target file outside its project root is neither imported by
-    replay nor by a reproducer, unless --allow-outside-root."""
+def test_replay_and_repro_never_load_code_an_entry_names(project, tmp_path):
+    """Item 2: an entry naming a target file outside its project (its ref, its launcher's and
+    reference's files) is replayed and reproduced with the declared target: the named file is
+    never imported, and no flag makes it so."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     mark = tmp_path / "IMPORTED"
@@ -86,22 +89,22 @@ def test_replay_and_repro_refuse_code_outside_the_project(project, tmp_path):
         d["target"]["ref"] = f"{elsewhere / 'evil.py'}::wrong"
         d["target"]["ref_relative"] = "../elsewhere/evil.py::wrong"
         for key in ("launcher", "reference"):
-            if d["target"].get(key):
-                d["target"][key]["file"] = str(elsewhere / "evil.py")
-                d["target"][key]["file_relative"] = None
+            d["target"][key] = {"module": "evil", "qualname": "wrong",
+                                "file": str(elsewhere / "evil.py")}
 
     entry = _tampered(project, tmp_path, change)
     root = entry.parents[2]
     res = run(["replay"], root)
-    assert res.returncode == 2, res.stdout + res.stderr
-    assert "refused" in res.stdout and not mark.exists()
+    assert res.returncode == 1 and "still failing" in res.stdout, res.stdout + res.stderr
     res = run(["repro", str(entry), "-o", str(tmp_path / "r.py")], root)
-    assert res.returncode == 2 and not (tmp_path / "r.py").exists()
-    assert "outside its project root" in one_error_line(res.stderr)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "evil" not in (tmp_path / "r.py").read_text()
+    proc = subprocess.run([sys.executable, str(tmp_path / "r.py")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "the failure reproduces" in proc.stdout, proc.stdout
     assert not mark.exists()
-    # the flag is the user's explicit trust
     res = run(["replay", "--allow-outside-root"], root)
-    assert mark.exists(), res.stdout + res.stderr
+    assert res.returncode == 2 and not mark.exists()
 
 
 @pytest.mark.parametrize("bad_id", ["../../x", "a/b", "..", "x.y", "", "a" * 65])

@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
-from fuzzkern.corpus import repro
 from fuzzkern.corpus import store as corpus
 from fuzzkern.execution.devices import worker_env
 from fuzzkern.execution.pool import WorkerPool
 from fuzzkern.search import engine
 from fuzzkern.target import loader
+from tests import corpus_support
 
 pytestmark = pytest.mark.gpu
 
@@ -39,7 +39,7 @@ def _found(spec, tmp_path, budget=60.0):
 
 
 def _repro(entry, tmp_path, *args):
-    script = repro.write(entry, str(tmp_path / f"repro_{entry.id}.py"))
+    script = corpus_support.write_repro(entry, str(tmp_path / f"repro_{entry.id}.py"))
     return subprocess.run([sys.executable, script, *args], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
 
@@ -53,9 +53,9 @@ def test_kernel_bug_entry_replays_compiled_and_reproduces_on_the_gpu(module, tmp
         for entry in entries:
             assert entry.modes == MODES
             assert entry.environment["gpu"]  # the GPU the compiled mode ran on
-            r = corpus.replay(entry, pool, modes=("compiled",))
+            r = corpus_support.replay(entry, pool, modes=("compiled",))
             assert r.status == corpus.STILL_FAILING, r.reason
-            fixed = corpus.replay(entry, pool, ref=f"{path}::correct")
+            fixed = corpus_support.replay(entry, pool, ref=f"{path}::correct")
             assert fixed.status == corpus.NOW_PASSING, fixed.reason
     finally:
         pool.close()
@@ -73,8 +73,8 @@ def test_compiled_only_entry_replays_on_the_gpu_and_not_in_the_interpreter(tmp_p
     assert entry.verdict == "compiled-only" and entry.failing_modes == ["compiled"]
     pool = WorkerPool(env=worker_env())
     try:
-        assert corpus.replay(entry, pool).status == corpus.STILL_FAILING
-        r = corpus.replay(entry, pool, modes=("interpret",))
+        assert corpus_support.replay(entry, pool).status == corpus.STILL_FAILING
+        r = corpus_support.replay(entry, pool, modes=("interpret",))
         assert r.status == corpus.CANNOT_REPLAY and "failed only in compiled" in r.reason
     finally:
         pool.close()

@@ -12,12 +12,12 @@ import textwrap
 
 import pytest
 
-from fuzzkern.corpus import repro
 from fuzzkern.corpus import store as corpus
 from fuzzkern.execution.devices import worker_env
 from fuzzkern.execution.pool import WorkerPool
 from fuzzkern.search import engine
 from fuzzkern.target import loader
+from tests import corpus_support
 
 pytestmark = pytest.mark.gpu
 
@@ -89,7 +89,7 @@ def test_a_library_autotuner_benchmarks_nothing_in_a_compiled_reproducer(tmp_pat
     log = tmp_path / "benchmarked.log"
     assert not log.exists(), "fuzzkern itself ran the library's autotuner"
     entry = corpus.load(result.failures[0].corpus_path)
-    script = repro.write(entry, str(tmp_path / "repro.py"))
+    script = corpus_support.write_repro(entry, str(tmp_path / "repro.py"))
     proc = subprocess.run([sys.executable, script, "--mode", "compiled"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(tmp_path)})

@@ -115,10 +115,11 @@ def _reproduce(path, monkeypatch):
     entry = _entry(path)
     monkeypatch.chdir(path)
     runner = CliRunner()
-    replayed = runner.invoke(cli.main, ["replay"])
+    replayed = runner.invoke(cli.main, ["replay", "--target", "test_mykernels.py"])
     assert replayed.exit_code == 1, replayed.output
     assert "still failing" in replayed.output and "refused" not in replayed.output
-    res = runner.invoke(cli.main, ["repro", entry, "-o", str(path / "repro.py")])
+    res = runner.invoke(cli.main, ["repro", entry, "-o", str(path / "repro.py"), "--target",
+                                   "test_mykernels.py"])
     assert res.exit_code == 0, res.output
     proc = subprocess.run([sys.executable, "-c", WITHOUT_FUZZKERN, str(path / "repro.py")],
                           cwd=path, capture_output=True, text=True, timeout=180)
@@ -165,23 +166,3 @@ def test_a_different_failure_is_not_called_a_reproduction(pytester, monkeypatch)
     assert "a different failure: the launcher raised RuntimeError: 0 active drivers" in shown
     assert "fuzzkern recorded oob-view at load at mykern.py:" in shown
     assert "reproduces" not in shown
-
-
-def test_a_module_named_by_an_entry_is_looked_up_beside_its_file(tmp_path):
-    """The cause of the refusal: a sibling module (``mykern``, on sys.path only while pytest
-    ran) is inside the project when it sits beside the file the entry names, and outside
-    when this process would import one of that name from elsewhere."""
-    from fuzzkern.corpus.store import _module_outside
-
-    root = tmp_path / "project"
-    (root / "sub").mkdir(parents=True)
-    (root / "sub" / "mykern.py").write_text("")
-    assert not _module_outside("mykern", str(root), str(root / "sub" / "mykern.py"))
-    assert _module_outside("mykern", str(root), None)
-    # a name this process finds outside the project stays outside, whatever file is claimed
-    assert _module_outside("json", str(root), str(root / "sub" / "mykern.py"))
-    pkg = root / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "kern.py").write_text("")
-    assert not _module_outside("pkg.kern", str(root), str(pkg / "kern.py"))

@@ -15,11 +15,11 @@ import sys
 
 import pytest
 
-from fuzzkern.corpus import repro
 from fuzzkern.corpus import store as corpus
 from fuzzkern.execution.pool import WorkerPool
 from fuzzkern.search import engine
 from fuzzkern.target import loader
+from tests import corpus_support
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ MODULES = sorted(f[:-3] for f in os.listdir(KERNELS) if f.endswith(".py") and f 
 
 
 def _reproduce(entry, folder):
-    script = repro.write(entry, os.path.join(folder, f"repro_{entry.id}.py"))
+    script = corpus_support.write_repro(entry, os.path.join(folder, f"repro_{entry.id}.py"))
     text = open(script).read()
     assert not re.search(r"^\s*(import|from)\s+fuzzkern\b", text, re.MULTILINE)
     proc = subprocess.run([sys.executable, script, "--timeout", "3"], cwd=folder,
@@ -75,11 +75,11 @@ def test_entry_replays_reproduces_and_flips_when_fixed(module, tmp_path):
             assert entry.explanations == failure.explanations
             entries.append(entry)
 
-            again = corpus.replay(entry, pool)
+            again = corpus_support.replay(entry, pool)
             assert again.status == corpus.STILL_FAILING, again.reason
             assert again.outcome is not None and again.outcome.verdict == entry.verdict
 
-            fixed = corpus.replay(entry, pool, ref=f"{path}::correct")
+            fixed = corpus_support.replay(entry, pool, ref=f"{path}::correct")
             assert fixed.status == corpus.NOW_PASSING, fixed.reason
         # the corpus holds exactly these entries, and scanning it finds them
         scanned = corpus.scan(str(corpus_dir), lt.id)

@@ -22,6 +22,7 @@ from fuzzkern.execution.pool import WorkerPool, _context
 from fuzzkern.judge.outcome import Outcome
 from fuzzkern.search import engine, explain
 from fuzzkern.target import loader
+from tests import corpus_support
 from tests.unit import _corpus_writers as writers
 
 HERE = os.path.dirname(__file__)
@@ -221,13 +222,13 @@ def test_missing_or_changed_inputs_cannot_replay(tmp_path, pool):
     raw[-1] ^= 0x01  # one flipped bit in the stored bytes
     with open(sf, "wb") as fh:
         fh.write(raw)
-    r = corpus.replay(entry, pool)
+    r = corpus_support.replay(entry, pool)
     assert r.status == corpus.CANNOT_REPLAY and "checksum mismatch" in r.reason
     with open(sf, "wb") as fh:
         fh.write(raw[:20])
-    assert "truncated" in corpus.replay(entry, pool).reason
+    assert "truncated" in corpus_support.replay(entry, pool).reason
     os.unlink(sf)
-    r = corpus.replay(entry, pool)
+    r = corpus_support.replay(entry, pool)
     assert r.status == corpus.CANNOT_REPLAY and "missing" in r.reason
 
 
@@ -349,18 +350,15 @@ def _found(tmp_path, pool, target="strided", case=None):
 
 def test_replay_says_still_failing_now_passing_or_cannot_replay(tmp_path, pool):
     entry = _found(tmp_path, pool)
-    r = corpus.replay(entry, pool)
+    r = corpus_support.replay(entry, pool)
     assert (r.status, r.outcome.verdict) == (corpus.STILL_FAILING, "kernel-bug")
-    assert corpus.replay(entry, pool, ref=f"{TARGETS}::fixed").status == corpus.NOW_PASSING
-    r = corpus.replay(entry, pool, ref=f"{TARGETS}::nan_inputs")  # fails another way: no NaN
+    fixed = corpus_support.replay(entry, pool, ref=f"{TARGETS}::fixed")
+    assert fixed.status == corpus.NOW_PASSING
+    r = corpus_support.replay(entry, pool, ref=f"{TARGETS}::nan_inputs")  # no NaN: passes
     assert r.status == corpus.NOW_PASSING
-    r = corpus.replay(entry, pool, ref=f"{TARGETS}::renamed")
+    r = corpus_support.replay(entry, pool, ref=f"{TARGETS}::renamed")
     assert r.status == corpus.CANNOT_REPLAY and r.reason.startswith("signature changed")
     assert "y" in r.reason and "x" in r.reason
-    r = corpus.replay(entry, pool, ref=f"{TARGETS}::no_such_target")
-    assert r.status == corpus.CANNOT_REPLAY and r.reason.startswith("target missing")
-    r = corpus.replay(entry, pool, ref=os.path.join(HERE, "targets", "gone.py::strided"))
-    assert r.status == corpus.CANNOT_REPLAY and "does not exist" in r.reason
 
 
 def test_a_replay_that_fails_differently_says_it_is_a_different_failure(tmp_path, pool):
@@ -371,16 +369,18 @@ def test_a_replay_that_fails_differently_says_it_is_a_different_failure(tmp_path
                        modes=("interpret",))
     entry = corpus.load(path)
     # float32 input: the half target is right, so the "oob" is gone
-    assert corpus.replay(entry, pool).status == corpus.NOW_PASSING
+    assert corpus_support.replay(entry, pool).status == corpus.NOW_PASSING
     half = Case({"N": 2}, {"x": TensorCase.build((2,), "float16")})
     path = corpus.save(str(tmp_path / "corpus"), lt.id, lt.ref, half, outcome,
                        modes=("interpret",))
-    r = corpus.replay(corpus.load(path), pool)
+    r = corpus_support.replay(corpus.load(path), pool)
     assert r.status == corpus.STILL_FAILING
     assert r.reason.startswith("a different failure: kernel-bug at output 0, recorded oob:")
 
 
 def test_a_moved_checkout_still_replays(tmp_path, pool):
+    """The entry names its target by id only: moved with its checkout, it replays against the
+    target file the user declares there."""
     repo = tmp_path / "repo"
     (repo / "targets").mkdir(parents=True)
     shutil.copy(TARGETS, repo / "targets" / "corpus_targets.py")
@@ -389,12 +389,12 @@ def test_a_moved_checkout_still_replays(tmp_path, pool):
     outcome = pool.run(lt.ref, case.to_json(), {"modes": ["interpret"]}, 30.0)
     path = corpus.save(str(repo / "corpus"), lt.id, lt.ref, case, outcome,
                        modes=("interpret",), target=lt.target)
-    assert corpus.load(path).ref_relative == "targets/corpus_targets.py::strided"
     moved = tmp_path / "elsewhere"
     shutil.move(str(repo), str(moved))
     entry = corpus.load(str(moved / os.path.relpath(path, repo)))
-    assert entry.resolved_ref() == f"{moved}/targets/corpus_targets.py::strided"
-    assert corpus.replay(entry, pool).status == corpus.STILL_FAILING
+    declared = f"{moved}/targets/corpus_targets.py"
+    r = corpus_support.replay(entry, pool, ref=declared)
+    assert r.status == corpus.STILL_FAILING
 
 
 def test_a_run_replays_the_corpus_before_fuzzing(tmp_path):
@@ -409,13 +409,9 @@ def test_a_run_replays_the_corpus_before_fuzzing(tmp_path):
         assert result.replayed == 1 and result.corpus_failing == [entry.path]
         assert any(f.replayed and f.corpus_path == entry.path for f in result.failures)
         (fixed,) = loader.load(f"{TARGETS}::fixed")
-        # the same entry, pointed at the fixed kernel through the campaign: now passing
-        shutil.copytree(tmp_path / "corpus" / corpus.target_dirname(lt.id),
-                        tmp_path / "corpus" / corpus.target_dirname(fixed.id))
-        for name in os.listdir(tmp_path / "corpus" / corpus.target_dirname(fixed.id)):
-            if name.endswith(".json"):
-                f = tmp_path / "corpus" / corpus.target_dirname(fixed.id) / name
-                f.write_text(f.read_text().replace(f'"id": "{lt.id}"', f'"id": "{fixed.id}"'))
+        # the same case saved under the fixed twin's id: the campaign replays it, now passing
+        corpus.save(str(tmp_path / "corpus"), fixed.id, fixed.ref, entry.case, entry.outcome,
+                    modes=("interpret",))
         result = engine.fuzz_target(fixed, p, opts, 0.5)
         assert result.replayed == 1 and len(result.corpus_passing) == 1
         assert not result.failures
@@ -465,23 +461,27 @@ def test_cli_replay_table_and_exit_codes(tmp_path, pool, monkeypatch):
         fh.write("{")
     runner = CliRunner()
     monkeypatch.chdir(tmp_path)
-    # the entry's target file lives outside tmp_path (the project root): refused by default
+    # no target source declared (no --target, no pyproject.toml): each entry says so, exit 2
     res = runner.invoke(cli.main, ["replay"])  # default: ./corpus
-    assert res.exit_code == 2, res.output
-    assert "refused" in res.output and "could be replayed" in res.output
-    res = runner.invoke(cli.main, ["replay", "--allow-outside-root"])
+    assert res.exit_code == 2 and "no target source" in res.output, res.output
+    res = runner.invoke(cli.main, ["replay", "--target", TARGETS])
     assert res.exit_code == 1, res.output
     assert "still failing" in res.output and "broken.json" in res.output
     assert "cannot replay" in res.output
+    # declared in pyproject.toml instead
+    (tmp_path / "pyproject.toml").write_text(f'[tool.fuzzkern]\ntargets = ["{TARGETS}"]\n')
+    res = runner.invoke(cli.main, ["replay", entry.path])
+    assert res.exit_code == 1 and "still failing" in res.output, res.output
+    (tmp_path / "pyproject.toml").unlink()
     res = runner.invoke(cli.main, ["replay", entry.path, "--ref", f"{TARGETS}::fixed"])
     assert res.exit_code == 0, res.output
     assert "now passing" in res.output
     res = runner.invoke(cli.main, ["replay", str(tmp_path / "nowhere")])
     assert res.exit_code == 2 and "no such file or folder" in res.output
     res = runner.invoke(cli.main, ["repro", entry.path, "-o", str(tmp_path / "r.py")])
-    assert res.exit_code == 2 and "refused" in res.output, res.output
+    assert res.exit_code == 2 and "no target source" in res.output, res.output
     res = runner.invoke(cli.main, ["repro", entry.path, "-o", str(tmp_path / "r.py"),
-                                   "--allow-outside-root"])
+                                   "--target", TARGETS])
     assert res.exit_code == 0, res.output
     assert "ENTRY_ID = " in (tmp_path / "r.py").read_text()
     res = runner.invoke(cli.main, ["repro", bad])

@@ -57,7 +57,7 @@ def _fuzzkern(cwd, *args):
 
 def test_replay_marks_an_unshrunk_entry_and_the_next_run_shrinks_it(tmp_path):
     path = _unshrunk_entry(tmp_path)
-    replayed = _fuzzkern(tmp_path, "replay", "--allow-outside-root")
+    replayed = _fuzzkern(tmp_path, "replay", "--target", PLAIN)
     assert replayed.returncode == 1, replayed.stdout
     assert "not minimal" in replayed.stdout, replayed.stdout
     run = _fuzzkern(tmp_path, "run", PLAIN, "--budget", "20s", "--no-db", "--seed", "0",
@@ -68,7 +68,7 @@ def test_replay_marks_an_unshrunk_entry_and_the_next_run_shrinks_it(tmp_path):
     assert not os.path.exists(path) and len(entries) == 1, entries
     saved = json.loads(entries[0].read_text())
     assert saved["shrunk"] is True and saved["case"]["dims"] == {"N": 2}
-    again = _fuzzkern(tmp_path, "replay", "--allow-outside-root")
+    again = _fuzzkern(tmp_path, "replay", "--target", PLAIN)
     assert again.returncode == 1 and "not minimal" not in again.stdout, again.stdout
 
 

@@ -15,6 +15,7 @@ from fuzzkern.corpus import store as corpus
 from fuzzkern.execution.pool import WorkerPool
 from fuzzkern.judge.outcome import Outcome
 from fuzzkern.target import loader
+from tests import corpus_support
 
 HERE = os.path.dirname(__file__)
 PLAIN = os.path.join(HERE, "targets", "plain_targets.py")
@@ -51,7 +52,7 @@ def entry(tmp_path_factory):
 
 
 def test_reproducer_shows_the_failure_without_fuzzkern(entry, tmp_path):
-    script = repro.write(entry, str(tmp_path / "repro.py"))
+    script = corpus_support.write_repro(entry, str(tmp_path / "repro.py"))
     text = open(script).read()
     assert not re.search(r"^\s*(import|from)\s+fuzzkern\b", text, re.MULTILINE)
     assert "plain_kernel" in text  # the launcher is imported from the user's own module
@@ -74,7 +75,7 @@ def test_reproducer_passes_once_the_kernel_is_fixed(entry, tmp_path):
                       "def _scale_kernel(x_ptr, out_ptr, n, stride_x, BLOCK")
     src = src.replace("(x, out, n, BLOCK=BLOCK)", "(x, out, n, x.stride(0), BLOCK=BLOCK)")
     (fixed_dir / "plain_kernel.py").write_text(src)
-    text = repro.script(entry, str(tmp_path / "repro.py"))
+    text = corpus_support.script(entry, str(tmp_path / "repro.py"))
     text = text.replace(os.path.join(HERE, "targets", "plain_kernel.py"),
                         str(fixed_dir / "plain_kernel.py"))
     (tmp_path / "repro.py").write_text(text)
@@ -84,7 +85,7 @@ def test_reproducer_passes_once_the_kernel_is_fixed(entry, tmp_path):
 
 
 def test_reproducer_refuses_inputs_that_do_not_match(entry, tmp_path):
-    script = repro.write(entry, str(tmp_path / "repro.py"))
+    script = corpus_support.write_repro(entry, str(tmp_path / "repro.py"))
     other = tmp_path / "other.safetensors"
     import torch
     from safetensors.torch import save_file
@@ -102,7 +103,7 @@ def test_reproducer_script_of_a_hang_stops_at_the_timeout(tmp_path):
     outcome = Outcome("hang", "the case ran past the timeout of 2 s; the worker was killed")
     path = corpus.save(str(tmp_path / "corpus"), lt.id, lt.ref, case, outcome,
                        modes=("interpret",), target=lt.target)
-    script = repro.write(corpus.load(path), str(tmp_path / "repro.py"))
+    script = corpus_support.write_repro(corpus.load(path), str(tmp_path / "repro.py"))
     proc = subprocess.run([sys.executable, script, "--timeout", "1"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -147,7 +148,7 @@ def test_reproducer_of_0dim_and_integer_outputs_with_a_clobbered_input(tmp_path,
         outcome = Outcome("kernel-bug", "recorded", outcome.modes)
     path = corpus.save(str(tmp_path / "corpus"), lt.id, lt.ref, case, outcome,
                        modes=("interpret",), target=lt.target)
-    script = repro.write(corpus.load(path), str(tmp_path / "repro.py"))
+    script = corpus_support.write_repro(corpus.load(path), str(tmp_path / "repro.py"))
     # (the target module imports fuzzkern, so the script may too)
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(HERE)))
     proc = subprocess.run([sys.executable, script], cwd=tmp_path, env=env, capture_output=True,

@@ -19,6 +19,7 @@ import pytest
 
 from fuzzkern.corpus import store as corpus
 from fuzzkern.execution.pool import WorkerPool
+from tests import corpus_support
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -81,7 +82,7 @@ def test_a_frozen_entry_loads_migrated_and_replays_with_its_verdict(path, pool):
     assert entry.id == raw["id"] == path.stem
     assert entry.verdict == raw["verdict"]
     assert entry.case.describe() == raw["case_text"]
-    result = corpus.replay(entry, pool)
+    result = corpus_support.replay(entry, pool, ref=str(path.parents[2] / "targets.py"))
     assert result.status == corpus.STILL_FAILING, result.reason
     assert result.outcome is not None and result.outcome.verdict == entry.verdict
 

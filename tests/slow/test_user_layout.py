@@ -1,0 +1,106 @@
+"""End to end in a user's own repository laid out as ``src/mypkg`` + ``tests/test_fuzz.py``
+(pytest's ``pythonpath = ["src"]``, the package not installed): pytest and ``fuzzkern run``
+find the bug, name the target by one id, and every command they print works: the replay and
+repro commands, from another folder too, and the printed reproducer script."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+KERNEL = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        y = tl.where(offs == 5, x * 3, x * 2)  # BUG: element 5 is tripled
+        tl.store(out_ptr + offs, y, mask=mask)
+
+
+    def double(x):
+        out = torch.empty_like(x)
+        n = x.numel()
+        _double[(triton.cdiv(n, 16),)](x, out, n, BLOCK=16)
+        return out
+''')
+
+TESTS = textwrap.dedent('''
+    import fuzzkern
+    from fuzzkern import strategies as fks
+    from mypkg.kern import double
+
+    double_t = fuzzkern.Target(
+        launcher=double, reference=lambda x: x * 2, dims={"N": fks.sizes(max_value=12)},
+        inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
+    )
+''')
+
+
+def _repo(root):
+    (root / "src" / "mypkg").mkdir(parents=True)
+    (root / "src" / "mypkg" / "__init__.py").write_text("")
+    (root / "src" / "mypkg" / "kern.py").write_text(KERNEL)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_fuzz.py").write_text(TESTS)
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "mypkg"\nversion = "0"\n\n[tool.pytest.ini_options]\n'
+        'pythonpath = ["src"]\n')
+
+
+def _sh(command, cwd):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = here  # fuzzkern itself, never the user's repository
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True,
+                          timeout=400, env=env)
+
+
+def _printed(output, prefix):
+    return [line.split(prefix, 1)[1].strip() for line in output.splitlines() if prefix in line]
+
+
+def test_pytest_run_and_every_printed_command_in_a_src_layout(tmp_path):
+    root = tmp_path / "repo"
+    _repo(root)
+    py = shlex.quote(sys.executable)
+    res = _sh(f"{py} -m pytest tests/test_fuzz.py -p no:randomly -q --fuzzkern-seed 1 "
+              "--fuzzkern-max-examples 60 --fuzzkern-budget 120s", root)
+    assert res.returncode == 1, res.stdout + res.stderr
+    ids = set(re.findall(r"(tests\.test_fuzz::double_t)", res.stdout))
+    assert ids == {"tests.test_fuzz::double_t"}, res.stdout
+    res = _sh(f"{py} -m fuzzkern list tests/test_fuzz.py", root)
+    assert res.returncode == 0 and "tests.test_fuzz::double_t" in res.stdout, res.stderr
+    # the id is accepted back by `fuzzkern run`; the pytest entry replays there
+    res = _sh(f"{py} -m fuzzkern run tests.test_fuzz::double_t --seed 2 --no-db -j 1 "
+              "--max-examples 60 --budget 120s", root)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "still failing" in res.stdout or "regression" in res.stdout, res.stdout
+    replays = _printed(res.stdout, "to reproduce this failure: ")
+    repros = _printed(res.stdout, "reproduce without fuzzkern: ")
+    assert replays and repros, res.stdout
+    elsewhere = tmp_path / "elsewhere"  # the script runs from any folder
+    elsewhere.mkdir()
+    for command in replays:
+        got = _sh(command.replace("fuzzkern", f"{py} -m fuzzkern", 1), root)
+        assert got.returncode == 1 and "still failing" in got.stdout, got.stdout + got.stderr
+    for command in repros:
+        got = _sh(command.replace("fuzzkern", f"{py} -m fuzzkern", 1) + " -o r.py", root)
+        assert got.returncode == 0, got.stdout + got.stderr
+        script = _sh(f"{py} {shlex.quote(str(root / 'r.py'))}", elsewhere)
+        assert script.returncode == 1 and "the failure reproduces" in script.stdout, \
+            script.stdout + script.stderr
