@@ -529,8 +529,9 @@ def _narrow_cumsum_expected(dtype: torch.dtype) -> list[torch.Tensor]:
 
 # 3.6 promotes a bf16 scan to float32 (core._promote_bfloat16_to_float32); fp16 scans in fp16
 case(name="cumsum_fp16", construct="`tl.cumsum` of fp16: partial sums rounded to fp16 (blocks "
-     "of lanes scanned in a tree, then the running total)", upstream="scans in float32 and "
-     "rounds once", issue=None,
+     "of lanes scanned in a tree, then the running total; the GPU's own scan tree is not "
+     "modelled exactly: 1 ulp apart at the tail of a 1024-long scan on an H200, 2026-12-04)",
+     upstream="scans in float32 and rounds once", issue=None, ulps=1,
      expected=lambda: _narrow_cumsum_expected(torch.float16))(_narrow_cumsum_run(torch.float16))
 
 
