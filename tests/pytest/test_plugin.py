@@ -156,8 +156,9 @@ def test_fuzz_items_pass_and_fail_with_the_diagnosis(pytester):
     assert "minimal case: x=float32[1]" in section
     assert "dims: N=1" in section
     (entry,) = _corpus_files(pytester.path, "test_ops_bad")
+    # (with the declared source that holds the target: replay loads code from nothing else)
     assert re.search(rf"^to reproduce this failure: fuzzkern replay \S*corpus/test_ops_bad/"
-                     rf"{entry.name}$", section,
+                     rf"{entry.name} --target test_ops.py$", section,
                      re.M)
     assert re.search(r"\d+ cases in [\d.]+ s \(budget 120 s, max 8 cases", section)
     # The terminal summary lists the new regression case to review and commit.
