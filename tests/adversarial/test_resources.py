@@ -90,7 +90,7 @@ def test_a_40_mb_exception_message_is_cut_and_the_finding_kept(tmp_path):
     d = json.loads(entry.read_text())
     assert "ValueError" in json.dumps(d["outcome"]) and "BAD-INDEX" in d["message"], d["message"]
     assert d["case"]["dims"]["N"] == 4  # shrunk to the smallest failing case
-    res = run_limited(["replay"], tmp_path, timeout=200)
+    res = run_limited(["replay", "--target", "kernels.py"], tmp_path, timeout=200)
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
     assert rows(res.stdout)[entry.name][2] == "still failing"
 
