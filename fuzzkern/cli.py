@@ -983,6 +983,8 @@ class _Display:
         self.start = time.monotonic()
         #: seconds the workers took to start before the budget's clock started
         self.start_up = 0.0
+        #: set once the budget's clock started (the campaign's "warm" event)
+        self.started = threading.Event()
         self.quiet = quiet
         self.live: Any = None
         if live:
@@ -1012,6 +1014,8 @@ class _Display:
     def _heartbeats(self) -> None:
         """Logs and CI: a line every ``heartbeat`` seconds, so a long run is never silent."""
         while not self._stop.wait(self.heartbeat):
+            if not self.started.is_set():  # the workers still start: the budget's clock waits
+                continue
             # one line, never wrapped: logs are grepped and read line by line
             self.console.print(self.heartbeat_line(), markup=False, soft_wrap=True)
 
@@ -1066,6 +1070,7 @@ class _Display:
         if kind == "warm":  # the budget counts from here (fuzzkern.search.schedule)
             self.start_up = float(obj)
             self.start = time.monotonic()
+            self.started.set()
             return
         if kind != "done":
             return
