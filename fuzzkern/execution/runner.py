@@ -127,7 +127,9 @@ class _Run:
         return {"input_dtypes": {n: t.dtype for n, t in self.base.items()}}
 
     def _call_reference(self, values: Mapping[str, Any]) -> Any:
-        return call_with(self.target.reference, values, self._told())
+        # (the dtypes only for a reference that asks: reading a variant's inputs makes them)
+        told = self._told() if _asks_dtypes(self.target.reference) else {}
+        return call_with(self.target.reference, values, told)
 
     def _reference_inputs(self, absolute: bool = False, on_device: bool = False
                           ) -> dict[str, Any]:
@@ -396,6 +398,25 @@ class _Run:
                                 compiled_within=None if found is None else found.compiled_within)
         except Exception as e:
             return judge_shadow(comparison, None, limits=[shadow_failure(e)])
+
+
+def _asks_dtypes(fn: Any) -> bool:
+    """Whether a reference names ``input_dtypes`` (or takes ``**kwargs``)."""
+    try:
+        return _asks_dtypes_cached(fn)
+    except TypeError:  # an unhashable callable
+        return _asks_dtypes_cached.__wrapped__(fn)
+
+
+@functools.lru_cache(maxsize=256)
+def _asks_dtypes_cached(fn: Any) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "input_dtypes" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 class _RoundingSeen:
