@@ -243,7 +243,8 @@ def run(**params: Any) -> None:
     from fuzzkern.search import engine, floor, schedule
 
     def campaign(targets: list[Any], o: Any) -> list[Any]:
-        return schedule.run_campaign(targets, o, on_event=display.on_event, jobs=jobs,
+        return schedule.run_campaign(targets, o, on_event=display.on_event,
+                                     on_start=display.on_start, jobs=jobs,
                                      database_spec=None if a.no_db else a.db_path,
                                      devices=devices)
 
@@ -1060,17 +1061,18 @@ class _Display:
                       str(p.coverage))
         return t
 
+    def on_start(self, start_up: float) -> None:
+        """The budget's clock starts (fuzzkern.search.schedule), after ``start_up`` seconds."""
+        self.start_up = float(start_up)
+        self.start = time.monotonic()
+        self.started.set()
+
     def on_event(self, kind: str, obj: Any, outcome: Any) -> None:
         from fuzzkern.report import text as reporting
         from fuzzkern.search.schedule import Progress
 
         if isinstance(obj, Progress):
             self.rows[obj.target_id] = obj
-            return
-        if kind == "warm":  # the budget counts from here (fuzzkern.search.schedule)
-            self.start_up = float(obj)
-            self.start = time.monotonic()
-            self.started.set()
             return
         if kind != "done":
             return

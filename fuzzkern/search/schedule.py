@@ -47,8 +47,8 @@ as :class:`Progress` snapshots; the parent never runs Hypothesis or a kernel.
 CUDA for compiled mode: :meth:`~fuzzkern.execution.pool.WorkerPool.warm`); the budget's clock
 starts after it, so no target's first slice pays for it.
 
-Events (``on_event(kind, obj, outcome)``): ``"warm"`` with the start-up's seconds, once, when
-the budget's clock starts; ``"progress"`` with a :class:`Progress` (at most
+``on_start(seconds)`` is called once, with the start-up's seconds, when the budget's clock
+starts. Events (``on_event(kind, obj, outcome)``): ``"progress"`` with a :class:`Progress` (at most
 every 0.2 s per running slice, and at slice ends), ``"done"`` with a target's final merged
 :class:`~fuzzkern.search.engine.TargetResult` when it leaves the campaign.
 """
@@ -279,8 +279,8 @@ def _plan(slots: list[_Slot], round_seconds: float, width: int) -> list[tuple[_S
 
 def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions, *,
                  on_event: Event | None = None, pool: WorkerPool | None = None, jobs: int = 1,
-                 database_spec: str | None = None, devices: list[str] | None = None
-                 ) -> list[TargetResult]:
+                 database_spec: str | None = None, devices: list[str] | None = None,
+                 on_start: Callable[[float], None] | None = None) -> list[TargetResult]:
     """Fuzz every target within ``opts.budget`` seconds of wall clock in total, in rounds of
     slices that favour targets still finding new behaviour (see the module doc); ``jobs`` > 1
     fuzzes targets in that many processes at once (``database_spec``: how they open the
@@ -299,7 +299,8 @@ def run_campaign(targets: list[LoadedTarget], opts: CampaignOptions, *,
     else:
         runner = _Parallel(opts, jobs, database_spec, devices, emit, refs)
     start = time.monotonic()
-    emit("warm", getattr(runner, "warmed", 0.0), None)
+    if on_start is not None:
+        on_start(getattr(runner, "warmed", 0.0))
     if opts.stop_at is None:  # the budget is a hard stop (fuzzkern.execution.pool.StopTime),
         # moved out by the shrinking time; the search itself ends at the budget
         opts = dataclasses.replace(

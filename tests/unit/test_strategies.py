@@ -59,7 +59,8 @@ def test_import_does_not_import_torch_or_triton():
 
 def test_all_is_sorted_and_public():
     assert fks.__all__ == sorted(fks.__all__)
-    assert set(fks.__all__) == {"dtypes", "inputs", "layouts", "sizes", "tensors", "values"}
+    assert set(fks.__all__) == {"dim", "dtypes", "inputs", "layouts", "sizes", "tensors",
+                                "values"}
 
 
 def test_repr_names_only_non_defaults():
