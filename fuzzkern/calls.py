@@ -37,6 +37,11 @@ def _accepts(fn: Callable[..., Any]) -> tuple[frozenset[str], bool]:
         return _read_signature(fn)
 
 
+def names(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn``'s signature names ``name`` explicitly (what ``named_only`` needs)."""
+    return name in _accepts(fn)[0]
+
+
 def call_with(fn: Callable[..., Any], values: Mapping[str, Any],
               named_only: Mapping[str, Any] | None = None) -> Any:
     """Call ``fn`` with the subset of ``values`` its signature names (all of them for ``**kw``),

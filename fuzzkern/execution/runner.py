@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from fuzzkern.calls import call_with
+from fuzzkern.calls import call_with, names
 from fuzzkern.case.model import Case, materialize, rebuild_like
 from fuzzkern.execution import hygiene
 from fuzzkern.execution.hygiene import (
@@ -128,7 +128,7 @@ class _Run:
 
     def _call_reference(self, values: Mapping[str, Any]) -> Any:
         # (the dtypes only for a reference that asks: reading a variant's inputs makes them)
-        told = self._told() if _asks_dtypes(self.target.reference) else {}
+        told = self._told() if names(self.target.reference, "input_dtypes") else {}
         return call_with(self.target.reference, values, told)
 
     def _reference_inputs(self, absolute: bool = False, on_device: bool = False
@@ -398,25 +398,6 @@ class _Run:
                                 compiled_within=None if found is None else found.compiled_within)
         except Exception as e:
             return judge_shadow(comparison, None, limits=[shadow_failure(e)])
-
-
-def _asks_dtypes(fn: Any) -> bool:
-    """Whether a reference names ``input_dtypes`` (or takes ``**kwargs``)."""
-    try:
-        return _asks_dtypes_cached(fn)
-    except TypeError:  # an unhashable callable
-        return _asks_dtypes_cached.__wrapped__(fn)
-
-
-@functools.lru_cache(maxsize=256)
-def _asks_dtypes_cached(fn: Any) -> bool:
-    import inspect
-
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "input_dtypes" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 class _RoundingSeen:
