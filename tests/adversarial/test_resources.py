@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.adversarial.conftest import one_error_line, rows, run_limited
-from tests.adversarial.test_corpus_attacks import FIXED, _copy, _edit, wrong_project
+from tests.adversarial.test_corpus_attacks import FIXED, _copy, _edit, _rehashed, wrong_project
 
 __all__ = ["wrong_project"]  # a fixture, shared with the corpus attacks
 
@@ -49,7 +49,7 @@ def test_the_largest_view_the_limits_allow_replays_in_bounded_memory(wrong_proje
     from fuzzkern.corpus.limits import Limits
 
     root, entry = _copy(wrong_project, tmp_path)
-    _edit(entry, _stride_0(Limits().tensor_elements))
+    entry = _rehashed(entry, _stride_0(Limits().tensor_elements))  # a consistent entry
     res = run_limited(["replay", *FIXED], root, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert rows(res.stdout)[entry.name][2] == "now passing", res.stdout

@@ -62,7 +62,8 @@ def _repo(root):
 
 
 def _sh(command, cwd):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # a user's own machine: no CI variable (a CI run's pytest profile writes no corpus)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI", "TF_BUILD")}
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = here  # fuzzkern itself, never the user's repository
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
