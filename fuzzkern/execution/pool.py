@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import pickle
 import signal
 import time
 import traceback
@@ -40,6 +41,7 @@ from typing import Any
 
 from fuzzkern.execution import ahead, progress, stages
 from fuzzkern.execution.progress import PROGRESS_EVERY
+from fuzzkern.judge import recheck
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
 
 _PRELOAD = ["fuzzkern.execution._preload"]
@@ -225,6 +227,13 @@ class CaseClock:
         return (Verdict.HANG,
                 f"the case ran past the timeout of {self.timeout:g} s{note}; the worker was "
                 "killed", detail)
+
+
+def receive(conn: Connection) -> Any:
+    """One message of a worker, read as plain data (:func:`fuzzkern.judge.recheck.loads`: no
+    class or function is unpickled, so nothing a case's code sends runs here), at most
+    :data:`~fuzzkern.judge.recheck.MESSAGE_BYTES` long."""
+    return recheck.loads(conn.recv_bytes(recheck.MESSAGE_BYTES))
 
 
 def _context() -> Any:
@@ -1003,9 +1012,9 @@ class WorkerPool:
                 if left <= 0 or not worker.conn.poll(left):
                     self.replace()
                     break
-                if isinstance(worker.conn.recv(), dict):
+                if isinstance(receive(worker.conn), dict):
                     break
-        except (EOFError, OSError):
+        except (EOFError, OSError, pickle.UnpicklingError):
             self.replace()
         return time.monotonic() - start
 
@@ -1054,8 +1063,10 @@ class WorkerPool:
             now = time.monotonic()
             if ready:
                 try:
-                    result = worker.conn.recv()
-                except (EOFError, OSError):
+                    result = receive(worker.conn)
+                except (EOFError, OSError, pickle.UnpicklingError) as e:
+                    if worker.alive():  # it sent what is not plain data: not a result
+                        return self._refused(e, start, clock)
                     return self._again_if_killed(self._died(worker, start, clock),
                                                  (ref, case_json, options, timeout, cost_cap))
                 if isinstance(result, dict):
@@ -1078,9 +1089,20 @@ class WorkerPool:
         self._account(clock, time.monotonic())
         worker.cases += 1
         self.killed += int(result.pop("killed", 0) or 0)
-        if result.pop("replace_worker", False):  # its case replaced fuzzkern's judge there
+        sent = result.pop("transcript", None)
+        replace = bool(result.pop("replace_worker", False))  # its case replaced the judge
+        try:
+            outcome = Outcome.from_json(result)
+        except Exception as e:  # not an outcome: what a tampered worker may send
+            return self._refused(e, start, clock)
+        # the verdict is computed here, every pass compared again from the bytes the worker
+        # compared (fuzzkern.judge.recheck): the worker runs the case's host code
+        began = time.perf_counter()
+        outcome, refused = recheck.recheck(outcome, sent)
+        if outcome.timings:
+            outcome.timings["recheck"] = round(time.perf_counter() - began, 6)
+        if replace or refused:
             self.replace()
-        outcome = Outcome.from_json(result)
         if outcome.timings:  # what the worker did not measure: pickling, the pipe, waking up
             outcome.timings["ipc"] = round(max(
                 0.0, time.monotonic() - start - sum(outcome.timings.values())), 6)
@@ -1091,6 +1113,18 @@ class WorkerPool:
             # A device-side fault leaves the CUDA context unusable: never run another case in it.
             self.replace()
         return outcome
+
+    def _refused(self, e: BaseException, start: float, clock: CaseClock) -> Outcome:
+        """The worker sent what is not an outcome (a class or function to unpickle, a
+        message past :data:`~fuzzkern.judge.recheck.MESSAGE_BYTES`): an ``error``, and the
+        worker goes. Nothing of what it sent ran."""
+        self._account(clock, time.monotonic())
+        self.replace()
+        words = (f"the worker sent a message that is not an outcome ({type(e).__name__}: "
+                 f"{str(e)[:200]}); nothing of it was run or kept")
+        return Outcome(Verdict.ERROR, words,
+                       {"worker": ModeResult("worker", "error", error=words)},
+                       seconds=time.monotonic() - start)
 
     def _event(self, event: Any, clock: CaseClock, now: float) -> None:
         kind = event[0] if isinstance(event, (list, tuple)) and event else None

@@ -41,7 +41,7 @@ from fuzzkern.execution.launching import (
 )
 from fuzzkern.execution.stages import stage
 from fuzzkern.gpus import assumed_gpu
-from fuzzkern.judge import oracle
+from fuzzkern.judge import oracle, recheck
 from fuzzkern.judge.conditioning import Evidence
 from fuzzkern.judge.outcome import Comparison, ModeResult, Outcome, Verdict
 from fuzzkern.judge.verdict import verdict_of
@@ -49,6 +49,9 @@ from fuzzkern.target import loader
 from fuzzkern.target.declare import Target, Tolerance
 
 _targets: dict[str, Target] = {}
+#: the case's passing modes and what they compared, for the parent to compare again
+#: (:mod:`fuzzkern.judge.recheck`): filled by :meth:`_Run._judge`, sent by :func:`run_case_json`
+CLAIMS: dict[str, dict[str, Any]] = {}
 
 
 def _target(ref: str) -> Target:
@@ -97,6 +100,8 @@ class _Run:
         self._interpret_mismatch: bool | None = None
         #: the interpreted launch's kernel coverage (fuzzkern.execution.coverage.Recording)
         self.recorded: Any = None
+        #: per mode, its outputs' bytes when its launch returned (fuzzkern.judge.recheck)
+        self._snapshots: dict[str, Any] = {}
 
     def _tolerance(self, outputs: Sequence[Any], compiled: bool) -> Tolerance:
         """The target's tolerance; with ``follow="inputs"``, each floating-point output's made
@@ -267,6 +272,10 @@ class _Run:
     def _compare(self, mode: str, outputs: tuple[Any, ...] | None, detail: dict[str, Any],
                  seconds: float, allocations: Allocations | None = None,
                  allocated: set[int] | None = None) -> ModeResult:
+        # the outputs' bytes as the launch left them, before any more of the case's code
+        # runs (the reference): what the parent compares again (fuzzkern.judge.recheck)
+        with stage("snapshot"):
+            self._snapshots[mode] = recheck.snapshot(outputs)
         with stage("reference"):
             expected = self.reference()
         with stage("compare"):
@@ -318,6 +327,14 @@ class _Run:
                     f"tolerance for compiled code (up to {strict.max_ulp_error:.0f} ulp; "
                     f"{strict.tolerance.split(' (')[0]} otherwise)")
         status = "ok" if comparison.ok else "accuracy" if comparison.accuracy else "mismatch"
+        if status == "ok":  # a pass is a claim the parent checks (fuzzkern.judge.recheck)
+            with stage("snapshot"):
+                CLAIMS[mode] = recheck.claim(
+                    self._snapshots.pop(mode, "no snapshot of its outputs was taken"),
+                    expected, magnitude=self._magnitude, tolerance=tolerance,
+                    reduction_length=max(1, reduction), names=self.output_names(),
+                    upcast=self.target.upcast, evidence=self._evidence,
+                    native=self._native if self._native_done else None)
         if not comparison.ok and comparison.structural is None and self._shadows(mode):
             with stage("shadow"):
                 status, comparison = self._shadow_judge(mode, outputs, comparison, tolerance,
@@ -631,7 +648,10 @@ def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, 
     with stage("decode"), assumed_gpu(options.get("assume_gpu")):
         target = _target(ref)
         case = Case.from_json(case_json)
+    CLAIMS.clear()
     outcome = run_case(target, case, options)
+    sent = recheck.transcript(CLAIMS)  # the case's own, before any variant's
+    CLAIMS.clear()
     plan = options.get("variants")
     if plan and not outcome.failed:
         seconds = float(plan.get("share", 0)) * compile_cost(outcome)
@@ -646,4 +666,5 @@ def run_case_json(ref: str, case_json: Mapping[str, Any], options: Mapping[str, 
         out = outcome.to_json()
         if outcome.coverage:  # a measurement, sent alongside (never in a corpus entry)
             out["coverage"] = outcome.coverage
+        out["transcript"] = sent
         return out

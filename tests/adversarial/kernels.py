@@ -265,3 +265,109 @@ def _replaces_compare(x):
 
 replaces_compare = fuzzkern.Target(launcher=_replaces_compare, reference=lambda x: x,
                                    inputs=_X, dims=_DIMS)
+
+
+# -- launchers that tamper with the judge in their worker, each in its own way (issue 42): the
+# worker's own comparison passes the wrong output, the parent's (fuzzkern.judge.recheck)
+# does not. None replaces an attribute of fuzzkern's judge modules (which the worker notices
+# itself), except the first.
+
+
+def _wrong(x):
+    y = x * 1
+    if x.shape[0] > 3:
+        y[0] = 7.0
+    return y
+
+
+def _patches_numpy_abs(x):
+    import numpy
+
+    numpy.abs = lambda a, *args, **kw: numpy.zeros_like(a)  # every difference is 0
+    return _wrong(x)
+
+
+def _patches_tensor_numpy(x):
+    import numpy
+
+    original = torch.Tensor.numpy
+    # every tensor reads as zeros: the output and the reference alike
+    torch.Tensor.numpy = lambda self, *a, **k: numpy.zeros_like(original(self, *a, **k))
+    return _wrong(x)
+
+
+_STASH = []
+
+
+def _stashes(x):
+    y = _wrong(x)
+    _STASH[:] = [y]
+    return y
+
+
+def _fixes_the_outputs(x):
+    # the reference runs after the launch: it repairs the launcher's output in place
+    for y in _STASH:
+        if y.shape == x.shape:
+            y.copy_(x)
+    _STASH.clear()
+    return x
+
+
+def _patches_run_judge(x):
+    from fuzzkern.execution import runner
+    from fuzzkern.judge.outcome import Comparison, ModeResult
+
+    def judge(self, mode, expected, outputs, detail, seconds, *rest):
+        return ModeResult(mode, "ok", Comparison(ok=True), detail=detail, seconds=seconds)
+
+    runner._Run._judge = judge  # a method of a class: the module's attribute stays
+    return _wrong(x)
+
+
+def _patches_outcome_json(x):
+    from fuzzkern.judge.outcome import Outcome
+
+    original = Outcome.to_json
+
+    def to_json(self):
+        d = original(self)
+        d["verdict"] = "pass"
+        d["message"] = ""
+        for m in d["modes"].values():
+            m["status"] = "ok"
+            m["comparison"] = None
+        return d
+
+    Outcome.to_json = to_json  # what the worker sends says pass
+    return _wrong(x)
+
+
+patches_numpy_abs = fuzzkern.Target(launcher=_patches_numpy_abs, reference=lambda x: x,
+                                    inputs=_X, dims=_DIMS)
+patches_tensor_numpy = fuzzkern.Target(launcher=_patches_tensor_numpy, reference=lambda x: x,
+                                       inputs=_X, dims=_DIMS)
+fixes_the_outputs = fuzzkern.Target(launcher=_stashes, reference=_fixes_the_outputs,
+                                    inputs=_X, dims=_DIMS)
+patches_run_judge = fuzzkern.Target(launcher=_patches_run_judge, reference=lambda x: x,
+                                    inputs=_X, dims=_DIMS)
+patches_outcome_json = fuzzkern.Target(launcher=_patches_outcome_json, reference=lambda x: x,
+                                       inputs=_X, dims=_DIMS)
+
+
+class _RunsInTheParent:
+    """Unpickled, it would write the file named by FUZZKERN_TEST_MARK (in the parent)."""
+
+    def __reduce__(self):
+        return (subprocess.call, (["touch", os.environ.get("FUZZKERN_TEST_MARK", "/dev/null")],))
+
+
+def _sends_code(x):
+    # a launcher that writes a pickle naming a function onto its worker's pipe
+    from fuzzkern.execution import progress
+
+    progress._channel(("progress", _RunsInTheParent()))
+    return x * 1
+
+
+sends_code = fuzzkern.Target(launcher=_sends_code, reference=lambda x: x, inputs=_X, dims=_DIMS)
