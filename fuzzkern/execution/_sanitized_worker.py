@@ -11,6 +11,7 @@ original stdout to itself, and file descriptor 1 is pointed at stderr for everyt
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -57,6 +58,9 @@ def main() -> None:
             break
         ref, case_json, options = msg
         result = run_case_or_harness_error(ref, case_json, options)
+        sent = result.get("transcript")  # its bytes as text, for a JSON line
+        if isinstance(sent, dict) and isinstance(sent.get("data"), bytes):
+            sent["data"] = base64.b64encode(sent["data"]).decode("ascii")
         killed = end_case_processes()
         if killed:
             result["killed"] = killed

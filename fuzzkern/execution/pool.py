@@ -229,10 +229,13 @@ class CaseClock:
                 "killed", detail)
 
 
-def receive(conn: Connection) -> Any:
+def receive(conn: Any) -> Any:
     """One message of a worker, read as plain data (:func:`fuzzkern.judge.recheck.loads`: no
     class or function is unpickled, so nothing a case's code sends runs here), at most
-    :data:`~fuzzkern.judge.recheck.MESSAGE_BYTES` long."""
+    :data:`~fuzzkern.judge.recheck.MESSAGE_BYTES` long. A connection that is not a
+    ``multiprocessing`` one (a sanitized worker's JSON lines) reads its own way."""
+    if not isinstance(conn, Connection):
+        return conn.recv()
     return recheck.loads(conn.recv_bytes(recheck.MESSAGE_BYTES))
 
 

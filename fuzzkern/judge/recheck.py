@@ -30,6 +30,7 @@ the parent reads the worker's messages with an unpickler that refuses every clas
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import io
 import pickle
@@ -306,6 +307,11 @@ def recheck(outcome: Outcome, sent: Any) -> tuple[Outcome, list[str]]:
     claims = sent.get("claims") if isinstance(sent, dict) else None
     data = sent.get("data") if isinstance(sent, dict) else None
     claims = claims if isinstance(claims, dict) else {}
+    if isinstance(data, str):  # a JSON line's (fuzzkern.execution._sanitized_worker)
+        try:
+            data = base64.b64decode(data, validate=True)
+        except ValueError:
+            data = b""
     data = data if isinstance(data, bytes) else b""
     refused: list[str] = []
     for mode, result in list(outcome.modes.items()):

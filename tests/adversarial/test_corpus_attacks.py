@@ -32,7 +32,7 @@ from tests.adversarial.conftest import (
 GiB = 2**30
 FIXED = ["--ref", "kernels.py::fixed"]
 #: a run that finds `wrong`'s bug again (20 cases: a few seconds; the budget is for a busy CI)
-RUN = ["run", "kernels.py::wrong", "--budget", "60s", "--seed", "1", "--no-db", "-j", "1", "-q",
+RUN = ["run", "kernels.py::wrong", "--budget", "150s", "--seed", "1", "--no-db", "-j", "1", "-q",
        "--max-examples", "20"]
 
 
@@ -40,8 +40,8 @@ def _project_with(target: str, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("project")
     shutil.copy(KERNELS, root / "kernels.py")
     (root / "pyproject.toml").write_text('[tool.fuzzkern]\ntargets = ["kernels.py"]\n')
-    res = run(["run", f"kernels.py::{target}", "--budget", "30s", "--seed", "1", "--no-db",
-               "-j", "1", "-q", "--max-examples", "60"], root)
+    res = run(["run", f"kernels.py::{target}", "--budget", "150s", "--seed", "1", "--no-db",
+               "-j", "1", "-q", "--max-examples", "60"], root, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     assert len(corpus_entries(root / "corpus")) == 1
     return root
@@ -144,7 +144,7 @@ def test_links_devices_fifos_and_huge_files_are_refused(wrong_project, tmp_path,
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert "refused: " in proc.stdout + proc.stderr
     if kind in ("link to /dev/zero", "sparse file"):
-        res = run_limited(RUN, root, timeout=90)
+        res = run_limited(RUN, root, timeout=300)
         assert res.returncode == 1, res.stdout + res.stderr  # the bug, found again
         assert expect in " ".join(res.stdout.split()) and "Traceback" not in res.stderr
 
@@ -250,7 +250,7 @@ def test_one_poisoned_value_is_one_line_and_the_rest_replays(wrong_project, tmp_
     assert table[entry.name][2] == "now passing", res.stdout
     assert table[twin.name][2] == "cannot replay"
     assert POISON_REASONS[poison] in table[twin.name][3], res.stdout
-    res = run_limited(RUN, root, timeout=90)
+    res = run_limited(RUN, root, timeout=300)
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stdout + res.stderr
     assert "corpus: skipped" in res.stdout and "poisoned.json" in res.stdout
 
@@ -259,8 +259,8 @@ def test_poisoned_entries_do_not_break_pytest_collection(pytester, monkeypatch):
     """Attack 5: the pytest plugin collects a corpus with poisoned entries; each is an item
     that fails with its reason, the good one replays."""
     shutil.copy(KERNELS, pytester.path / "test_k.py")
-    res = run(["run", "test_k.py::wrong", "--budget", "30s", "--seed", "1", "--no-db", "-j", "1",
-               "-q", "--max-examples", "60"], pytester.path)
+    res = run(["run", "test_k.py::wrong", "--budget", "150s", "--seed", "1", "--no-db", "-j", "1",
+               "-q", "--max-examples", "60"], pytester.path, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     (entry,) = corpus_entries(pytester.path / "corpus")
     text = entry.read_text()
@@ -551,8 +551,8 @@ def test_a_corpus_folder_that_is_a_link_is_refused_in_one_line(wrong_project, tm
     res = run(["replay"], root, timeout=60)
     assert res.returncode == 2 and "symbolic link" in res.stdout + res.stderr
     assert "Traceback" not in res.stderr and time.monotonic() - start < 30
-    res = run(["run", "kernels.py::wrong", "--budget", "30s", "--seed", "1", "--no-db", "-j",
-               "1", "-q", "--max-examples", "60"], root, timeout=120)
+    res = run(["run", "kernels.py::wrong", "--budget", "150s", "--seed", "1", "--no-db", "-j",
+               "1", "-q", "--max-examples", "60"], root, timeout=300)
     assert res.returncode == 1 and "symbolic link" in res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     if where.startswith(".."):

@@ -32,8 +32,9 @@ def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("project")
     shutil.copy(KERNELS, root / "kernels.py")
     (root / "pyproject.toml").write_text('[tool.fuzzkern]\ntargets = ["kernels.py"]\n')
-    res = run(["run", "kernels.py::wrong", "--budget", "20s", "--seed", "1", "--no-db",
-               "-j", "1", "-q"], root)
+    # bounded by a case count; the budget is large enough at load 8 on 2 cores
+    res = run(["run", "kernels.py::wrong", "--budget", "150s", "--seed", "1", "--no-db",
+               "-j", "1", "-q", "--max-examples", "40"], root, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     assert len(corpus_entries(root / "corpus")) == 1
     return root

@@ -58,8 +58,9 @@ def test_bad_options_up_front(project, args, expect):
 def test_reports_into_a_missing_folder_and_strict_json(project):
     """Item 7: --report/--html into a folder that does not exist yet: created up front (as
     pytest's --junitxml does); the JSON report is strict JSON."""
-    res = run(["run", "kernels.py::wrong", "--budget", "30s", "--seed", "1", "--no-db", "-j",
-               "1", "-q", "--report", "out/a/r.json", "--html", "out/b/r.html"], project)
+    res = run(["run", "kernels.py::wrong", "--budget", "150s", "--seed", "1", "--no-db", "-j",
+               "1", "-q", "--report", "out/a/r.json", "--html", "out/b/r.html",
+               "--max-examples", "20"], project, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
 
     def no_constants(name):
@@ -82,8 +83,8 @@ def test_markup_in_names_and_messages(tmp_path):
                             inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
                             dims={"N": fks.sizes(max_value=8)}, name="evil[/x]")
     """))
-    res = run(["run", "m.py", "--budget", "30s", "--seed", "1", "--no-db", "-j", "1",
-               "--max-examples", "20"], tmp_path)
+    res = run(["run", "m.py", "--budget", "150s", "--seed", "1", "--no-db", "-j", "1",
+               "--max-examples", "20"], tmp_path, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "evil[/x]" in res.stdout and "fuzzkern summary" in res.stdout
     assert "[/dev/shm/x]" in res.stdout and "Traceback" not in res.stderr
@@ -97,10 +98,10 @@ def test_corpus_growth(project):
     """Item 8: a replayed entry found again is listed once; stale .tmp files of dead writers
     are swept when the corpus is opened; kernel output is captured, capped, reported."""
     # every case fails: 20 of them, not the whole budget
-    args = ["run", "kernels.py::wrong", "--budget", "30s", "--seed", "1", "--no-db", "-j", "1",
+    args = ["run", "kernels.py::wrong", "--budget", "150s", "--seed", "1", "--no-db", "-j", "1",
             "-q", "--report", "r.json", "--max-examples", "20"]
-    assert run(args, project).returncode == 1
-    res = run(args, project)
+    assert run(args, project, timeout=300).returncode == 1
+    res = run(args, project, timeout=300)
     assert res.returncode == 1
     report = json.loads((project / "r.json").read_text())
     assert len(report["failures"]) == 1, report["failures"]
@@ -110,8 +111,8 @@ def test_corpus_growth(project):
     stale.write_bytes(b"half an entry")
     assert run(["replay", "--target", "kernels.py"], project).returncode == 1
     assert not stale.exists()
-    res = run(["run", "kernels.py::chatty", "--budget", "30s", "--seed", "1", "--no-db", "-j",
-               "1", "-q", "--max-examples", "20"], project)
+    res = run(["run", "kernels.py::chatty", "--budget", "150s", "--seed", "1", "--no-db", "-j",
+               "1", "-q", "--max-examples", "20"], project, timeout=300)
     assert res.returncode == 1
     assert "output of the case (" in res.stdout and "KERNEL-STDOUT" in res.stdout
     assert len(res.stdout) + len(res.stderr) < 50_000

@@ -19,7 +19,7 @@ def test_a_small_budget_buys_many_cheap_cases_not_one_that_takes_minutes():
     (lt,) = loader.load(MANY)  # N up to 10**6 programs: up to about 90 s per case here
     pool = WorkerPool()
     try:
-        share = 12.0
+        share = 20.0  # (the cap stays COST_CAP_MIN up to a share of 20 s)
         # (a seed whose draws include sizes past the cap; seeded runs draw without the example
         # database since the "to repeat" line made them repeat exactly)
         opts = engine.CampaignOptions(budget=share, modes=("interpret",), seed=5)

@@ -37,7 +37,9 @@ def test_a_target_is_done_when_its_last_slice_ends_not_at_the_campaign_end(monke
     targets = loader.load("fuzzkern.targets.builtin:vector_add") + loader.load(
         "fuzzkern.targets.builtin:axpy")
     events = []
-    opts = engine.CampaignOptions(budget=2.0, modes=("interpret",), database=None, seed=0)
+    # each target's slice ends at its case count (the budget is for a loaded machine)
+    opts = engine.CampaignOptions(budget=120.0, modes=("interpret",), database=None, seed=0,
+                                  max_examples=5)
     schedule.run_campaign(targets, opts, on_event=lambda kind, obj, _: events.append(
         (kind, obj.target_id, getattr(obj, "state", None))))
     first, second = (i for i, e in enumerate(events) if e[0] == "done")
@@ -66,7 +68,9 @@ def test_a_failure_counts_while_it_is_being_shrunk():
     misbehaving = os.path.join(os.path.dirname(__file__), "targets", "misbehaving.py")
     targets = loader.load(f"{misbehaving}::raises")  # every case fails the same way
     events = []
-    opts = engine.CampaignOptions(budget=4.0, modes=("interpret",), database=None, seed=0)
+    # the first case fails: found at a case count, not within seconds of a loaded machine
+    opts = engine.CampaignOptions(budget=120.0, modes=("interpret",), database=None, seed=0,
+                                  max_examples=10)
     schedule.run_campaign(targets, opts, on_event=lambda kind, obj, _: events.append(
         (kind, getattr(obj, "state", None), getattr(obj, "failures", None))))
     done = next(i for i, e in enumerate(events) if e[0] == "done")

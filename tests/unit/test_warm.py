@@ -41,10 +41,11 @@ def test_a_campaigns_first_target_is_not_charged_for_start_up():
     # An import of 8 s inside the first target's first case would be charged to its first
     # slice (8 s or more of its time, one case: a compiled run's first target once ran 1 case
     # in 18 s); warmed up, the import is done before the shares are cut, and the two targets
-    # split what is left of the 12 s budget.
+    # split what is left of the budget (each ends at its case count: 60 s is for a loaded
+    # machine).
     targets = loader.load(SLOW)
     assert targets[0].target.id.endswith("doubled")
-    opts = engine.CampaignOptions(budget=12.0, modes=("interpret",), seed=0, database=None,
+    opts = engine.CampaignOptions(budget=60.0, modes=("interpret",), seed=0, database=None,
                                   max_examples=10, grace_min=1.0, grace_fraction=0.0)
     pool = WorkerPool(env={"FUZZKERN_TEST_IMPORT_SECONDS": "8"}, compile_ahead=0)
     try:
@@ -52,4 +53,4 @@ def test_a_campaigns_first_target_is_not_charged_for_start_up():
     finally:
         pool.close()
     assert first.cases >= 1 and second.cases >= 1, (first.cases, second.cases)
-    assert first.seconds < 6.0, first.seconds  # the 8 s import is not in it
+    assert first.seconds < 8.0, first.seconds  # the 8 s import is not in it
