@@ -988,6 +988,8 @@ class WorkerPool:
         self.stop_at: float | None = None
         #: seconds all compilations of one case may take (see :class:`CaseClock`)
         self.compile_timeout = COMPILE_TIMEOUT
+        #: this process's own targets, by ref (:meth:`_own`)
+        self._targets: dict[str, Any] = {}
 
     def _get(self) -> Any:
         if self._worker is None or not self._worker.alive():
@@ -1101,7 +1103,8 @@ class WorkerPool:
         # the verdict is computed here, every pass compared again from the bytes the worker
         # compared (fuzzkern.judge.recheck): the worker runs the case's host code
         began = time.perf_counter()
-        outcome, refused = recheck.recheck(outcome, sent)
+        target, case = self._own(ref, case_json)
+        outcome, refused = recheck.recheck(outcome, sent, target, case)
         if outcome.timings:
             outcome.timings["recheck"] = round(time.perf_counter() - began, 6)
         if replace or refused:
@@ -1116,6 +1119,23 @@ class WorkerPool:
             # A device-side fault leaves the CUDA context unusable: never run another case in it.
             self.replace()
         return outcome
+
+    def _own(self, ref: str, case_json: dict[str, Any]) -> tuple[Any, Any]:
+        """This process's own target of ``ref`` and case of ``case_json`` (None, None when
+        either does not load here): what the parent's second comparison is told
+        (:func:`fuzzkern.judge.recheck.recheck`), never what the worker says."""
+        from fuzzkern.case.model import Case
+        from fuzzkern.target import loader
+
+        if ref not in self._targets:
+            try:
+                self._targets[ref] = loader.load_ref(ref)
+            except Exception:
+                self._targets[ref] = None
+        try:
+            return self._targets[ref], Case.from_json(case_json)
+        except Exception:
+            return None, None
 
     def _refused(self, e: BaseException, start: float, clock: CaseClock) -> Outcome:
         """The worker sent what is not an outcome (a class or function to unpickle, a

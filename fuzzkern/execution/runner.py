@@ -107,23 +107,7 @@ class _Run:
         """The target's tolerance; with ``follow="inputs"``, each floating-point output's made
         explicit from the case's lowest-precision floating-point input dtype (its ``dtypes``
         entry, else that dtype's default) instead of the output's own."""
-        tol = self.target.tolerance
-        floats = [t.dtype for t in self.case.tensors.values()
-                  if t.dtype.startswith(("float", "bfloat"))]
-        if tol.follow != "inputs" or not floats:
-            return tol
-        low = max(floats, key=lambda d: torch.finfo(getattr(torch, d)).eps)
-        names = self.output_names()
-        per: dict[int | str, Tolerance] = {}
-        for i, o in enumerate(outputs):
-            if not (isinstance(o, torch.Tensor) and o.is_floating_point()):
-                continue
-            t = tol.for_output(i, names[i] if names and i < len(names) else None, low)
-            rtol, atol, _ = oracle.default_tolerance(getattr(torch, low), compiled)
-            per[i] = dataclasses.replace(
-                t, rtol=rtol if t.rtol is None else t.rtol,
-                atol=atol if t.atol is None else t.atol, dtypes=None, outputs=None)
-        return dataclasses.replace(tol, outputs={**(tol.outputs or {}), **per})
+        return recheck.tolerance_of(self.target, self.case, outputs, compiled)
 
     # -- reference ---------------------------------------------------------------------------
     def _told(self) -> dict[str, Any]:
@@ -237,9 +221,7 @@ class _Run:
         return self._evidence
 
     def output_names(self) -> tuple[str | None, ...] | None:
-        if self.target.inplace_names:
-            return self.target.inplace_names
-        return tuple(self.target.output_names) if self.target.output_names else None
+        return recheck.output_names(self.target)
 
     # -- modes -------------------------------------------------------------------------------
     def interpret(self) -> ModeResult:

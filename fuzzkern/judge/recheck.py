@@ -9,20 +9,21 @@ process, which never runs a launcher) checks it with its own, untouched code:
 - in the worker (:func:`snapshot`, :func:`claim`): the outputs' bytes are copied the moment the
   launch returned (before the reference runs), with torch functions captured when this module
   was imported, before any case ran, and with ``__torch_function__`` overrides off; with them
-  what the comparison read: the float64 reference, the magnitude, the tolerance, and the facts
-  about the reference's conditioning the oracle consulted (oracle rules 7-9:
+  what the comparison read: the float64 reference, the magnitude, and the facts about the
+  reference's conditioning the oracle consulted (oracle rules 7-9:
   :class:`~fuzzkern.judge.conditioning.Evidence`'s native reference, sensitivity, magnitude,
   extreme inputs). Only for modes whose comparison passed: a failure needs no second opinion.
 - in the parent (:func:`recheck`): every mode the worker calls ``ok`` is compared again by
-  :func:`fuzzkern.judge.oracle.compare` on those bytes, and the case's verdict is computed
-  there (:func:`fuzzkern.judge.verdict.verdict_of` over the modes' results). A pass the parent
+  :func:`fuzzkern.judge.oracle.compare` on those bytes, told the tolerance, output names and
+  reduction length of the parent's own target and case (:func:`tolerance_of`, never the
+  worker's), and the case's verdict is computed there (:func:`fuzzkern.judge.verdict.verdict_of` over the modes' results). A pass the parent
   does not confirm, or a pass with no bytes to check, is a failure: the mode is a
   ``mismatch`` with the parent's comparison, and the message says the worker reported a pass.
 
 What the worker says that the parent cannot check (docs/corpus.md, "What fuzzkern
 promises"): the reference's own outputs (the target's reference runs in the worker, and host
-code that patches torch there changes them), the tolerance and conditioning facts it
-computed, the hygiene checks' findings, value variants' passes (compiled mode, counted in the
+code that patches torch there changes them), the conditioning facts its oracle computed
+from the reference, the hygiene checks' findings, value variants' passes (compiled mode, counted in the
 worker), and a worker that writes a forged transcript onto its pipe. What travels is data:
 the parent reads the worker's messages with an unpickler that refuses every class
 (:func:`loads`), so nothing a worker sends runs as code in the parent.
@@ -44,7 +45,7 @@ from fuzzkern.judge import oracle
 from fuzzkern.judge.conditioning import Evidence, InputSensitivity
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
 from fuzzkern.judge.verdict import verdict_of
-from fuzzkern.target.declare import Tolerance
+from fuzzkern.target.declare import Target, Tolerance
 
 #: bytes of tensor data one case's transcript may carry; a pass whose data is larger is
 #: reported as not checked in the parent (``detail["unchecked"]``), never as a failure
@@ -69,6 +70,38 @@ _Tensor = torch.Tensor
 _isinstance = isinstance
 _DTYPES = {str(d).removeprefix("torch."): d for d in vars(torch).values()
            if _isinstance(d, torch.dtype)}
+
+
+def output_names(target: Target) -> tuple[str | None, ...] | None:
+    """The names of a target's outputs (its in-place inputs', or its ``output_names``)."""
+    if target.inplace_names:
+        return target.inplace_names
+    return tuple(target.output_names) if target.output_names else None
+
+
+def tolerance_of(target: Target, case: Any, outputs: Sequence[Any], compiled: bool
+                 ) -> Tolerance:
+    """The tolerance ``outputs`` of ``case`` (a :class:`~fuzzkern.case.model.Case`) are
+    judged by: the target's; with ``follow="inputs"``, each floating-point output's made
+    explicit from the case's lowest-precision floating-point input dtype (its ``dtypes``
+    entry, else that dtype's default) instead of the output's own. Computed from the target
+    and the case alone, in the worker and again in the parent."""
+    tol = target.tolerance
+    floats = [t.dtype for t in case.tensors.values() if t.dtype.startswith(("float", "bfloat"))]
+    if tol.follow != "inputs" or not floats:
+        return tol
+    low = max(floats, key=lambda d: torch.finfo(getattr(torch, d)).eps)
+    names = output_names(target)
+    per: dict[int | str, Tolerance] = {}
+    for i, o in enumerate(outputs):
+        if not (isinstance(o, torch.Tensor) and o.is_floating_point()):
+            continue
+        t = tol.for_output(i, names[i] if names and i < len(names) else None, low)
+        rtol, atol, _ = oracle.default_tolerance(getattr(torch, low), compiled)
+        per[i] = dataclasses.replace(
+            t, rtol=rtol if t.rtol is None else t.rtol,
+            atol=atol if t.atol is None else t.atol, dtypes=None, outputs=None)
+    return dataclasses.replace(tol, outputs={**(tol.outputs or {}), **per})
 
 
 class Unpackable(ValueError):
@@ -276,34 +309,50 @@ class _Recorded(Evidence):
         return [(str(a), float(b), str(c)) for a, b, c in self._extreme]
 
 
-def _compare_again(mode: str, c: Mapping[str, Any], data: bytes) -> Any:
-    """The parent's comparison of one claim: a Comparison."""
+def _compare_again(mode: str, c: Mapping[str, Any], data: bytes,
+                   target: Target | None, case: Any) -> Any:
+    """The parent's comparison of one claim: a Comparison. With the ``target`` and the
+    ``case`` (the parent's own), what the comparison is told (tolerance, output names,
+    reduction length, whether the reference got float64 copies) is derived from them, not
+    read from the claim."""
     u = _Unpacker(c["spans"], data)
     outputs = u.unpack(c["outputs"])
+    outputs = () if outputs is None else outputs
     expected = u.unpack(c["expected"])
     native = u.unpack(c.get("native"))
     facts = u.unpack(c.get("facts") or {})
-    upcast = bool(c.get("upcast"))
+    compiled = mode == "compiled"
+    if target is not None and case is not None:
+        tolerance = tolerance_of(target, case, outputs, compiled)
+        names = output_names(target)
+        reduction = case.dims.get(target.reduction, 1) if target.reduction else 1
+        upcast = target.upcast
+    else:
+        tolerance = _tolerance(c["tolerance"])
+        names = c.get("names")
+        names = None if names is None else tuple(None if n is None else str(n) for n in names)
+        reduction = int(c.get("reduction_length", 1))
+        upcast = bool(c.get("upcast"))
     evidence = _Recorded(expected, native, facts) if upcast else None
-    names = c.get("names")
     return oracle.compare(
-        () if outputs is None else outputs, expected, tolerance=_tolerance(c["tolerance"]),
-        magnitude=u.unpack(c.get("magnitude")),
-        reduction_length=max(1, int(c.get("reduction_length", 1))),
+        outputs, expected, tolerance=tolerance, magnitude=u.unpack(c.get("magnitude")),
+        reduction_length=max(1, int(reduction)),
         native=(lambda: native) if upcast and native is not None else None,
-        compiled=mode == "compiled", evidence=evidence,
-        names=None if names is None else [None if n is None else str(n) for n in names])
+        compiled=compiled, evidence=evidence, names=names)
 
 
 #: the modes whose passes a worker must prove (the others compare nothing)
 CHECKED_MODES = ("interpret", "compiled")
 
 
-def recheck(outcome: Outcome, sent: Any) -> tuple[Outcome, list[str]]:
+def recheck(outcome: Outcome, sent: Any, target: Target | None = None, case: Any = None
+            ) -> tuple[Outcome, list[str]]:
     """In the parent: ``outcome`` (a worker's) with every mode it reports as passing compared
-    again from ``sent`` (its :func:`transcript`, or None), and its verdict computed here.
-    Returns the outcome and the modes whose pass the parent did not confirm (the worker's
-    judge was tampered with: the caller replaces that worker)."""
+    again from ``sent`` (its :func:`transcript`, or None), and its verdict computed here;
+    ``target`` and ``case`` (the parent's own :class:`~fuzzkern.case.model.Case`): what the
+    comparison is told comes from them (:func:`_compare_again`). Returns the outcome and the
+    modes whose pass the parent did not confirm (the worker's judge was tampered with: the
+    caller replaces that worker)."""
     claims = sent.get("claims") if isinstance(sent, dict) else None
     data = sent.get("data") if isinstance(sent, dict) else None
     claims = claims if isinstance(claims, dict) else {}
@@ -328,7 +377,7 @@ def recheck(outcome: Outcome, sent: Any) -> tuple[Outcome, list[str]]:
             comparison = None
         else:
             try:
-                comparison = _compare_again(mode, c, data)
+                comparison = _compare_again(mode, c, data, target, case)
             except Exception as e:  # a transcript that does not read: not a pass
                 why, comparison = f"sent outputs that do not read ({type(e).__name__})", None
             else:

@@ -371,3 +371,16 @@ def _sends_code(x):
 
 
 sends_code = fuzzkern.Target(launcher=_sends_code, reference=lambda x: x, inputs=_X, dims=_DIMS)
+
+
+def _loosens_tolerance(x):
+    from fuzzkern import Tolerance
+    from fuzzkern.execution import runner
+
+    # a method of a class, the tolerance the worker's comparison and its claim are told
+    runner._Run._tolerance = lambda self, outputs, compiled: Tolerance(rtol=1e9, atol=1e9)
+    return _wrong(x)
+
+
+loosens_tolerance = fuzzkern.Target(launcher=_loosens_tolerance, reference=lambda x: x,
+                                    inputs=_X, dims=_DIMS)

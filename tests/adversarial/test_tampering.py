@@ -22,7 +22,8 @@ from tests.adversarial.conftest import KERNELS, corpus_entries, run_limited
 #: tamperings the worker cannot see itself (no attribute of fuzzkern's judge modules is
 #: replaced), and the one it can
 TAMPERINGS = ["patches_numpy_abs", "patches_tensor_numpy", "fixes_the_outputs",
-              "patches_run_judge", "patches_outcome_json", "replaces_compare"]
+              "patches_run_judge", "patches_outcome_json", "loosens_tolerance",
+              "replaces_compare"]
 
 
 @pytest.fixture(scope="module")
