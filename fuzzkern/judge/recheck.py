@@ -23,8 +23,9 @@ process, which never runs a launcher) checks it with its own, untouched code:
 What the worker says that the parent cannot check (docs/corpus.md, "What fuzzkern
 promises"): the reference's own outputs (the target's reference runs in the worker, and host
 code that patches torch there changes them), the conditioning facts its oracle computed
-from the reference, the hygiene checks' findings, value variants' passes (compiled mode, counted in the
-worker), and a worker that writes a forged transcript onto its pipe. What travels is data:
+from the reference, the hygiene checks' findings, a status other than a pass (the float64
+shadow's ``accuracy`` runs the kernel in the worker), value variants' passes (compiled
+mode, counted in the worker), and a worker that writes a forged transcript onto its pipe. What travels is data:
 the parent reads the worker's messages with an unpickler that refuses every class
 (:func:`loads`), so nothing a worker sends runs as code in the parent.
 """
