@@ -16,7 +16,8 @@ process, which never runs a launcher) checks it with its own, untouched code:
 - in the parent (:func:`recheck`): every mode the worker calls ``ok`` is compared again by
   :func:`fuzzkern.judge.oracle.compare` on those bytes, told the tolerance, output names and
   reduction length of the parent's own target and case (:func:`tolerance_of`, never the
-  worker's), and the case's verdict is computed there (:func:`fuzzkern.judge.verdict.verdict_of` over the modes' results). A pass the parent
+  worker's), and the case's verdict is computed there
+  (:func:`fuzzkern.judge.verdict.verdict_of` over the modes' results). A pass the parent
   does not confirm, or a pass with no bytes to check, is a failure: the mode is a
   ``mismatch`` with the parent's comparison, and the message says the worker reported a pass.
 
@@ -25,9 +26,9 @@ promises"): the reference's own outputs (the target's reference runs in the work
 code that patches torch there changes them), the conditioning facts its oracle computed
 from the reference, the hygiene checks' findings, a status other than a pass (the float64
 shadow's ``accuracy`` runs the kernel in the worker), value variants' passes (compiled
-mode, counted in the worker), and a worker that writes a forged transcript onto its pipe. What travels is data:
-the parent reads the worker's messages with an unpickler that refuses every class
-(:func:`loads`), so nothing a worker sends runs as code in the parent.
+mode, counted in the worker), and a worker that writes a forged transcript onto its pipe.
+What travels is data: the parent reads the worker's messages with an unpickler that refuses
+every class (:func:`loads`), so nothing a worker sends runs as code in the parent.
 """
 
 from __future__ import annotations
