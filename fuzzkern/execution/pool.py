@@ -1104,7 +1104,9 @@ class WorkerPool:
         # compared (fuzzkern.judge.recheck): the worker runs the case's host code
         began = time.perf_counter()
         target, case = self._own(ref, case_json)
-        outcome, refused = recheck.recheck(outcome, sent, target, case)
+        asked = options.get("modes") or ("interpret",)
+        outcome, refused = recheck.recheck(outcome, sent, target, case,
+                                           [str(m) for m in asked])
         if outcome.timings:
             outcome.timings["recheck"] = round(time.perf_counter() - began, 6)
         if replace or refused:

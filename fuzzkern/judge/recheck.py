@@ -347,12 +347,14 @@ def _compare_again(mode: str, c: Mapping[str, Any], data: bytes,
 CHECKED_MODES = ("interpret", "compiled")
 
 
-def recheck(outcome: Outcome, sent: Any, target: Target | None = None, case: Any = None
-            ) -> tuple[Outcome, list[str]]:
+def recheck(outcome: Outcome, sent: Any, target: Target | None = None, case: Any = None,
+            asked: Sequence[str] = ()) -> tuple[Outcome, list[str]]:
     """In the parent: ``outcome`` (a worker's) with every mode it reports as passing compared
     again from ``sent`` (its :func:`transcript`, or None), and its verdict computed here;
     ``target`` and ``case`` (the parent's own :class:`~fuzzkern.case.model.Case`): what the
-    comparison is told comes from them (:func:`_compare_again`). Returns the outcome and the
+    comparison is told comes from them (:func:`_compare_again`); ``asked``: the modes the
+    case was run in (a pass must hold the result of each the target has). Returns the
+    outcome and the
     modes whose pass the parent did not confirm (the worker's judge was tampered with: the
     caller replaces that worker)."""
     claims = sent.get("claims") if isinstance(sent, dict) else None
@@ -394,11 +396,15 @@ def recheck(outcome: Outcome, sent: Any, target: Target | None = None, case: Any
             mode, "mismatch" if comparison is not None else "error", comparison,
             error=None if comparison is not None else words,
             detail={**result.detail, "rechecked": words}, seconds=result.seconds)
-    if outcome.verdict == Verdict.PASS and not any(m in CHECKED_MODES for m in outcome.modes):
+    missing = [m for m in asked if m in CHECKED_MODES and m not in outcome.modes
+               and (target is None or m in target.modes)]
+    if outcome.verdict == Verdict.PASS and (
+            missing or not any(m in CHECKED_MODES for m in outcome.modes)):
         refused.append("worker")
         outcome.verdict = Verdict.ERROR
-        outcome.message = ("the worker reported a pass without the result of any mode: its "
-                           "judge was tampered with")
+        outcome.message = (f"the worker reported a pass without the result of "
+                           f"{' and '.join(missing) + ' mode' if missing else 'any mode'}: "
+                           "its judge was tampered with")
     elif any(m in CHECKED_MODES for m in outcome.modes):
         verdict, reason = verdict_of(outcome.modes)
         words = outcome.modes[refused[0]].detail["rechecked"] if refused else ""

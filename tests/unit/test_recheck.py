@@ -135,3 +135,11 @@ def test_outputs_of_every_kind_travel_intact():
 def test_a_pass_without_any_mode_is_refused():
     outcome, refused = recheck.recheck(Outcome(Verdict.PASS, ""), None)
     assert refused == ["worker"] and outcome.verdict == Verdict.ERROR
+
+
+def test_a_pass_without_a_mode_it_was_run_in_is_refused():
+    c = Comparison(ok=True)
+    ok = Outcome(Verdict.PASS, "", {"interpret": ModeResult("interpret", "ok", c)})
+    outcome, refused = recheck.recheck(ok, None, asked=["interpret", "compiled"])
+    assert refused[-1] == "worker" and outcome.verdict == Verdict.ERROR
+    assert "without the result of compiled mode" in outcome.message
