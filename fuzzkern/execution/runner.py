@@ -312,7 +312,7 @@ class _Run:
         if status == "ok":  # a pass is a claim the parent checks (fuzzkern.judge.recheck)
             with stage("snapshot"):
                 CLAIMS[mode] = recheck.claim(
-                    self._snapshots.pop(mode, "no snapshot of its outputs was taken"),
+                    self._snapshots.pop(mode, recheck.Unpackable("no snapshot of its outputs")),
                     expected, magnitude=self._magnitude, tolerance=tolerance,
                     reduction_length=max(1, reduction), names=self.output_names(),
                     upcast=self.target.upcast, evidence=self._evidence,

@@ -107,7 +107,12 @@ def tolerance_of(target: Target, case: Any, outputs: Sequence[Any], compiled: bo
 
 
 class Unpackable(ValueError):
-    """A value a transcript cannot carry (an output of a type the parent cannot rebuild)."""
+    """A value a transcript cannot carry (an output of a type the parent cannot rebuild: the
+    oracle passes tensors only, so no pass has one)."""
+
+
+class TooLarge(Unpackable):
+    """Outputs and reference past :data:`TRANSCRIPT_BYTES`: the one pass left unchecked."""
 
 
 class _Packer:
@@ -127,7 +132,7 @@ class _Packer:
             dtype = str(t.dtype).removeprefix("torch.")
         self.size += len(data)
         if self.size > TRANSCRIPT_BYTES:
-            raise Unpackable(f"its outputs and reference pass {TRANSCRIPT_BYTES} bytes")
+            raise TooLarge(f"its outputs and reference pass {TRANSCRIPT_BYTES} bytes")
         self.chunks.append(data)
         return {"$t": len(self.chunks) - 1, "dtype": dtype, "shape": shape}
 
@@ -164,14 +169,14 @@ class _Packer:
 
 def snapshot(outputs: Sequence[Any] | None) -> Any:
     """In the worker, the moment a launch returned: its outputs' bytes (a :class:`Packed`),
-    or why they cannot be carried (a str)."""
+    or why they cannot be carried (an :class:`Unpackable`)."""
     packer = _Packer()
     try:
         return Packed(packer.pack(None if outputs is None else tuple(outputs)), packer.chunks)
     except Unpackable as e:
-        return str(e)
+        return e
     except Exception as e:  # a tensor that cannot be read as bytes: said, never fatal
-        return f"its outputs could not be read ({type(e).__name__})"
+        return Unpackable(f"its outputs could not be read ({type(e).__name__})")
 
 
 @dataclasses.dataclass
@@ -186,8 +191,8 @@ def claim(outputs: Any, expected: Sequence[Any], *, magnitude: Sequence[Any] | N
           ) -> dict[str, Any]:
     """In the worker, for a mode whose comparison passed: what the parent needs to compare
     it again (``outputs``: :func:`snapshot`'s result, taken when the launch returned)."""
-    if _isinstance(outputs, str):
-        return {"unchecked": outputs}
+    if _isinstance(outputs, Unpackable):
+        return _unread(outputs)
     packer = _Packer()
     packer.chunks, packer.size = list(outputs.chunks), sum(len(c) for c in outputs.chunks)
     facts: dict[str, Any] = {}
@@ -206,9 +211,15 @@ def claim(outputs: Any, expected: Sequence[Any], *, magnitude: Sequence[Any] | N
                 "native": packer.pack(native), "facts": packer.pack(facts),
                 "$chunks": packer.chunks}
     except Unpackable as e:
-        return {"unchecked": str(e)}
+        return _unread(e)
     except Exception as e:
-        return {"unchecked": f"what it compared could not be read ({type(e).__name__})"}
+        return {"unread": f"what it compared could not be read ({type(e).__name__})"}
+
+
+def _unread(e: Unpackable) -> dict[str, str]:
+    """A claim without its bytes: ``unchecked`` when they are too many (the parent says so
+    and trusts the pass), ``unread`` otherwise (no honest pass has them: a failure)."""
+    return {"unchecked" if _isinstance(e, TooLarge) else "unread": str(e)}
 
 
 def transcript(claims: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
@@ -378,6 +389,9 @@ def recheck(outcome: Outcome, sent: Any, target: Target | None = None, case: Any
             continue
         if not isinstance(c, dict):
             why = "sent no outputs to compare"
+            comparison = None
+        elif "unread" in c:
+            why = f"sent no outputs the parent can read ({str(c['unread'])[:200]})"
             comparison = None
         else:
             try:

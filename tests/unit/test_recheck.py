@@ -143,3 +143,18 @@ def test_a_pass_without_a_mode_it_was_run_in_is_refused():
     outcome, refused = recheck.recheck(ok, None, asked=["interpret", "compiled"])
     assert refused[-1] == "worker" and outcome.verdict == Verdict.ERROR
     assert "without the result of compiled mode" in outcome.message
+
+
+def test_a_pass_of_outputs_the_parent_cannot_read_is_refused():
+    """No honest pass has an output that is not a tensor (the oracle passes tensors only):
+    a claim of one is a failure, not an unchecked pass."""
+    snap = recheck.snapshot((object(),))
+    claim = recheck.claim(snap, (torch.zeros(2),), magnitude=None, tolerance=Tolerance(),
+                          reduction_length=1, names=None, upcast=True, native=None,
+                          evidence=None)
+    assert "unread" in claim
+    c = Comparison(ok=True)
+    ok = Outcome(Verdict.PASS, "", {"interpret": ModeResult("interpret", "ok", c)})
+    outcome, refused = recheck.recheck(ok, recheck.transcript({"interpret": claim}))
+    assert refused == ["interpret"] and outcome.failed
+    assert "an output of type object" in outcome.message
