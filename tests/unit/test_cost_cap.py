@@ -32,7 +32,10 @@ def test_a_small_budget_buys_many_cheap_cases_not_one_that_takes_minutes():
     capped = [n for n in result.slow if "too expensive for the budget" in n]
     assert capped, result.slow  # Hypothesis drew big sizes, and they were stopped early
     assert result.counts[Verdict.SLOW] >= len(capped)
-    assert result.counts[Verdict.PASS] >= 10  # the budget went to cheap cases
+    # the budget went to cheap cases too: how many fit in a fixed share depends on the
+    # machine's load (10 or more unloaded, 5 at load 9 on 2 cores), so only a few are counted
+    # here; that the cap, not the share's end, stopped the big ones is the point
+    assert result.counts[Verdict.PASS] >= 3
     # the share plus at most one case's cap (the case running when the share ran out)
     assert elapsed < share + max(COST_CAP_MIN, share / 4) + 5, elapsed
 
