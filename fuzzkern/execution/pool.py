@@ -1069,8 +1069,14 @@ class WorkerPool:
             if ready:
                 try:
                     result = receive(worker.conn)
-                except (EOFError, OSError, pickle.UnpicklingError) as e:
-                    if worker.alive():  # it sent what is not plain data: not a result
+                except pickle.UnpicklingError as e:  # it sent what is not plain data
+                    return self._refused(e, start, clock)
+                except (EOFError, OSError) as e:
+                    # a message past the size limit closes the pipe of a live worker; a
+                    # worker that died (its pipe closed before it could be reaped) is not
+                    # alive a moment later
+                    worker.process.join(0.5)
+                    if isinstance(e, OSError) and worker.alive():
                         return self._refused(e, start, clock)
                     return self._again_if_killed(self._died(worker, start, clock),
                                                  (ref, case_json, options, timeout, cost_cap))
