@@ -62,7 +62,8 @@ _DEPTH = 64
 _DISABLE = torch._C.DisableTorchFunction
 _detach = torch.Tensor.detach
 _to = torch.Tensor.to
-_contiguous = torch.Tensor.contiguous
+_empty = torch.empty
+_copy = torch.Tensor.copy_
 _reshape = torch.Tensor.reshape
 _view = torch.Tensor.view
 _numpy = torch.Tensor.numpy
@@ -125,8 +126,11 @@ class _Packer:
 
     def tensor(self, t: torch.Tensor) -> dict[str, Any]:
         with _DISABLE():
-            c = _contiguous(_reshape(_to(_detach(t), "cpu"), (-1,)))
-            n = int(_numel(c))
+            # a fresh flat tensor: contiguous() keeps a size-1 dim's odd stride, which
+            # view(uint8) refuses
+            n = int(_numel(t))
+            c = _empty((n,), dtype=t.dtype)
+            _copy(c, _reshape(_to(_detach(t), "cpu"), (-1,)))
             data = _tobytes(_numpy(_view(c, torch.uint8))) if n else b""
             shape = [int(s) for s in t.shape]
             dtype = str(t.dtype).removeprefix("torch.")

@@ -117,7 +117,7 @@ def test_outputs_of_every_kind_travel_intact():
     t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     outs = (t.t(), t.bfloat16(), t.to(torch.float8_e4m3fn), t > 3, t.long()[:, ::2],
             torch.complex(t, -t), torch.empty(0, 5), torch.tensor(2.5), 3, 1.5, None,
-            [t[0], (t[1], 7)])
+            [t[0], (t[1], 7)], torch.arange(4.0)[::2][:1], t.expand(2, 3, 4))
     snap = recheck.snapshot(outs)
     sent = recheck.loads(pickle.dumps(recheck.transcript({"interpret": {
         "outputs": snap.data, "$chunks": snap.chunks}})))
@@ -130,6 +130,8 @@ def test_outputs_of_every_kind_travel_intact():
                            b.view(torch.uint8) if b.dtype == torch.float8_e4m3fn else b)
     assert back[8:11] == (3, 1.5, None)
     assert torch.equal(back[11][0], t[0]) and back[11][1][1] == 7
+    # a size-1 dim of stride 2 (a case's layout) and an expanded view
+    assert torch.equal(back[12], outs[12]) and torch.equal(back[13], outs[13])
 
 
 def test_a_pass_without_any_mode_is_refused():
