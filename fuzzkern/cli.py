@@ -121,7 +121,9 @@ def main() -> None:
                    "folder, redis://host:port/n to share findings across machines, or none.")
 @click.option("--no-db", is_flag=True, help="Run without the Hypothesis example database.")
 @click.option("--timeout", type=float, default=None,
-              help="Seconds one case may run before it counts as a hang (default: per target).")
+              help="Seconds of its own work one case may take before it is stopped as slow "
+                   "or hang (its worker's CPU time, or the clock's for a case that waits; "
+                   "default: per target).")
 @click.option("--compile-timeout", type=float, default=None,
               help="Seconds the Triton compilations of one case may take (compiled mode) "
                    "before it is stopped as slow; compiling never counts against --timeout. "
@@ -1129,7 +1131,9 @@ _TARGET_HELP = ("A file, module or folder defining the entries' targets (repeata
               help="Comma-separated modes to replay in (default: each entry's own; the modes "
                    "its failure showed in always run where this machine can run them).")
 @click.option("--timeout", type=float, default=None,
-              help="Seconds one case may run before it counts as a hang (default: per target).")
+              help="Seconds of its own work one case may take before it is stopped as slow "
+                   "or hang (its worker's CPU time, or the clock's for a case that waits; "
+                   "default: per target).")
 def replay(paths: tuple[str, ...], sources: tuple[str, ...], ref: str | None,
            modes_text: str | None, timeout: float | None) -> None:
     """Replay corpus entries: PATHS are entry .json files or folders (default: ./corpus).
