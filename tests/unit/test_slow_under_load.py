@@ -118,28 +118,16 @@ def test_a_stuck_program_is_still_a_hang_on_a_loaded_machine(calibrated):
 
 
 TARGET = '''
-import torch
-import triton
-import triton.language as tl
+import sys
 
-import fuzzkern
-from fuzzkern import strategies as fks
+sys.path.insert(0, {fixtures!r})
 
-
-@triton.jit
-def _copy_one(x_ptr, out_ptr):
-    i = tl.program_id(0)
-    tl.store(out_ptr + i, tl.load(x_ptr + i))
-
-
-def copy(x):
-    out = torch.empty_like(x)
-    _copy_one[(x.numel(),)](x, out)
-    return out
-
+import fuzzkern  # noqa: E402
+from fuzzkern import strategies as fks  # noqa: E402
+from many_programs import copy_one_per_program  # noqa: E402
 
 bounded = fuzzkern.Target(
-    launcher=copy, reference=lambda x: x.clone(),
+    launcher=copy_one_per_program, reference=lambda x: x.clone(),
     inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"], layout=False)),
     dims={{"N": fks.sizes(min_value={lo}, max_value={hi})}},
     timeout={timeout},
@@ -152,7 +140,8 @@ def test_fuzzing_a_correct_kernel_on_a_loaded_machine_reports_no_slow_case(calib
     _, pool, each = calibrated
     hi = int(OWN_COST / each)
     path = tmp_path / "bounded_targets.py"
-    path.write_text(TARGET.format(lo=hi // 2, hi=hi, timeout=TIMEOUT))
+    path.write_text(TARGET.format(fixtures=os.path.dirname(os.path.abspath(MANY)), lo=hi // 2,
+                                  hi=hi, timeout=TIMEOUT))
     (lt,) = loader.load(str(path))
     with _loaded(pool):
         opts = engine.CampaignOptions(budget=60.0, seed=3, max_examples=4)
