@@ -121,7 +121,9 @@ def main() -> None:
                    "folder, redis://host:port/n to share findings across machines, or none.")
 @click.option("--no-db", is_flag=True, help="Run without the Hypothesis example database.")
 @click.option("--timeout", type=float, default=None,
-              help="Seconds one case may run before it counts as a hang (default: per target).")
+              help="Seconds of its own work one case may take before it is stopped as slow "
+                   "or hang (its worker's CPU time, or the clock's for a case that waits; "
+                   "default: per target).")
 @click.option("--compile-timeout", type=float, default=None,
               help="Seconds the Triton compilations of one case may take (compiled mode) "
                    "before it is stopped as slow; compiling never counts against --timeout. "
@@ -883,7 +885,7 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
     show_gpus = any(r.devices for r in results)
     columns: dict[str, list[str]] = {name: [] for name in (
         "target", "status", "cases", "cases/s", "pass", "accuracy", "precond.", "unsupported",
-        "coverage", "compiles", "GPU", "failures")}
+        "coverage", "classes", "compiles", "GPU", "failures")}
     styled = []
     for r in results:
         row = reporting.result_row(r)
@@ -893,7 +895,9 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
             "cases/s": f"{row['cases_per_s']:.1f}", "pass": str(row["passed"]),
             "accuracy": str(row["accuracy"]), "precond.": str(row["preconditions"]),
             "unsupported": str(row["unsupported"]),
-            "coverage": str(len(r.specializations)), "compiles": str(r.compiles),
+            # kernel coverage (docs/coverage.md); classes: specialization classes seen
+            "coverage": _percent(r), "classes": str(len(r.specializations)),
+            "compiles": str(r.compiles),
             "GPU": reporting.gpu_summary(r.devices),
             "failures": ", ".join(row["failures"]) or ("error" if r.error else "")
                         or ("skipped" if r.skipped else "-"),
@@ -904,7 +908,7 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
         del columns["GPU"]
     # Most useful first; a column takes its widest cell plus 3 for borders and padding.
     priority = ["target", "status", "cases", "failures", "accuracy", "GPU", "cases/s",
-                "coverage", "compiles", "pass", "precond.", "unsupported"]
+                "coverage", "classes", "compiles", "pass", "precond.", "unsupported"]
     kept: set[str] = set()
     used = 1
     for name in priority:
@@ -921,6 +925,15 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
     for k in range(len(results)):
         table.add_row(*[styled[k] if n == "status" else Text(columns[n][k]) for n in shown])
     return table
+
+
+def _percent(r: Any) -> str:
+    """A target's kernel coverage for a table cell: ``80.0%``, or ``-`` where none was
+    measured."""
+    from fuzzkern.report.coverage import percent_of
+
+    p = percent_of(r)
+    return "-" if p is None else f"{p:.1f}%"
 
 
 def _log_width(default: int) -> int:
@@ -1050,7 +1063,7 @@ class _Display:
         t = Table(title=f"fuzzkern: {elapsed:.0f} s of {self.budget:g} s", title_justify="left")
         t.add_column("target", no_wrap=True)
         for col in ("state", "cases", "cases/s", "failures", "still failing", "compiles",
-                    "coverage"):
+                    "classes"):
             t.add_column(col, justify="right")
         for p in self.rows.values():
             state = p.status if p.state == "done" and p.status else p.state
@@ -1069,6 +1082,7 @@ class _Display:
 
     def on_event(self, kind: str, obj: Any, outcome: Any) -> None:
         from fuzzkern.report import text as reporting
+        from fuzzkern.report.coverage import percent_of
         from fuzzkern.search.schedule import Progress
 
         if isinstance(obj, Progress):
@@ -1086,8 +1100,8 @@ class _Display:
         if self.live is None and not self.quiet:
             self.console.print(
                 f"  {row['status']:>5}  {obj.target_id}: {row['cases']} cases "
-                f"in {row['seconds']:.1f} s ({row['cases_per_s']:.1f}/s), "
-                f"coverage {len(obj.specializations)}"
+                f"in {row['seconds']:.1f} s ({row['cases_per_s']:.1f}/s)"
+                + (f", coverage {_percent(obj)}" if percent_of(obj) is not None else "")
                 + (f" — {', '.join(row['failures'])}" if row["failures"] else "")
                 + (f" — {obj.error}" if obj.error else ""), markup=False, soft_wrap=True)
 
@@ -1129,7 +1143,9 @@ _TARGET_HELP = ("A file, module or folder defining the entries' targets (repeata
               help="Comma-separated modes to replay in (default: each entry's own; the modes "
                    "its failure showed in always run where this machine can run them).")
 @click.option("--timeout", type=float, default=None,
-              help="Seconds one case may run before it counts as a hang (default: per target).")
+              help="Seconds of its own work one case may take before it is stopped as slow "
+                   "or hang (its worker's CPU time, or the clock's for a case that waits; "
+                   "default: per target).")
 def replay(paths: tuple[str, ...], sources: tuple[str, ...], ref: str | None,
            modes_text: str | None, timeout: float | None) -> None:
     """Replay corpus entries: PATHS are entry .json files or folders (default: ./corpus).
