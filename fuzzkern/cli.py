@@ -658,7 +658,8 @@ def _run_exit(console: Console, a: _RunArgs, done: _Done, opts: Any,
               signum: int | None) -> int:
     """The exit status, after the notes and warnings that explain it."""
     failures, results = done.failures, done.results
-    saved = sum(1 for f in failures if f.corpus_path and not f.replayed)
+    saved = sum(1 for f in failures  # checked again: host code may have removed the file
+                if f.corpus_path and not f.replayed and os.path.isfile(f.corpus_path))
     found = f"{len(failures)} failure(s) found" + (f", {saved} saved to the corpus"
                                                    if opts.corpus else "")
     if any(r.stopped for r in results):

@@ -117,6 +117,9 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
         lines.append(f"to reproduce this failure: fuzzkern replay {shlex.quote(shown)}{source}")
         lines.append(f"reproduce without fuzzkern: fuzzkern repro {shlex.quote(shown)}{source}")
     else:
+        not_saved = getattr(failure, "not_saved", None)
+        if not_saved:
+            lines.append(f"NOT SAVED: {not_saved}")
         lines.append(f"to repeat: {rerun_command(ref or failure.target_id, seed, cases)}")
     return "\n".join(lines)
 

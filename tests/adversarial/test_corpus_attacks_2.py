@@ -1,0 +1,354 @@
+"""Attacks on keeping and replaying what a run found (issue 39), each as an attacker, a user's
+host code or an unfamiliar layout would make it: a full disk while an entry is re-shrunk, host
+code that empties ``corpus/`` mid-run, a hidden ``.py`` inside ``corpus/``, a corpus far from
+its target file, a reproducer of a bf16 target with a declared GPU, an old-form entry to
+upgrade, target files named after standard-library modules, and unshrunk entries of one
+failure written by several processes. docs/corpus.md, "Untrusted corpora", is the table."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.adversarial.conftest import corpus_entries, one_error_line, rows, run, run_limited
+from tests.adversarial.test_corpus_attacks import _copy, _edit, _project_with, _rehashed
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture(scope="module")
+def wrong_project(tmp_path_factory) -> Path:
+    """A project with one shrunk entry of ``wrong`` (a wrong value when N > 3)."""
+    return _project_with("wrong", tmp_path_factory)
+
+
+def _files(corpus: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(corpus)): p.read_bytes() for p in sorted(corpus.rglob("*"))
+            if p.is_file()}
+
+
+def _script(path: Path, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(path)], cwd=cwd, capture_output=True, text=True,
+                          timeout=180)
+
+
+# -- a full disk while an unshrunk entry is re-shrunk -----------------------------------------
+
+
+def _unshrunk_instead(entry: Path) -> Path:
+    """``entry``'s failure saved as a larger case whose shrinking the budget cut (N=13,
+    ``"shrunk": false``), in place of ``entry``."""
+    from fuzzkern.case.model import Case, TensorCase
+    from fuzzkern.corpus import store
+
+    old = store.load(entry)
+    case = Case({"N": 13}, {"x": TensorCase.build((13,), "float32")})
+    path = store.save(entry.parent.parent, old.target_id, old.ref, case, old.outcome,
+                      modes=old.modes, shrunk=False)
+    store.remove_entry(old)
+    return Path(path)
+
+
+def test_a_full_disk_while_an_entry_is_shrunk_again_keeps_the_old_entry(wrong_project,
+                                                                         tmp_path):
+    """A run replays an unshrunk entry that still fails and shrinks it to N=4, but no file may
+    grow past 2 KiB (RLIMIT_FSIZE: a full disk): the new entry cannot be written, so the old
+    one stays byte for byte (no stray inputs file either), the run says so, and replay still
+    lists it as still failing, not minimal."""
+    root, entry = _copy(wrong_project, tmp_path)
+    unshrunk = _unshrunk_instead(entry)
+    before = _files(root / "corpus")
+    res = run_limited(["run", "kernels.py::wrong", "--budget", "60s", "--seed", "1", "--no-db",
+                       "-j", "1", "--max-examples", "5"], root, timeout=180,
+                      limits=((resource.RLIMIT_FSIZE, 2048),))
+    out = " ".join(res.stdout.split())
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert f"could not save {unshrunk} shrunk again" in out and "File too large" in out, out
+    assert f"regression: corpus entry corpus/kernels_wrong/{unshrunk.name} still fails" in out
+    assert "saved: " not in out.replace("NOT SAVED: ", "")
+    assert _files(root / "corpus") == before
+    res = run(["replay"], root)
+    assert res.returncode == 1, res.stdout + res.stderr
+    status, reason = rows(res.stdout)[unshrunk.name][2:]
+    assert status == "still failing" and "not minimal" in reason
+
+
+# -- host code that empties corpus/ during the run ----------------------------------------------
+
+WIPER = textwrap.dedent('''
+    import os
+    import shutil
+
+    import fuzzkern
+    from fuzzkern import strategies as fks
+
+
+    def _wipe(x):
+        # host code that empties corpus/ whenever it runs (a clean-up fixture, a bad script)
+        corpus = os.environ["FUZZKERN_TEST_CORPUS"]
+        for name in os.listdir(corpus) if os.path.isdir(corpus) else ():
+            shutil.rmtree(os.path.join(corpus, name), ignore_errors=True)
+        return x * 1
+
+
+    wiper = fuzzkern.Target(launcher=_wipe, reference=lambda x: x,
+                            inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
+                            dims={"N": fks.sizes(max_value=8)})
+''')
+
+
+def test_host_code_that_empties_the_corpus_is_not_listed_as_saved(wrong_project, tmp_path):
+    """``wrong`` finds its bug and saves it (then retires: --max-failures 1); ``wiper``'s host
+    code empties corpus/ in the rounds after. The summary re-checks every file it lists:
+    the entry is NOT SAVED, with where it was, and no "saved:" line claims it."""
+    root, _entry = _copy(wrong_project, tmp_path)
+    shutil.rmtree(root / "corpus")
+    (root / "wiper.py").write_text(WIPER)
+    res = run_limited(["run", "kernels.py::wrong", "wiper.py::wiper", "--budget", "12s",
+                       "--seed", "1", "--no-db", "-j", "1", "--max-failures", "1"], root,
+                      timeout=180, extra_env={"FUZZKERN_TEST_CORPUS": str(root / "corpus")})
+    out = " ".join(res.stdout.split())
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "kernels::wrong: kernel-bug" in out
+    assert "NOT SAVED: corpus/kernels_wrong/" in out and "is gone now" in out, out
+    assert "saved: " not in out.replace("NOT SAVED: ", ""), out
+    assert corpus_entries(root / "corpus") == []
+
+
+# -- a hidden .py inside corpus/, named by an entry ---------------------------------------------
+
+
+def test_a_hidden_py_in_the_corpus_named_by_an_entry_never_runs(wrong_project, tmp_path):
+    """A pull request adds ``corpus/kernels_wrong/.evil.py`` (a target whose import leaves a
+    mark) and entries naming it: as their target id (``.evil::wrong``), and as the source
+    (``ref``) of a real target's entry. replay, ``replay --target .`` (the whole project),
+    repro and a run never import it; the first entry cannot replay and names its id, the
+    second replays against the declared ``kernels.py``."""
+    root, entry = _copy(wrong_project, tmp_path)
+    mark = tmp_path / "imported"
+    evil = entry.parent / ".evil.py"
+    evil.write_text(f"open({str(mark)!r}, 'w').close()\n"
+                    + (root / "kernels.py").read_text())
+    copy = root / "corpus" / "copy" / entry.name
+    copy.parent.mkdir()
+    for suffix in (".json", ".safetensors"):
+        shutil.copy(entry.with_suffix(suffix), copy.with_suffix(suffix))
+    named = _rehashed(copy, lambda d: d["target"].update(id=".evil::wrong",
+                                                         ref=str(evil) + "::wrong"))
+    copy.parent.rmdir()
+    _edit(entry, lambda d: d["target"].update(ref="corpus/kernels_wrong/.evil.py::wrong",
+                                              ref_relative="corpus/kernels_wrong/.evil.py"))
+    for args in (["replay"], ["replay", "--target", "."]):
+        res = run(args, root)
+        assert res.returncode == 1, res.stdout + res.stderr
+        table = rows(res.stdout)
+        assert table[entry.name][:3] == ["kernels::wrong", "kernel-bug", "still failing"]
+        assert table[named.name][0] == ".evil::wrong", res.stdout
+        assert "none of the declared target sources" in table[named.name][3]
+    res = run(["repro", str(named), "-o", "r.py"], root)
+    assert res.returncode == 2 and "none of the declared" in one_error_line(res.stderr)
+    res = run(["repro", str(entry), "-o", "r.py"], root)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert ".evil" not in (root / "r.py").read_text()
+    assert _script(root / "r.py", root).returncode == 1
+    res = run(["run", "kernels.py::wrong", "--budget", "60s", "--seed", "1", "--no-db", "-j",
+               "1", "-q", "--max-examples", "5"], root)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert not mark.exists()
+
+
+# -- a corpus in a temporary folder, its target file elsewhere ----------------------------------
+
+
+def test_a_corpus_anywhere_replays_with_its_target_named(wrong_project, tmp_path):
+    """The corpus copied to a temporary folder, the target file in the project, the commands
+    run from a third folder: ``fuzzkern replay <folder> --target <file>`` and ``repro`` work,
+    and the reproducer runs from anywhere."""
+    root, entry = _copy(wrong_project, tmp_path)
+    corpus = tmp_path / "scratch" / "c"
+    shutil.copytree(root / "corpus", corpus)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    kernels = os.path.relpath(root / "kernels.py", elsewhere)
+    copied = corpus / "kernels_wrong" / entry.name
+    for args in ([str(corpus), "--target", kernels],
+                 [str(copied), "--target", str(root / "kernels.py")]):
+        res = run(["replay", *args], elsewhere)
+        assert res.returncode == 1, res.stdout + res.stderr
+        assert list(rows(res.stdout).values())[0][2] == "still failing", res.stdout
+    res = run(["repro", str(copied), "--target", kernels, "-o", "r.py"], elsewhere)
+    assert res.returncode == 0, res.stdout + res.stderr
+    script = _script(elsewhere / "r.py", tmp_path)
+    assert script.returncode == 1 and "the failure reproduces" in script.stdout, script.stdout
+
+
+# -- a reproducer with the target's assume_gpu and bf16 inputs ----------------------------------
+
+BF16 = textwrap.dedent('''
+    import torch
+
+    import fuzzkern
+    from fuzzkern import strategies as fks
+
+
+    def launch(x):
+        # a library's host code asks the GPU (no CUDA here: only assume_gpu answers)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        y = x * (sms // 132)
+        if x.dtype == torch.bfloat16 and x.shape[0] > 3:
+            y[0] = 7.0  # BUG, in bf16 only
+        return y
+
+
+    bf16 = fuzzkern.Target(launcher=launch, reference=lambda x: x, assume_gpu="H200",
+                           inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["bfloat16"])),
+                           dims={"N": fks.sizes(max_value=16)})
+''')
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(),
+                    reason="a CUDA GPU answers for itself here")
+def test_repro_keeps_the_declared_gpu_and_bf16(tmp_path):
+    """A target whose host code asks torch.cuda for the SM count (``assume_gpu="H200"``) and
+    whose bug shows only in bf16: the reproducer assumes the GPU as fuzzkern did, keeps the
+    input bf16, runs, and says the failure reproduces (exit 1)."""
+    (tmp_path / "bf.py").write_text(BF16)
+    res = run(["run", "bf.py", "--budget", "60s", "--seed", "1", "--no-db", "-j", "1", "-q",
+               "--max-examples", "40"], tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    (entry,) = corpus_entries(tmp_path / "corpus")
+    assert json.loads(entry.read_text())["case"]["inputs"]["x"]["tensor"]["dtype"] == "bfloat16"
+    res = run(["repro", str(entry), "--target", "bf.py", "-o", "r.py"], tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    script = _script(tmp_path / "r.py", tmp_path.parent)
+    assert script.returncode == 1, script.stdout + script.stderr
+    assert "the failure reproduces" in script.stdout and "bfloat16" in script.stdout
+
+
+# -- fuzzkern corpus upgrade --------------------------------------------------------------------
+
+
+def test_corpus_upgrade_moves_an_old_entry_and_names_a_malformed_one(wrong_project, tmp_path):
+    """An entry of an older fuzzkern (the target's old id ``kernels::wrong`` from before ids
+    carried the folder, code locations stored) and a truncated file: ``fuzzkern corpus
+    upgrade`` rewrites the first under the target's id ``tests.kernels::wrong`` with the same
+    case and input bytes (read back; the old files go), names the second in one line and
+    leaves it, exit 2. The upgraded entry still fails; nothing is lost."""
+    root, entry = _copy(wrong_project, tmp_path)
+    (root / "tests").mkdir()
+    (root / "kernels.py").rename(root / "tests" / "kernels.py")
+    (root / "pyproject.toml").write_text('[tool.fuzzkern]\ntargets = ["tests/kernels.py"]\n')
+    loc = {"module": "kernels", "qualname": "_wrong_above_3", "file": "kernels.py"}
+    _edit(entry, lambda d: d["target"].update(launcher=loc, reference=loc,
+                                              ref_relative="kernels.py::wrong"))
+    old = json.loads(entry.read_text())
+    stored = entry.with_suffix(".safetensors").read_bytes()
+    broken = entry.parent / "0123456789abcdef.json"
+    broken.write_text(entry.read_text()[:300])
+    res = run(["corpus", "upgrade"], root)
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    left = [ln for ln in lines if ln.startswith("left as it is")]
+    assert len(left) == 1 and left[0].startswith(f"left as it is: {broken}: truncated JSON")
+    assert any(ln.startswith(f"upgraded: {entry} -> ") for ln in lines), res.stdout
+    assert lines[-1] == "fuzzkern corpus upgrade: 1 entry upgraded, 1 left as they are"
+    assert not entry.exists() and broken.exists()
+    (new,) = [p for p in corpus_entries(root / "corpus") if p != broken]
+    d = json.loads(new.read_text())
+    assert new.parent.name == "tests.kernels_wrong"
+    assert d["target"]["id"] == "tests.kernels::wrong" and "launcher" not in d["target"]
+    assert (d["case"], d["verdict"], d["inputs"]) == (old["case"], old["verdict"], old["inputs"])
+    assert new.with_suffix(".safetensors").read_bytes() == stored
+    res = run(["replay", str(new)], root)
+    assert res.returncode == 1 and rows(res.stdout)[new.name][2] == "still failing"
+
+
+# -- target files named after the standard library ----------------------------------------------
+
+STDLIB_NAMED = textwrap.dedent('''
+    import fuzzkern
+    from fuzzkern import strategies as fks
+
+
+    def _wrong(x):
+        y = x * 1
+        if x.shape[0] > 3:
+            y[0] = 7.0
+        return y
+
+
+    wrong = fuzzkern.Target(launcher=_wrong, reference=lambda x: x,
+                            inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
+                            dims={"N": fks.sizes(max_value=16)})
+''')
+
+
+def test_target_files_named_html_and_statistics_shadow_nothing(tmp_path):
+    """``html.py`` and ``statistics.py`` target files (the run's --html report needs the
+    standard library's html, torch its statistics): the run finds both bugs and writes the
+    HTML report; the printed replay and repro commands work, and so do the scripts."""
+    for name in ("html", "statistics"):
+        (tmp_path / f"{name}.py").write_text(STDLIB_NAMED)
+    res = run(["run", "html.py", "statistics.py", "--budget", "60s", "--seed", "1", "--no-db",
+               "-j", "1", "--max-examples", "30", "--html", "r.html"], tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and "<html" in (tmp_path / "r.html").read_text()
+    for name in ("html", "statistics"):
+        replay = [ln.split("to reproduce this failure: fuzzkern ", 1)[1]
+                  for ln in res.stdout.splitlines() if f"{name}_wrong" in ln
+                  and "to reproduce this failure: " in ln]
+        assert len(replay) == 1, res.stdout
+        got = run(replay[0].split(), tmp_path)
+        assert got.returncode == 1 and "still failing" in got.stdout, got.stdout + got.stderr
+        got = run(replay[0].replace("replay", "repro", 1).split() + ["-o", f"r_{name}.py"],
+                  tmp_path)
+        assert got.returncode == 0, got.stdout + got.stderr
+        script = _script(tmp_path / f"r_{name}.py", tmp_path)
+        assert script.returncode == 1 and "the failure reproduces" in script.stdout
+
+
+# -- unshrunk entries of one failure, written by several processes ------------------------------
+
+SAVE = textwrap.dedent("""
+    import sys
+    from tests.unit import _corpus_writers as w
+    from fuzzkern.corpus import store
+    from fuzzkern.judge.outcome import ModeResult, Outcome
+    corpus, seed, error, shrunk = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    outcome = Outcome("error", error, {"interpret": ModeResult("interpret", "error",
+                                                               error=error)})
+    store.save(corpus, w.TARGET_ID, w.REF, w.case_for(seed, n=64), outcome,
+               modes=("interpret",), shrunk=shrunk == "1")
+""")
+
+
+def _save(corpus: Path, seed: int, error: str, shrunk: bool) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", SAVE, str(corpus), str(seed), error,
+                             "1" if shrunk else "0"], cwd=ROOT)
+
+
+def _errors(corpus: Path) -> list[tuple[str, bool]]:
+    return sorted((d["message"], d["shrunk"]) for d in
+                  (json.loads(p.read_text()) for p in corpus_entries(corpus)))
+
+
+def test_a_shrunk_entry_replaces_only_its_own_failures_unshrunk_entries(tmp_path):
+    """Four processes save unshrunk cases of one failure (ValueError raised at one place)
+    and a fifth an unshrunk case of another failure of the same verdict (KeyError): five
+    entries, none yields. A shrunk save of the first failure replaces its four unshrunk
+    entries and never the other failure's."""
+    corpus = tmp_path / "corpus"
+    procs = [_save(corpus, seed, "ValueError: a", False) for seed in (1, 2, 3, 4)]
+    procs.append(_save(corpus, 5, "KeyError: b", False))
+    assert [p.wait(180) for p in procs] == [0] * 5
+    assert _errors(corpus) == [("KeyError: b", False)] + [("ValueError: a", False)] * 4
+    assert _save(corpus, 6, "ValueError: a", True).wait(180) == 0
+    assert _errors(corpus) == [("KeyError: b", False), ("ValueError: a", True)]
