@@ -352,3 +352,110 @@ def test_a_shrunk_entry_replaces_only_its_own_failures_unshrunk_entries(tmp_path
     assert _errors(corpus) == [("KeyError: b", False)] + [("ValueError: a", False)] * 4
     assert _save(corpus, 6, "ValueError: a", True).wait(180) == 0
     assert _errors(corpus) == [("KeyError: b", False), ("ValueError: a", True)]
+
+
+# -- every form of a target's name fuzzkern prints is accepted back -----------------------------
+
+
+def test_every_printed_form_of_a_target_is_accepted_back(wrong_project, tmp_path):
+    """The target as fuzzkern prints it: its id (``kernels::wrong``, the summary's), the
+    source of the printed commands (``kernels.py``), ``kernels.py::wrong`` and the module:
+    each works as ``--target`` of replay and repro (the id and the module tested here; the
+    files everywhere else); a command a run printed in a subfolder works there."""
+    root, entry = _copy(wrong_project, tmp_path)
+    for form in ("kernels::wrong", "kernels"):  # (kernels.py[::wrong]: every other test)
+        res = run(["replay", str(entry), "--target", form], root)
+        assert res.returncode == 1 and "still failing" in res.stdout, (form, res.stdout)
+    res = run(["repro", str(entry), "--target", "kernels::wrong", "-o", "-"], root)
+    assert res.returncode == 0 and "ENTRY" in res.stdout, res.stdout + res.stderr
+    sub = root / "sub"
+    sub.mkdir()
+    res = run(["run", "../kernels.py::wrong", "--corpus", "../corpus", "--budget", "60s",
+               "--seed", "1", "--no-db", "-j", "1", "--max-examples", "5"], sub)
+    assert res.returncode == 1, res.stdout + res.stderr
+    (command,) = [ln.split("to reproduce this failure: fuzzkern ", 1)[1]
+                  for ln in res.stdout.splitlines() if "to reproduce this failure: " in ln]
+    got = run(command.split(), sub)
+    assert got.returncode == 1 and "still failing" in got.stdout, (command, got.stdout)
+
+
+# -- a second bug of one verdict family, its shrinking cut short --------------------------------
+
+TWO_BUGS = textwrap.dedent('''
+    import os
+
+    import fuzzkern
+    from fuzzkern import strategies as fks
+
+
+    def launch(x):
+        a, b = x.clone(), x * 2
+        n = x.shape[0]
+        if 3 < n <= 5:
+            a[0] += 1  # bug A: output 0
+        if n > 5 and os.environ.get("FUZZKERN_TEST_BUG_B"):
+            b[0] += 1  # bug B: output 1, only once the variable is set (the second run)
+        return a, b
+
+
+    two = fuzzkern.Target(launcher=launch, reference=lambda x: (x.clone(), x * 2),
+                          dims={"N": fks.sizes(max_value=12)},
+                          inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])))
+''')
+
+
+def test_a_second_bug_of_one_family_gets_its_own_entry(tmp_path):
+    """Run 1 saves bug A (output 0) shrunk; run 2 finds bug B (output 1, one verdict family
+    with A) with its shrinking cut short: B is saved in a file of its own, the "saved:" line
+    names that file (never A's), and both entries replay as still failing."""
+    (tmp_path / "two.py").write_text(TWO_BUGS)
+    args = ["run", "two.py", "--seed", "1", "--no-db", "-j", "1", "--max-examples", "80",
+            "--budget", "120s"]
+    res = run(args, tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    (a,) = corpus_entries(tmp_path / "corpus")
+    assert 3 < json.loads(a.read_text())["case"]["dims"]["N"] <= 5
+    res = run(args + ["--shrink-time", "0.01"], tmp_path,
+              env={**os.environ, "COLUMNS": "200", "FUZZKERN_TEST_BUG_B": "1"})
+    assert res.returncode == 1, res.stdout + res.stderr
+    saved = [tmp_path / ln.removeprefix("saved: ") for ln in res.stdout.splitlines()
+             if ln.startswith("saved: ")]
+    entries = corpus_entries(tmp_path / "corpus")
+    assert a in entries and len(entries) == 2, res.stdout
+    (b,) = [e for e in entries if e != a]
+    assert saved == [b], res.stdout
+    assert json.loads(b.read_text())["case"]["dims"]["N"] > 5
+    res = run(["replay", "--target", "two.py"], tmp_path,
+              env={**os.environ, "COLUMNS": "200", "FUZZKERN_TEST_BUG_B": "1"})
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert [r[2] for r in rows(res.stdout).values()] == ["still failing"] * 2, res.stdout
+
+
+# -- a passing entry planted at the id of a future finding --------------------------------------
+
+
+def test_a_passing_entry_planted_at_a_findings_id_does_not_swallow_it(wrong_project, tmp_path):
+    """An entry with the very case (so the very id) the next run's finding will have, but
+    input bytes that pass (every element 7.0, checksum updated): replay says now passing;
+    the run that finds the bug again replaces it (an entry of an id is kept only when it
+    holds the same input bytes) and the entry fails again."""
+    import hashlib
+
+    import safetensors.torch
+
+    root, entry = _copy(wrong_project, tmp_path)
+    stored = entry.with_suffix(".safetensors")
+    tensors = safetensors.torch.load_file(str(stored))
+    tensors["x"].fill_(7.0)
+    safetensors.torch.save_file(tensors, str(stored))
+    digest = hashlib.sha256(tensors["x"].numpy().tobytes()).hexdigest()
+    _edit(entry, lambda d: d["inputs"]["x"].update(sha256=digest))
+    res = run(["replay"], root)
+    assert res.returncode == 0 and rows(res.stdout)[entry.name][2] == "now passing", res.stdout
+    res = run(["run", "kernels.py::wrong", "--budget", "30s", "--seed", "1", "--no-db", "-j",
+               "1", "--max-examples", "60"], root)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert f"saved: corpus/kernels_wrong/{entry.name}" in res.stdout, res.stdout
+    assert json.loads(entry.read_text())["inputs"]["x"]["sha256"] != digest
+    res = run(["replay"], root)
+    assert res.returncode == 1 and rows(res.stdout)[entry.name][2] == "still failing"
