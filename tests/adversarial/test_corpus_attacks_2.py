@@ -107,13 +107,15 @@ WIPER = textwrap.dedent('''
 
 def test_host_code_that_empties_the_corpus_is_not_listed_as_saved(wrong_project, tmp_path):
     """``wrong`` finds its bug and saves it (then retires: --max-failures 1); ``wiper``'s host
-    code empties corpus/ in the rounds after. The summary re-checks every file it lists:
-    the entry is NOT SAVED, with where it was, and no "saved:" line claims it."""
+    code empties corpus/ in its slice, which runs after (equal shares run in the targets'
+    order). The summary re-checks every file it lists: the entry is NOT SAVED, with where it
+    was, and no "saved:" line claims it."""
     root, _entry = _copy(wrong_project, tmp_path)
     shutil.rmtree(root / "corpus")
     (root / "wiper.py").write_text(WIPER)
-    res = run_limited(["run", "kernels.py::wrong", "wiper.py::wiper", "--budget", "12s",
-                       "--seed", "1", "--no-db", "-j", "1", "--max-failures", "1"], root,
+    res = run_limited(["run", "kernels.py::wrong", "wiper.py::wiper", "--budget", "60s",
+                       "--seed", "1", "--no-db", "-j", "1", "--max-failures", "1",
+                       "--max-examples", "30"], root,
                       timeout=180, extra_env={"FUZZKERN_TEST_CORPUS": str(root / "corpus")})
     out = " ".join(res.stdout.split())
     assert res.returncode == 1, res.stdout + res.stderr
@@ -459,3 +461,30 @@ def test_a_passing_entry_planted_at_a_findings_id_does_not_swallow_it(wrong_proj
     assert json.loads(entry.read_text())["inputs"]["x"]["sha256"] != digest
     res = run(["replay"], root)
     assert res.returncode == 1 and rows(res.stdout)[entry.name][2] == "still failing"
+
+
+# -- a failed import says what is missing -------------------------------------------------------
+
+
+def test_a_failed_import_says_what_to_install_or_which_folder_is_missing(tmp_path, monkeypatch):
+    """A target file importing its project's ``src/mypkg`` (not installed, no pythonpath), or
+    a package nobody installed: one line naming the folder and the two fixes, or what to
+    install."""
+    from fuzzkern.errors import TargetError
+    from fuzzkern.target import loader
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "src" / "mypkg").mkdir(parents=True)
+    (tmp_path / "src" / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mypkg"\n')
+    for name, hint in (("mypkg", f"hint: 'mypkg' is in {tmp_path / 'src'}: `pip install -e "
+                                 f"{tmp_path}` or add pythonpath = [\"src\"]"),
+                       ("nopkg_at_all", "hint: install the package that provides "
+                                        "'nopkg_at_all', or put the folder holding it on "
+                                        "PYTHONPATH")):
+        target = tmp_path / "tests" / f"test_{name}.py"
+        target.write_text(f"import {name}.kern\n")
+        with pytest.raises(TargetError) as e:
+            loader.load(str(target))
+        assert len(str(e.value).splitlines()) == 1 and hint in str(e.value), str(e.value)
