@@ -573,8 +573,9 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
                 {"target": f.target_id, "verdict": f.outcome.verdict,
                  "message": f.outcome.message, "case": f.case.to_json(),
                  "outcome": f.outcome.to_json(), "shrunk": f.shrunk, "flaky": f.flaky,
-                 "corpus_path": f.corpus_path, "explanations": f.explanations,
-                 "replayed": f.replayed}
+                 "corpus_path": None if reporting.not_saved_reason(f) else f.corpus_path,
+                 "not_saved": reporting.not_saved_reason(f),
+                 "explanations": f.explanations, "replayed": f.replayed}
                 for f in done.failures
             ],
         }

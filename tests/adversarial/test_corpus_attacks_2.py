@@ -115,7 +115,7 @@ def test_host_code_that_empties_the_corpus_is_not_listed_as_saved(wrong_project,
     (root / "wiper.py").write_text(WIPER)
     res = run_limited(["run", "kernels.py::wrong", "wiper.py::wiper", "--budget", "60s",
                        "--seed", "1", "--no-db", "-j", "1", "--max-failures", "1",
-                       "--max-examples", "30"], root,
+                       "--max-examples", "30", "--report", "r.json"], root,
                       timeout=180, extra_env={"FUZZKERN_TEST_CORPUS": str(root / "corpus")})
     out = " ".join(res.stdout.split())
     assert res.returncode == 1, res.stdout + res.stderr
@@ -123,6 +123,8 @@ def test_host_code_that_empties_the_corpus_is_not_listed_as_saved(wrong_project,
     assert "NOT SAVED: corpus/kernels_wrong/" in out and "is gone now" in out, out
     assert "saved: " not in out.replace("NOT SAVED: ", ""), out
     assert corpus_entries(root / "corpus") == []
+    (failure,) = json.loads((root / "r.json").read_text())["failures"]
+    assert failure["corpus_path"] is None and "is gone now" in failure["not_saved"]
 
 
 # -- a hidden .py inside corpus/, named by an entry ---------------------------------------------
