@@ -132,8 +132,9 @@ def test_host_code_that_empties_the_corpus_is_not_listed_as_saved(wrong_project,
 
 def test_a_hidden_py_in_the_corpus_named_by_an_entry_never_runs(wrong_project, tmp_path):
     """A pull request adds ``corpus/kernels_wrong/.evil.py`` (a target whose import leaves a
-    mark) and entries naming it: as their target id (``.evil::wrong``), and as the source
-    (``ref``) of a real target's entry. replay, ``replay --target .`` (the whole project),
+    mark; ``evil.py`` copies beside it and in ``corpus/more/``) and entries naming it: as
+    their target id (``.evil::wrong``), and as the source (``ref``) of a real target's entry.
+    replay, ``replay --target .`` (the whole project, whose folder walk skips the corpus),
     repro and a run never import it; the first entry cannot replay and names its id, the
     second replays against the declared ``kernels.py``."""
     root, entry = _copy(wrong_project, tmp_path)
@@ -141,6 +142,9 @@ def test_a_hidden_py_in_the_corpus_named_by_an_entry_never_runs(wrong_project, t
     evil = entry.parent / ".evil.py"
     evil.write_text(f"open({str(mark)!r}, 'w').close()\n"
                     + (root / "kernels.py").read_text())
+    for plain in (entry.parent / "evil.py", root / "corpus" / "more" / "evil.py"):
+        plain.parent.mkdir(exist_ok=True)  # not hidden: a folder source skips a corpus too
+        shutil.copy(evil, plain)
     copy = root / "corpus" / "copy" / entry.name
     copy.parent.mkdir()
     for suffix in (".json", ".safetensors"):
