@@ -575,8 +575,9 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
                 {"target": f.target_id, "verdict": f.outcome.verdict,
                  "message": f.outcome.message, "case": f.case.to_json(),
                  "outcome": f.outcome.to_json(), "shrunk": f.shrunk, "flaky": f.flaky,
-                 "corpus_path": f.corpus_path, "explanations": f.explanations,
-                 "replayed": f.replayed}
+                 "corpus_path": None if reporting.not_saved_reason(f) else f.corpus_path,
+                 "not_saved": reporting.not_saved_reason(f),
+                 "explanations": f.explanations, "replayed": f.replayed}
                 for f in done.failures
             ],
         }
@@ -660,7 +661,8 @@ def _run_exit(console: Console, a: _RunArgs, done: _Done, opts: Any,
               signum: int | None) -> int:
     """The exit status, after the notes and warnings that explain it."""
     failures, results = done.failures, done.results
-    saved = sum(1 for f in failures if f.corpus_path and not f.replayed)
+    saved = sum(1 for f in failures  # checked again: host code may have removed the file
+                if f.corpus_path and not f.replayed and os.path.isfile(f.corpus_path))
     found = f"{len(failures)} failure(s) found" + (f", {saved} saved to the corpus"
                                                    if opts.corpus else "")
     if any(r.stopped for r in results):
