@@ -78,3 +78,26 @@ def test_repeated_launches_of_one_binary_that_agree_are_not_nondeterministic():
     o = _judged(t, {"N": 4096}, _tvd_inputs(), ["compiled"], repeat_compiled=4)
     assert o.verdict != Verdict.NONDETERMINISTIC, o.message
     assert "nondeterministic" not in o.modes["compiled"].detail
+
+
+def test_launches_of_one_binary_that_differ_are_nondeterministic_with_the_values():
+    """Proven nondeterminism: a float sum through tl.atomic_add from 1024 programs, launched
+    8 times as one binary with one config on one input; the finding shows two differing
+    values at one element and which launches gave them."""
+    import fuzzkern
+    from fuzzkern import strategies as fks
+    from tests.gpu.planted_compiled import atomic_sum_launcher
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1 << 17, generator=g) * torch.logspace(-4, 4, 1 << 17)
+    t = fuzzkern.Target(launcher=lambda x: atomic_sum_launcher(x, 128),
+                        reference=lambda x: x.sum().reshape(1),
+                        inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
+                        dims={"N": fks.sizes(max_value=1 << 17)})
+    o = _judged(t, {"N": 1 << 17}, {"x": x}, ["compiled"], repeat_compiled=8)
+    assert o.verdict == Verdict.NONDETERMINISTIC, o.message
+    spread = o.modes["compiled"].detail["nondeterministic"]
+    first = spread["first"][0]
+    assert first["first"] != first["other"]
+    assert f"out0[0] {first['first']!r} vs {first['other']!r}" in o.message
+    assert "of the same binary, config and inputs" in o.message
