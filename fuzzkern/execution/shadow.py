@@ -88,8 +88,11 @@ class Site:
     #: the largest relative change rounding makes to one of its results, and that value
     worst_relative: float = 0.0
     worst_value: float = 0.0
-    #: whether some result it rounds lies in its dtype's subnormal range
-    subnormal: bool = False
+    #: the dtypes in whose subnormal range some result it rounds lies (fp16 of a Llama
+    #: RMSNorm's normalized values, not the fp32 products on the same line)
+    subnormal: set[str] = dataclasses.field(default_factory=set)
+    #: the dtype of the result rounding changed most (``worst_relative``)
+    worst_dtype: str = ""
     #: an add fed by its own earlier result, or a reduction/scan/dot, in a dtype narrower
     #: than float32
     accumulates: bool = False
@@ -108,12 +111,16 @@ class Site:
         """``ok_rmsnorm.py:14 `X = X.to(X_dtype)`` and what its rounding does."""
         where = f"{os.path.basename(self.file)}:{self.line}"
         code = f" `{self.source}`" if self.source else ""
-        dtypes = "/".join(sorted(self.dtypes)) or "float"
+        # the dtype whose rounding changes a value most first: `(xf * rstd).to(x.dtype) * w`
+        # rounds to fp16, its fp32 product rounds far less
+        order = sorted(self.dtypes, key=lambda d: (d != self.worst_dtype, d))
+        dtypes = "/".join(order) or "float"
         what = (f"accumulates in {dtypes}" if self.accumulates else f"rounds to {dtypes}")
         if self.worst_relative > 0:
             what += f", up to {_percent(self.worst_relative)} of a value"
             if self.subnormal:
-                what += f" (values in {dtypes}'s subnormal range, e.g. {self.worst_value:.3g})"
+                tiny = "/".join(d for d in order if d in self.subnormal)
+                what += f" (values in {tiny}'s subnormal range, e.g. {self.worst_value:.3g})"
         return f"{where}{code}: {what}"
 
 
@@ -276,9 +283,10 @@ class ShadowRun:
         if rel.flat[i] > site.worst_relative:
             site.worst_relative = float(rel.flat[i])
             site.worst_value = float(data.flat[i])
+            site.worst_dtype = name
         tiny = _tiny(out.dtype)
         if tiny and bool(((np.abs(data) < tiny) & (data != 0) & (rel > 0)).any()):
-            site.subnormal = True
+            site.subnormal.add(name)
 
     # -- memory ---------------------------------------------------------------------------
     def _slots(self, addr: np.ndarray, dtype: Any, create: bool

@@ -18,7 +18,13 @@ from fuzzkern.execution.runner import _Run, outcome_of
 from fuzzkern.judge.outcome import Verdict
 from fuzzkern.judge.verdict import failure_key
 from tests.unit.targets import shadow_kernels as k
-from tests.unit.test_shadow import TVD, _target, _tvd_inputs, rms_inline_case
+from tests.unit.test_shadow import (
+    TVD,
+    _target,
+    _tvd_inputs,
+    rms_inline_bf16_case,
+    rms_inline_case,
+)
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
@@ -58,6 +64,17 @@ def test_a_cast_is_accuracy_compiled_as_interpreted():
     assert o.verdict in (Verdict.ACCURACY, Verdict.PASS), o.message
     if o.verdict == Verdict.ACCURACY:
         assert "(xf * rstd).to(x.dtype) * w" in o.message
+
+
+def test_the_llama_cast_in_bf16_is_the_same_accuracy_finding_compiled():
+    """The cast's class and root line do not depend on the dtype: bf16 under a tolerance of
+    about one bf16 rounding, compiled alone, is accuracy at the same line (or passes)."""
+    t, inputs = rms_inline_bf16_case()
+    o = _judged(t, {"M": 2, "N": 256}, inputs, ["compiled"])
+    assert o.verdict in (Verdict.ACCURACY, Verdict.PASS), o.message
+    if o.verdict == Verdict.ACCURACY:
+        assert failure_key(o) == "accuracy @ root shadow_kernels.py:195", o.message
+        assert "subnormal" not in o.message
 
 
 def test_an_output_host_code_made_is_shadowed_compiled():

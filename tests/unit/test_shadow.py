@@ -295,6 +295,43 @@ def test_a_cast_on_an_accumulating_line_is_accuracy_naming_the_cast_and_subnorma
     assert not facts["accumulates"] and facts["share"] > 0.5
 
 
+def rms_inline_bf16_case():
+    """The same Llama cast in bf16, under a tolerance of about one bf16 rounding (bf16's
+    default band holds the cast's 1-2 ulps): normal values, no subnormal range."""
+    t, inputs = rms_inline_case()
+    bf16 = {"x": (("M", "N"), "bfloat16"), "w": (("N",), "bfloat16")}
+    t = _target(k.rms_inline, k.rms_reference_fp32, bf16,
+                tolerance=fuzzkern.Tolerance(rtol=2**-9, atol=1e-5))
+    return t, {n: v.float().bfloat16() for n, v in inputs.items()}
+
+
+def test_the_llama_cast_is_one_accuracy_finding_in_fp16_and_bf16_in_both_modes():
+    """One root cause, one class: `(xf * rstd).to(x.dtype) * w` is accuracy naming that line
+    in fp16 (its values in fp16's subnormal range said) and in bf16 (nothing subnormal said),
+    one failure key, and the same when the outputs are judged as a compiled-only run's."""
+    keys = set()
+    for (t, inputs), subnormal in ((rms_inline_case(), True), (rms_inline_bf16_case(), False)):
+        dtype = "fp16" if subnormal else "bf16"
+        o = _judged(t, {"M": 2, "N": 256}, inputs)
+        assert o.verdict == Verdict.ACCURACY and not o.failed, o.message
+        assert "(xf * rstd).to(x.dtype) * w, mask=mask)`: rounds to " + dtype in o.message
+        assert ("values in fp16's subnormal range" in o.message) is subnormal, o.message
+        assert "subnormal" in o.message or not subnormal
+        assert "accumulate" not in o.message
+        keys.add(failure_key(o))
+        opts = {"modes": ["compiled"]}
+        spec = {n: TensorCase.build(tuple(v.shape), str(v.dtype).removeprefix("torch."))
+                for n, v in inputs.items()}
+        run = _Run(t, Case({"M": 2, "N": 256}, spec), opts, base=dict(inputs))
+        with interpreter_mode():
+            got = k.rms_inline(**{n: v.clone() for n, v in inputs.items()})
+        result = run._judge("compiled", run.reference(), (got,), {}, 0.0, None, None)
+        compiled = outcome_of(t, {"compiled": result}, opts, time.perf_counter())
+        assert compiled.verdict == Verdict.ACCURACY, compiled.message
+        keys.add(failure_key(compiled))
+    assert keys == {"accuracy @ root shadow_kernels.py:195"}
+
+
 def test_an_output_host_code_made_is_shadowed():
     """The launcher subtracts two fp16 row sums in torch: where they cancel, the output is far
     off, and the shadow (host code at float64) judges it: rounding at the kernel's store."""
