@@ -91,8 +91,8 @@ class Site:
     #: the dtypes in whose subnormal range some result it rounds lies (fp16 of a Llama
     #: RMSNorm's normalized values, not the fp32 products on the same line)
     subnormal: set[str] = dataclasses.field(default_factory=set)
-    #: the dtype of the result rounding changed most (``worst_relative``)
-    worst_dtype: str = ""
+    #: the bit width of each of ``dtypes``
+    widths: dict[str, int] = dataclasses.field(default_factory=dict)
     #: an add fed by its own earlier result, or a reduction/scan/dot, in a dtype narrower
     #: than float32
     accumulates: bool = False
@@ -111,9 +111,9 @@ class Site:
         """``ok_rmsnorm.py:14 `X = X.to(X_dtype)`` and what its rounding does."""
         where = f"{os.path.basename(self.file)}:{self.line}"
         code = f" `{self.source}`" if self.source else ""
-        # the dtype whose rounding changes a value most first: `(xf * rstd).to(x.dtype) * w`
-        # rounds to fp16, its fp32 product rounds far less
-        order = sorted(self.dtypes, key=lambda d: (d != self.worst_dtype, d))
+        # the narrowest dtype first: `(xf * rstd).to(x.dtype) * w` rounds to fp16 (and its
+        # product in fp32)
+        order = sorted(self.dtypes, key=lambda d: (self.widths.get(d, 32), d))
         dtypes = "/".join(order) or "float"
         what = (f"accumulates in {dtypes}" if self.accumulates else f"rounds to {dtypes}")
         if self.worst_relative > 0:
@@ -269,6 +269,7 @@ class ShadowRun:
         site.ops += 1
         name = str(out.dtype)
         site.dtypes.add(name)
+        site.widths[name] = out.dtype.primitive_bitwidth
         narrow = out.dtype.primitive_bitwidth < 32
         if narrow and (accumulation or any(
                 isinstance(h, _Handle) and h.attr.get("fk_op") == op for h in operands)):
@@ -283,7 +284,6 @@ class ShadowRun:
         if rel.flat[i] > site.worst_relative:
             site.worst_relative = float(rel.flat[i])
             site.worst_value = float(data.flat[i])
-            site.worst_dtype = name
         tiny = _tiny(out.dtype)
         if tiny and bool(((np.abs(data) < tiny) & (data != 0) & (rel > 0)).any()):
             site.subnormal.add(name)
@@ -632,7 +632,8 @@ def _dot(orig: Callable[..., Any]) -> Callable[..., Any]:
             # narrow accumulator per K step, as a tensor core rounds it)
             ra, rb = (rounded(_f64(h), h.dtype.scalar) for h in (a, b))
             kind = d.dtype.scalar
-            acc = formats.mma_dot(ra, rb, _f64(d), kind) if formats.narrow(kind) else \
+            acc = formats.mma_dot(ra, rb, _f64(d), kind, formats.mma_k(a.dtype.scalar)) \
+                if formats.narrow(kind) else \
                 rounded(np.matmul(ra, rb) + _f64(d), kind)
             out = _Handle(acc, kind)
         return run.result(out, (d,), accumulation=True)
