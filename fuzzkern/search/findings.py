@@ -129,11 +129,17 @@ def group(result: Any) -> None:
             f.shows = shows
             out.append(f)
             continue
+        if first.replayed and not f.replayed:  # a failure this run found speaks for the key
+            out[out.index(first)] = kept[key] = f
+            f.shows = shows
+            first, f = f, first
+            first.also.extend(p for p in f.also if p not in first.also)
         if f.corpus_path and f.corpus_path != first.corpus_path \
                 and f.corpus_path not in first.also:
             first.also.append(f.corpus_path)
-        if dims_of(f.case) not in shows.dims or dtypes_of(f.case) not in shows.dtypes:
-            shows.add(f.case)
+        for one in (first, f):  # each case shown, also where no counted case was its own
+            if dims_of(one.case) not in shows.dims or dtypes_of(one.case) not in shows.dtypes:
+                shows.add(one.case)
     result.failures = out
 
 

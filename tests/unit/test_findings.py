@@ -96,3 +96,13 @@ def test_shows_lists_few_dims_and_counts_the_rest():
     other.add(_case("bfloat16", 99))
     s.merge(other)
     assert s.more_dims == 5 and s.dtypes["bfloat16"] == 1
+
+
+def test_a_failure_found_now_speaks_for_a_replayed_entry_of_its_key():
+    result = engine.TargetResult("t", "t")
+    fresh = engine.Failure("t", _case("bfloat16", 16), Outcome(Verdict.KERNEL_BUG, "w", modes={}),
+                           corpus_path="new.json")
+    result.failures = [_failure("float16", 8, "old.json"), fresh]
+    findings.group(result)
+    assert result.failures == [fresh] and fresh.also == ["old.json"]
+    assert set(fresh.shows.dtypes) == {"float16", "bfloat16"}
