@@ -438,7 +438,8 @@ class _RoundingSeen:
                 if k in ("cause", "accumulates", "share")}
         words = (f"rounding, as the float64 shadow found for an earlier case of this kernel, "
                  f"config and failure with errors as large (up to {judged.max_abs_error:.3g}, "
-                 f"{judged.max_ulp_error:.3g} ulp): {judged.explanation.split(';')[0]}"
+                 f"{judged.max_ulp_error:.3g} ulp): "
+                 f"{judged.explanation.split('; the kernel is off by')[0]}"
                  + (f"; most from {root['cause']}" if root.get("cause") else ""))
         condition = {**real.condition, "shadow": {**root, "reused": True,
                                                   "explained_abs": judged.max_abs_error,

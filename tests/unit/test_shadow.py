@@ -415,3 +415,29 @@ def test_a_narrow_sum_overflowing_to_inf_is_the_same_precision_bug():
     o = _judged(t, {"M": 2, "N": 64}, {"x": x})
     assert o.verdict == Verdict.PRECISION_BUG, o.message
     assert "`ms = tl.sum(x * x, axis=0) / N`" in o.message and "NaN/inf" in o.message
+
+
+def test_the_root_lines_kind_decides_the_class_whatever_its_share():
+    """An fp16 accumulation named as the root is a precision-bug whether rounding there alone
+    gives 70% of one case's error or 39% of another's (Liger's group_norm `dB += tl.sum(g)`
+    came out both ways); a cast root stays accuracy at any share."""
+    from fuzzkern.judge.outcome import Comparison, Mismatch
+    from fuzzkern.judge.precision import ShadowFindings, judge_shadow
+
+    def real():
+        return Comparison(ok=False, mismatched=1, total=8, max_abs_error=0.01,
+                          max_rel_error=0.01, max_ulp_error=30,
+                          first=[Mismatch(output=0, index=(2,), got=1.0, expected=1.01)],
+                          tolerance="rtol=1e-3")
+
+    shadow_ok = Comparison(ok=True, mismatched=0, total=8, tolerance="rtol=1e-3")
+    statuses = set()
+    for share in (0.7, 0.39, 0.05):
+        for accumulates, line in ((True, "k.py:169 `dB += tl.sum(g)`: accumulates in fp16"),
+                                  (False, "k.py:12 `y = x.to(tl.float16)`: rounds to fp16")):
+            found = ShadowFindings(comparison=shadow_ok, where=(0, (2,)), error=0.01,
+                                   cause="line " + line, share=share, accumulates=accumulates)
+            status, c = judge_shadow(real(), found, limits=[])
+            statuses.add((accumulates, status))
+            assert line in c.explanation
+    assert statuses == {(True, "precision"), (False, "accuracy")}
