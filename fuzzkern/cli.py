@@ -576,7 +576,7 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
                  "message": f.outcome.message, "case": f.case.to_json(),
                  "outcome": f.outcome.to_json(), "shrunk": f.shrunk, "flaky": f.flaky,
                  "corpus_path": f.corpus_path, "explanations": f.explanations,
-                 "replayed": f.replayed, "key": f.shows.key if f.shows else f.key,
+                 "replayed": f.replayed, "key": f.key,
                  "shows": f.shows.to_json() if f.shows else None, "also": list(f.also)}
                 for f in done.failures
             ],

@@ -119,10 +119,13 @@ def group(result: Any) -> None:
     kept: dict[str, Any] = {}
     out = []
     for f in result.failures:
-        key = f.shows.key if f.shows is not None else f.key
+        key = f.key  # as reported now (a hang's re-run, a compiled-only cause, may change it)
         shows = result.shows.get(key)
         if shows is None:
             shows = note(result.shows, key, f.case)
+        if f.shows is not None and f.shows is not shows and f.shows.key != key:
+            shows.merge(f.shows)  # its cases, counted under the verdict it was found with
+            f.shows = shows
         first = kept.get(key)
         if first is None:
             kept[key] = f

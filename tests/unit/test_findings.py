@@ -106,3 +106,21 @@ def test_a_failure_found_now_speaks_for_a_replayed_entry_of_its_key():
     findings.group(result)
     assert result.failures == [fresh] and fresh.also == ["old.json"]
     assert set(fresh.shows.dtypes) == {"float16", "bfloat16"}
+
+
+def test_a_failure_whose_verdict_changed_after_the_search_joins_its_new_key():
+    """A `hang` whose confirmation re-run finished with a precision-bug (Liger's group_norm in
+    fp16, on a loaded machine) is that precision-bug, found twice: one report, its cases
+    counted with the key's."""
+    result = engine.TargetResult("t", "t")
+    bug = Outcome(Verdict.KERNEL_BUG, "w", modes={})
+    first = engine.Failure("t", _case("float16", 8), bug)
+    first.shows = findings.note(result.shows, first.key, first.case)
+    hung = engine.Failure("t", _case("float16", 37), Outcome(Verdict.HANG, "h", modes={}))
+    hung.shows = findings.note(result.shows, hung.key, hung.case)
+    result.failures = [first, engine.Failure("t", hung.case, bug, shows=hung.shows)]
+    findings.group(result)
+    assert result.failures == [first]
+    assert first.shows.dims == ["N=8", "N=37"] and first.shows.cases == 2
+    findings.group(result)  # again (a later slice's merge): nothing counted twice
+    assert first.shows.cases == 2
