@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-from fuzzkern.execution.interpreter import interpreter_mode  # noqa: E402
+from fuzzkern.execution.interpreter.core import interpreter_mode  # noqa: E402
 from tests.fidelity.corpus import CASES, ulp_distance  # noqa: E402
 
 
@@ -103,7 +103,8 @@ def table(gpu: dict[str, Any] | None) -> str:
         "tests/fidelity/corpus.py; do not edit by hand.",
         "",
         "fuzzkern runs kernels in Triton's interpreter with the compiled semantics for the",
-        "constructs below (fuzzkern/execution/fidelity.py), on Triton 3.6 and 3.9. Each",
+        "constructs below (fuzzkern/execution/interpreter/fidelity.py), on Triton 3.6 and",
+        "3.9. Each",
         "row is a kernel of the self-check: CI runs it in the interpreter and checks the",
         "compiled result computed in torch (tests/fidelity/test_fidelity.py); on a GPU,",
         "`bash bench/gpu_suite.sh fidelity` runs it compiled and compares with the",
@@ -143,7 +144,8 @@ def table(gpu: dict[str, Any] | None) -> str:
         "interpreter raises `NotImplementedError` for, an op its builder does not implement",
         "(`'InterpreterBuilder' object has no attribute ...`), and the ValueError/TypeError its",
         "own module raises for an atomic semantic, atomic op, padding or type it does not",
-        "support (`fuzzkern.execution.fidelity.interpreter_limitation`). The same words",
+        "support (`fuzzkern.execution.interpreter.fidelity.interpreter_limitation`). The",
+        "same words",
         "raised by the kernel's or launcher's own code stay an `error`. Inline assembly on",
         "every path of a kernel (a call outside every `if`) is found in its source before",
         "any program runs (`static_limitation`): a run that can only interpret the kernel",
@@ -155,7 +157,7 @@ def table(gpu: dict[str, Any] | None) -> str:
         "",
         "A kernel the compiler would refuse ends `compile-error` in interpreter mode too, with",
         "the compiler's words and the kernel line, never `error` and never a pass",
-        "(`fuzzkern.execution.fidelity.compile_refusal`): a `tl.dot` below the NVIDIA",
+        "(`fuzzkern.execution.interpreter.fidelity.compile_refusal`): a `tl.dot` below the NVIDIA",
         "backend's minimum shape (K >= 16 for 16-bit inputs, >= 32 for 8-bit; Triton 3.6 also",
         "for fp32, where 3.9 takes K >= 8), a `tl.arange` whose range is not a power of 2,",
         "is empty or is not a compile-time value (`H = B // 2` then `tl.arange(0, H)`: the",
@@ -176,7 +178,8 @@ def table(gpu: dict[str, Any] | None) -> str:
         "`torch.empty_like(x)`, sees bf16. Triton's interpreter holds bf16 and fp8 values as raw",
         "bits and computes on those bits (a bf16 `a + b` is wrong); inside the interpreter",
         "fuzzkern holds them as float32 values under their real dtype instead",
-        "(`fuzzkern.execution.formats`): a load widens the storage's bits exactly, every float op",
+        "(`fuzzkern.execution.interpreter.formats`): a load widens the storage's bits",
+        "exactly, every float op",
         "whose result is bf16 or fp8 rounds it to that dtype (round to nearest even, as torch and",
         "the GPU do: a bf16 `a * b + a` equals torch's bit for bit), a cast rounds to nearest",
         "even (toward zero where the kernel asks for `rtz`) and to fp8 saturates at the largest",

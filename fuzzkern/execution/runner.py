@@ -95,7 +95,8 @@ class _Run:
         self._evidence: Evidence | None = None
         #: whether the interpreter's outputs mismatched (None: not compared, or not yet)
         self._interpret_mismatch: bool | None = None
-        #: the interpreted launch's kernel coverage (fuzzkern.execution.coverage.Recording)
+        #: the interpreted launch's kernel coverage
+        #: (fuzzkern.execution.interpreter.coverage.Recording)
         self.recorded: Any = None
 
     def _tolerance(self, outputs: Sequence[Any], compiled: bool) -> Tolerance:
@@ -344,8 +345,8 @@ class _Run:
 
     def exact_reference(self) -> tuple[Any, ...] | None:
         """The reference on float64 copies with torch held at float64 throughout
-        (:class:`~fuzzkern.execution.shadow.ExactReference`); None when it raises."""
-        from fuzzkern.execution.shadow import ExactReference
+        (:class:`~fuzzkern.execution.interpreter.shadow.ExactReference`); None when it raises."""
+        from fuzzkern.execution.interpreter.shadow import ExactReference
 
         if not self._exact_done:
             self._exact_done = True
@@ -382,7 +383,7 @@ class _Run:
 
     def _shadow_run(self, mode: str, outputs: tuple[Any, ...], comparison: Comparison,
                     tolerance: Tolerance, masks: list[torch.Tensor]) -> tuple[str, Comparison]:
-        from fuzzkern.execution.shadow import find_shadow
+        from fuzzkern.execution.interpreter.shadow import find_shadow
         from fuzzkern.judge.precision import judge_shadow
 
         if "interpret" not in self.target.modes:

@@ -36,7 +36,7 @@ from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 
 from fuzzkern.case.model import Case, TensorCase
 from fuzzkern.errors import BudgetError
-from fuzzkern.execution.coverage import KernelCoverage
+from fuzzkern.execution.interpreter.coverage import KernelCoverage
 from fuzzkern.execution.pool import (
     COMPILE_TIMEOUT,
     COST_CAP_FRACTION,
@@ -421,7 +421,7 @@ class TargetResult:
     #: processes the cases started that were still running at their case's end, and were
     #: killed (fuzzkern.execution.pool.end_descendants)
     killed: int = 0
-    #: kernel coverage of the cases run in the interpreter (fuzzkern.execution.coverage)
+    #: kernel coverage of the cases run in the interpreter (fuzzkern.execution.interpreter.coverage)
     coverage: KernelCoverage = field(default_factory=KernelCoverage)
     #: findings that were fuzzkern's, not the kernel's (verdict ``fuzzkern-limit``,
     #: :mod:`fuzzkern.search.confirm`), each in words with its case
@@ -1016,7 +1016,8 @@ class _Slice:
     def _never_runs(self, outcome: Outcome) -> bool:
         """Whether ``outcome`` says the kernel cannot run in the only mode this run has for
         the target: the interpreter found, before any program ran, a construct it cannot run
-        on every launch (fuzzkern.execution.fidelity.static_limitation). The target is then
+        on every launch (fuzzkern.execution.interpreter.fidelity.static_limitation). The target is
+        then
         skipped with the reason, after this one case."""
         interp = outcome.modes.get("interpret")
         if (outcome.verdict != Verdict.UNSUPPORTED or interp is None

@@ -131,7 +131,7 @@ def novelty(before: TargetResult, piece: TargetResult) -> float:
     new_specs = len(set(piece.specializations) - set(before.specializations))
     new_verdicts = len(set(piece.counts) - set(before.counts))
     grew = piece.max_score > before.max_score
-    # kernel coverage the slice reached first (fuzzkern.execution.coverage)
+    # kernel coverage the slice reached first (fuzzkern.execution.interpreter.coverage)
     new_paths = len(piece.coverage.features() - before.coverage.features())
     return new_specs + 2 * new_verdicts + (1 if grew else 0) + new_paths
 

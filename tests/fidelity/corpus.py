@@ -1,5 +1,5 @@
 """The interpreter-vs-compiled self-check: one small kernel per construct whose semantics
-fuzzkern's interpreter adapter fixes (fuzzkern.execution.fidelity).
+fuzzkern's interpreter adapter fixes (fuzzkern.execution.interpreter.fidelity).
 
 Each :class:`FidelityCase` launches its kernel on a device and returns output tensors, and
 gives the compiled semantics computed in torch (``expected``). The interpreter half
@@ -20,7 +20,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 from triton.language.extra.cuda import libdevice as cuda_libdevice
 
-from fuzzkern.execution.fidelity import (
+from fuzzkern.execution.interpreter.fidelity import (
     CHAINED_COMPARISON_MESSAGE,
     compiler_rejects_chained_comparisons,
 )
@@ -524,7 +524,7 @@ def _narrow_cumsum_run(dtype: torch.dtype) -> Callable[[str], list[torch.Tensor]
 def _narrow_cumsum_expected(dtype: torch.dtype) -> list[torch.Tensor]:
     import numpy as np
 
-    from fuzzkern.execution import formats
+    from fuzzkern.execution.interpreter import formats
 
     x = np.full(1024, float(torch.tensor(1 + 2 ** -10, dtype=dtype)))
     return [torch.from_numpy(formats.ordered_cumsum(x, 0, formats.TL_OF[dtype])).to(dtype)]
@@ -820,7 +820,7 @@ case(name="loop_local_name", construct="a name bound first in one loop's body an
      )(_loop_local_run)
 
 
-# -- low-precision dtypes as given (fuzzkern.execution.formats) -------------------------------
+# -- low-precision dtypes as given (fuzzkern.execution.interpreter.formats) ------------------------
 
 
 def _bf16_values(device: str) -> tuple[torch.Tensor, torch.Tensor]:

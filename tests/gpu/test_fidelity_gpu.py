@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
 from tests.fidelity.corpus import CASES, ulp_distance
 
 pytestmark = [pytest.mark.gpu,

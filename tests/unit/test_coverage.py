@@ -1,4 +1,5 @@
-"""Kernel coverage in the interpreter (fuzzkern/execution/coverage.py): exact lines, branch
+"""Kernel coverage in the interpreter (fuzzkern/execution/interpreter/coverage.py): exact lines,
+branch
 sides, trip counts, masks and conditions on the small kernels of _coverage_kernels.py, on the
 real Triton interpreter."""
 
@@ -10,8 +11,8 @@ import types
 import pytest
 import torch
 
-from fuzzkern.execution.coverage import KernelCoverage, recording
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
+from fuzzkern.execution.interpreter.coverage import KernelCoverage, recording
 from tests.unit import _coverage_kernels as K
 
 FILE = os.path.abspath(K.__file__)
@@ -205,8 +206,8 @@ def test_fail_under_coverage_exits_1_and_reports_json(tmp_path):
 
 _UNDER_ENV = """
 import json, torch
-from fuzzkern.execution.coverage import recording
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.coverage import recording
+from fuzzkern.execution.interpreter.core import interpreter_mode
 from tests.unit import _coverage_kernels as K
 import triton.runtime.interpreter as upstream
 assert type(K.branchy_kernel) is upstream.InterpretedFunction  # decorated under the variable

@@ -35,7 +35,7 @@ from fuzzkern.execution.hygiene import (
     poison_bits,
     poisoned_allocations,
 )
-from fuzzkern.execution.interpreter import OOBAccess, OOBView, interpreter_mode
+from fuzzkern.execution.interpreter.core import OOBAccess, OOBView, interpreter_mode
 from fuzzkern.execution.launching import checks_of, overflow_of
 from fuzzkern.execution.runner import _Run, run_case
 from fuzzkern.judge.outcome import Comparison, ModeResult, Outcome, Verdict

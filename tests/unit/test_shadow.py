@@ -1,4 +1,5 @@
-"""The float64 shadow (fuzzkern/execution/shadow.py) and its verdict (fuzzkern/judge/precision.py):
+"""The float64 shadow (fuzzkern/execution/interpreter/shadow.py) and its verdict
+(fuzzkern/judge/precision.py):
 the kernel's own algorithm without rounding, and rounding told apart from logic."""
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import torch
 import fuzzkern
 from fuzzkern import strategies as fks
 from fuzzkern.case.model import Case, TensorCase, Values
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
+from fuzzkern.execution.interpreter.shadow import ExactReference, ShadowRun, shadow_mode
 from fuzzkern.execution.runner import _Run, outcome_of, run_case
-from fuzzkern.execution.shadow import ExactReference, ShadowRun, shadow_mode
 from fuzzkern.judge.outcome import Verdict
 from fuzzkern.judge.verdict import failure_key
 from tests.unit.targets import shadow_kernels as k
@@ -165,7 +166,7 @@ def test_an_fp16_accumulator_is_a_precision_bug_at_its_line():
 
 @pytest.mark.parametrize("launcher", [k.two_pass])
 def test_a_passing_case_never_runs_the_shadow(launcher, monkeypatch):
-    from fuzzkern.execution import shadow
+    from fuzzkern.execution.interpreter import shadow
 
     def boom(*a, **kw):
         raise AssertionError("the shadow ran")
@@ -350,7 +351,7 @@ def test_an_output_host_code_made_is_shadowed():
 
 
 def test_a_failure_of_the_shadow_itself_is_said_and_judged_as_before(monkeypatch):
-    from fuzzkern.execution import shadow
+    from fuzzkern.execution.interpreter import shadow
 
     def broken(*a, **kw):
         return [][1]  # the IndexError a shadow once raised
@@ -386,7 +387,7 @@ def test_an_unexplained_compiled_difference_accuses_no_race():
 def test_host_operations_keep_float64_in_the_shadow_memory():
     """x * 3 and an in-place += 0.1 in fp16 host code: the shadow holds their float64 values,
     memory their correct rounding, and each line is a rounding site."""
-    from fuzzkern.execution.shadow import HostShadow
+    from fuzzkern.execution.interpreter.shadow import HostShadow
 
     run = ShadowRun()
     x = torch.tensor([1.0, 2.0 ** -12, 3.0], dtype=torch.float16)

@@ -4,7 +4,7 @@ tensors as the user gave them (docs/interpreter.md, "Low-precision dtypes as giv
 
 Triton's interpreter holds a bfloat16 value as its raw 16 bits and an fp8 value as its raw 8
 bits, and computes on those bits as if they were integers, so ``a + b`` of two bf16 tensors is
-wrong. While :func:`~fuzzkern.execution.interpreter.interpreter_mode` is active the patches of
+wrong. While :func:`~fuzzkern.execution.interpreter.core.interpreter_mode` is active the patches of
 :func:`widened_patches` hold such values as float32 numpy arrays under their real Triton dtype
 instead: a load reads the storage's own bits and widens them exactly, every float op whose
 result has a widened dtype rounds it to that dtype as the GPU does (round to nearest even),
@@ -12,7 +12,8 @@ casts round as compiled (to fp8: saturating to the largest finite value, the NVI
 ``cvt.rn.satfinite``), and a store writes the dtype's own bits. Host code (launchers, a
 library's own checks, ``torch.empty_like``) sees the bf16/fp8 tensors themselves.
 
-The float64 shadow (:mod:`fuzzkern.execution.shadow`) is the same mechanism with float64 for
+The float64 shadow (:mod:`fuzzkern.execution.interpreter.shadow`) is the same mechanism with
+float64 for
 every float dtype; both share the table, the conversions and :func:`real_dtypes`, under which
 memory ops see the storage's own numpy dtypes (a widened patch then passes straight through,
 so the shadow, installed above it, reads raw bits as it expects).

@@ -42,7 +42,7 @@ import triton.runtime.interpreter as _interp
 from torch.overrides import TorchFunctionMode
 
 from fuzzkern.calls import call_with
-from fuzzkern.execution import fidelity, formats
+from fuzzkern.execution.interpreter import fidelity, formats
 
 __all__ = ["ExactReference", "HostShadow", "ShadowRun", "Site", "attribute", "find_shadow",
            "launch_shadow", "shadow_mode"]
@@ -294,7 +294,7 @@ class ShadowRun:
         """Per storage that ``addr`` (uint64 addresses) falls in: (its first byte, the lanes
         inside it, their element indices, its shadow slot: float64 values and valid mask, or
         None when it has none and ``create`` is off)."""
-        from fuzzkern.execution.interpreter import live_allocations
+        from fuzzkern.execution.interpreter.core import live_allocations
 
         size = max(1, dtype.primitive_bitwidth // 8)
         out = []
@@ -694,7 +694,8 @@ _SHAPE = ("create_splat", "create_broadcast", "create_expand_dims", "create_resh
 def _reduce_sum(orig: Callable[..., Any], scan: bool) -> Callable[..., Any]:
     """``ReduceOps.sum`` / ``ScanOps.cumsum``: a site that accumulates; rounded at it, the
     real reduction of the rounded terms in their dtype, along compiled code's tree
-    (:func:`~fuzzkern.execution.formats.tree_sum`, :func:`~fuzzkern.execution.formats.
+    (:func:`~fuzzkern.execution.interpreter.formats.tree_sum`,
+    :func:`~fuzzkern.execution.interpreter.formats.
     ordered_cumsum`)."""
 
     def reduce(self: Any, input: Any) -> Any:
@@ -780,7 +781,7 @@ def _implicit_cvt(orig: Callable[..., Any]) -> Callable[..., Any]:
 
 @contextlib.contextmanager
 def shadow_mode(run: ShadowRun) -> Iterator[ShadowRun]:
-    """Inside :func:`~fuzzkern.execution.interpreter.interpreter_mode` (bounds checks on: the
+    """Inside :func:`~fuzzkern.execution.interpreter.core.interpreter_mode` (bounds checks on: the
     shadow memory is keyed by the launch's allocations), run every launch as a shadow."""
     patches = _patches() + [(_interp, "_implicit_cvt", _implicit_cvt(_interp._implicit_cvt))]
     saved = [(obj, name, vars(obj).get(name, _MISSING)) for obj, name, _ in patches]
@@ -1028,11 +1029,12 @@ def attribute(launch: Callable[[ShadowRun], Any], exact: ShadowRun,
 
 def launch_shadow(run: Any, shadow: Any = None) -> list[tuple[torch.Tensor, torch.Tensor] | None]:
     """Launch ``run``'s case once more in the interpreter, on fresh inputs: as a float64 shadow
-    (``shadow``, a :class:`~fuzzkern.execution.shadow.ShadowRun`), or plainly (None). Per
+    (``shadow``, a :class:`~fuzzkern.execution.interpreter.shadow.ShadowRun`), or plainly (None).
+    Per
     output: (values as float64, which of them the shadow computed), None for a non-float
     output. Raises what the launch raises."""
     from fuzzkern.execution.interpret import _inputs
-    from fuzzkern.execution.interpreter import interpreter_mode
+    from fuzzkern.execution.interpreter.core import interpreter_mode
 
     tensors = _inputs(run)
     if shadow is not None:

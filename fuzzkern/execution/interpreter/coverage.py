@@ -3,7 +3,8 @@
 
 In the interpreter every line of a ``@triton.jit`` function runs as Python, so coverage is
 measured exactly, by *source instrumentation*: when the interpreter rewrites a kernel or
-``@jit`` helper (:class:`fuzzkern.execution.fidelity.FidelityRewriter`, once per function and
+``@jit`` helper (:class:`fuzzkern.execution.interpreter.fidelity.FidelityRewriter`, once per
+function and
 process), :func:`instrument` adds probes to the rewritten AST, and only there:
 
 * a probe before each statement (line reached);
