@@ -587,7 +587,7 @@ def _fp8_sum_run(dtype: torch.dtype) -> Callable[[str], list[torch.Tensor]]:
 def _fp8_sum_expected(dtype: torch.dtype) -> list[torch.Tensor]:
     import numpy as np
 
-    from fuzzkern.execution import formats
+    from fuzzkern.execution.interpreter import formats
 
     x = np.full(512, 0.25)
     x[0] = 16  # (exact sum 143.75)
