@@ -20,6 +20,7 @@ status and the comparison to report (docs/oracle.md, "The shadow"):
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -208,8 +209,11 @@ def judge_shadow(real: Comparison, found: ShadowFindings | None, *, limits: Sequ
         condition["shadow"]["says"] = words
         return status, dataclasses.replace(real, explanation=_join(words, real.explanation),
                                            condition=condition)
+    # a NaN/inf where the shadow is finite: say so and where, not "off by 0" or "by inf"
+    nonfinite = "" if found.error and math.isfinite(found.error) else _nonfinite_at(real)
+    off = nonfinite or f"off by {found.error:.3g}{ulps}{at}"
     native = ""
-    if found.native_error is not None:
+    if not nonfinite and found.native_error is not None:
         if found.native_error > 0:
             native = (f"; torch at the inputs' precision is off by {found.native_error:.3g} "
                       f"there: the kernel is {found.error / found.native_error:.3g}x as far")
@@ -222,7 +226,7 @@ def judge_shadow(real: Comparison, found: ShadowFindings | None, *, limits: Sequ
     # in another: one precision bug, not a precision bug and an accuracy finding)
     if found.accumulates:
         words = (f"precision loss, not logic: the kernel's algorithm in float64 matches the "
-                 f"reference, but it is off by {found.error:.3g}{ulps}{at}{native}{cause}: "
+                 f"reference, but it is {off}{native}{cause}: "
                  "accumulate in float32")
         return "precision", dataclasses.replace(real, accuracy=False, explanation=words,
                                                 condition=condition)
@@ -233,10 +237,20 @@ def judge_shadow(real: Comparison, found: ShadowFindings | None, *, limits: Sequ
     host = (f"; {found.host_reads} values host code made and rounded before the kernel read "
             "them explain what the shadow is still off by" if found.host_reads else "")
     words = (f"rounding, not logic: the kernel's algorithm computed in float64 matches the "
-             f"reference within {found.comparison.tolerance}; the kernel is off by "
-             f"{found.error:.3g}{ulps}{at}{native}{twin}{host}{cause}")
+             f"reference within {found.comparison.tolerance}; the kernel is {off}{native}{twin}"
+             f"{host}{cause}")
     return "accuracy", dataclasses.replace(real, accuracy=True, explanation=words,
                                            condition=condition)
+
+
+def _nonfinite_at(real: Comparison) -> str:
+    """The first NaN/inf the kernel gives where the reference is finite, in words (``NaN at
+    out[0,2,0] where the reference gives -2.0``), or ``""``."""
+    for m in real.first:
+        if not math.isfinite(m.got) and math.isfinite(m.expected):
+            where = f"{output_label(m.output, real.names)}[{','.join(map(str, m.index))}]"
+            return f"{m.got!r} at {where} where the reference gives {m.expected!r}"
+    return ""
 
 
 def _join(first: str, then: str) -> str:

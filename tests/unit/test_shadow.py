@@ -416,6 +416,8 @@ def test_a_narrow_sum_overflowing_to_inf_is_the_same_precision_bug():
     o = _judged(t, {"M": 2, "N": 64}, {"x": x})
     assert o.verdict == Verdict.PRECISION_BUG, o.message
     assert "`ms = tl.sum(x * x, axis=0) / N`" in o.message and "NaN/inf" in o.message
+    assert "it is inf at out[0] where the reference gives" in o.message, o.message
+    assert "off by 0 " not in o.message
 
 
 def test_the_root_lines_kind_decides_the_class_whatever_its_share():
