@@ -124,3 +124,23 @@ def test_a_failure_whose_verdict_changed_after_the_search_joins_its_new_key():
     assert first.shows.dims == ["N=8", "N=37"] and first.shows.cases == 2
     findings.group(result)  # again (a later slice's merge): nothing counted twice
     assert first.shows.cases == 2
+
+
+def test_accuracy_findings_keep_the_worst_case_of_each_root_line():
+    from fuzzkern.judge.outcome import Comparison, ModeResult
+
+    def finding(line: int, score: float) -> Outcome:
+        c = Comparison(ok=False, mismatched=1, total=4, accuracy=True, condition={
+            "shadow": {"cause": f"line k.py:{line} `y = x.to(tl.float16)`: rounds to fp16"}})
+        return Outcome(Verdict.ACCURACY, "rounding", score=score,
+                       modes={"interpret": ModeResult("interpret", "accuracy", comparison=c)})
+
+    from fuzzkern.judge.verdict import failure_key
+
+    kept: list = []
+    for line, score in ((14, 1.0), (14, 3.0), (14, 2.0), (20, 0.5), (30, 0.7), (40, 0.1)):
+        o = finding(line, score)
+        kept = findings.keep_accuracy(kept, _case("float16", 4), o, failure_key(o), 3)
+    assert [(failure_key(o), o.score) for _, o in kept] == [
+        ("accuracy @ root k.py:14", 3.0), ("accuracy @ root k.py:30", 0.7),
+        ("accuracy @ root k.py:20", 0.5)]
