@@ -5,7 +5,7 @@ shows, the float64 shadow's root line for rounding) is what makes two failures o
 search shrinks and saves one case per key; every other case that showed the same key (another
 dtype, another shape, a later slice, a corpus entry of the same failure) is counted here,
 in :class:`Shows`, and reported with that one failure: "shows in 14 cases: float16 (9),
-bfloat16 (5); dims N=4096, N=2048, ...". Accuracy findings, which are not failures, are kept
+bfloat16 (5); dims N=4096; N=2048 ...". Accuracy findings, which are not failures, are kept
 the same way: the worst case per key.
 """
 
@@ -17,8 +17,10 @@ from typing import Any
 
 from fuzzkern.case.model import Case
 
-#: distinct dims (or shapes) a :class:`Shows` lists; beyond them it counts
+#: distinct dims (or shapes) a :class:`Shows` lists; beyond them it counts, up to
+#: DIMS_COUNTED (a result crosses processes once per slice: it stays small)
 DIMS_LISTED = 8
+DIMS_COUNTED = 1024
 
 
 def dtypes_of(case: Case) -> str:
@@ -66,7 +68,7 @@ class Shows:
             return
         if len(self.dims) < DIMS_LISTED:
             self.dims.append(dims)
-        else:
+        elif len(self.unlisted) < DIMS_COUNTED:
             self.unlisted.add(dims)
 
     def merge(self, other: Shows) -> None:
@@ -77,10 +79,11 @@ class Shows:
             self._dims(d)
 
     def text(self) -> str:
-        """``shows in 14 cases: float16 (9), bfloat16 (5); dims N=4096, N=2048``."""
+        """``shows in 14 cases: float16 (9), bfloat16 (5); dims N=4096; N=2048``."""
         dtypes = ", ".join(f"{d} ({n})" for d, n in self.dtypes.most_common())
         dims = "; ".join(self.dims)
-        more = f" and {self.more_dims} more" if self.more_dims else ""
+        more = f" and {self.more_dims}{'+' if self.more_dims >= DIMS_COUNTED else ''} more" \
+            if self.more_dims else ""
         return (f"shows in {self.cases} case{'s' if self.cases != 1 else ''}: {dtypes}; "
                 f"dims {dims}{more}")
 
@@ -165,5 +168,5 @@ def keep_accuracy(found: list[tuple[Case, Any]], case: Case, outcome: Any, key: 
     return out[:most]
 
 
-__all__ = ["DIMS_LISTED", "Shows", "dims_of", "dtypes_of", "group", "keep_accuracy",
+__all__ = ["DIMS_COUNTED", "DIMS_LISTED", "Shows", "dims_of", "dtypes_of", "group", "keep_accuracy",
            "merge_shows", "note"]
