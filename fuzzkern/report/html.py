@@ -335,7 +335,7 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
              f"<span class='{'FAIL' if total_failures else 'ok'}'>{total_failures} "
              f"failure(s)</span></p>", _run_meta(run_info),
              "<table class='summary'><tr><th>target</th><th>status</th><th>cases</th>"
-             "<th>cases/s</th><th>coverage</th><th>compilations</th><th>failures</th></tr>"]
+             "<th>cases/s</th><th>classes</th><th>compilations</th><th>failures</th></tr>"]
     for r in results:
         row = result_row(r)
         parts.append(

@@ -110,13 +110,11 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
     entry = getattr(failure, "corpus_path", None)
     if entry:
         shown = shown_path(str(entry))
+        not_saved = not_saved_reason(failure)
         if getattr(failure, "replayed", False):
             lines.append(f"regression: corpus entry {shown} still fails")
-        elif os.path.isfile(str(entry)):  # checked again now: host code may have removed it
-            lines.append(f"saved: {shown}")
         else:
-            lines.append(f"NOT SAVED: {shown} was written and read back, but is gone now "
-                         "(removed during the run?)")
+            lines.append(f"NOT SAVED: {not_saved}" if not_saved else f"saved: {shown}")
         source = f" --target {shlex.quote(target_source(ref))}" if ref else ""
         lines.append(f"to reproduce this failure: fuzzkern replay {shlex.quote(shown)}{source}")
         lines.append(f"reproduce without fuzzkern: fuzzkern repro {shlex.quote(shown)}{source}")
@@ -124,8 +122,21 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
             lines.append(f"the same failure, reported here once: corpus entry "
                          f"{shown_path(other)} fails too")
     else:
+        not_saved = not_saved_reason(failure)
+        if not_saved:
+            lines.append(f"NOT SAVED: {not_saved}")
         lines.append(f"to repeat: {rerun_command(ref or failure.target_id, seed, cases)}")
     return "\n".join(lines)
+
+
+def not_saved_reason(failure: Failure) -> str | None:
+    """Why ``failure`` is not in the corpus although a corpus was set: its save failed, or
+    the file it was saved as is gone (checked now: host code may have removed it)."""
+    entry = getattr(failure, "corpus_path", None)
+    if entry and not os.path.isfile(str(entry)):
+        return (f"{shown_path(str(entry))} was written and read back, but is gone now "
+                "(removed during the run?)")
+    return None if entry else getattr(failure, "not_saved", None)
 
 
 def target_source(ref: str) -> str:

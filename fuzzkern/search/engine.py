@@ -257,6 +257,8 @@ class Failure:
     unconfirmed: bool = False
     #: when (``time.time()``) the first failing case of this key ran, before shrinking
     found_at: float | None = None
+    #: why saving it to the corpus failed (a full disk, a folder that cannot be written)
+    not_saved: str | None = None
     #: every case that showed this failure's key, its dtypes and dims (one report per root
     #: cause: :mod:`fuzzkern.search.findings`)
     shows: Shows | None = None
@@ -1346,6 +1348,7 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
                     flaky=f.flaky, debug=opts.debug, run_options=run_options,
                     lock_until=opts.stop_at, problems=result.corpus_problems)
             except (OSError, FuzzkernError) as e:
+                f.not_saved = f"could not write it to {opts.corpus}: {e}"
                 result.corpus_problems.append(f"could not save a {f.outcome.verdict} case of "
                                               f"{lt.id} to {opts.corpus}: {e}")
     # A replayed entry found again by fuzzing is one failure, reported once (the fresh one).
