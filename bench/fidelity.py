@@ -80,7 +80,8 @@ def run(compiled: bool) -> dict[str, Any]:
                 if interp is not None:
                     d = _distance(comp, interp)
                     row["compiled_vs_interpreter_ulps"] = d
-                    row["compiled"] = "ok" if d <= case.ulps else "differs"
+                    row["compiled"] = "ok" if d <= case.ulps else (
+                        "differs" if case.gap is None else f"differs: known gap, {case.gap}")
                     if d > case.ulps:
                         row["compiled_outputs"] = [t.tolist() for t in comp]
                         row["interpreter_outputs"] = [t.tolist() for t in interp]
@@ -126,6 +127,8 @@ def table(gpu: dict[str, Any] | None) -> str:
         compared = "bitwise" if case.ulps == 0 else f"<= {case.ulps} ULP"
         if case.rejected() is not None:
             compared = "the compile error"
+        if case.gap is not None:
+            compared += f"; known gap: {case.gap}"
         lines.append(f"| {case.construct} | {case.upstream} | {case.issue or '-'} | "
                      f"{compared} | {gpu_cell} |")
     if gpu:
@@ -184,6 +187,25 @@ def table(gpu: dict[str, Any] | None) -> str:
         "and a store writes the dtype's own bits. A float atomic on bf16 or fp8 memory is",
         "`unsupported`. The float64 shadow of [the oracle](oracle.md) is the same mechanism with",
         "float64 for every float dtype and shares its table and conversions.",
+        "",
+        "Low-precision reductions, scans and dots round as compiled code does",
+        "(`formats.tree_sum`, `ordered_cumsum`, `mma_dot`): Triton keeps a float `tl.sum` or",
+        "`tl.cumsum` in its input's dtype, fp8 included (`_pick_sum_dtype` widens only small",
+        "integers; fp8 `a + b` of one format stays in it), so every partial sum rounds to fp16,",
+        "bf16, fp8e4m3 or fp8e5m2 along the compiled tree; a `tl.dot` into an fp16 accumulator",
+        "(`out_dtype=tl.float16`) rounds after each K step of the MMA instruction: 16 for",
+        "16-bit inputs, 32 for fp8. A `tl.dot` of fp8 into Triton's default float32 accumulator",
+        "sums the exact products in float32 in the interpreter (Triton 3.6 and 3.9 run fp8 dots",
+        "on the CPU: both convert the operands themselves); compiled on sm_90 (H100, H200)",
+        "Triton's default `max_num_imprecise_acc` (2**30, the NVIDIA backend's",
+        "`max_num_imprecise_acc_default` for capability 9.0) leaves the products to the tensor",
+        "core's own reduced-precision fp8 accumulation, which is not documented bit for bit",
+        "and which the interpreter does not model: there a compiled fp8 dot may differ from",
+        "the interpreter's by more than float32 rounding (the `dot_fp8e4m3`/`dot_fp8e5m2` rows:",
+        "their GPU check reports such a difference as this known gap). On other capabilities",
+        "the default is 0 (no imprecise accumulation); a kernel's own `max_num_imprecise_acc=N`",
+        "(`tl.dot`'s argument: imprecise accumulations allowed before promoting to float32) is",
+        "not modelled either.",
         "",
         "## A declared GPU (`--assume-gpu`)",
         "",
@@ -293,7 +315,9 @@ def main() -> int:
     bad = 0
     for r in result["cases"]:
         status = r["interpreter"] + (f"  compiled: {r.get('compiled')}" if args.compiled else "")
-        bad += r["interpreter"] != "ok" or (args.compiled and r.get("compiled") != "ok")
+        gap = str(r.get("compiled", "")).startswith("differs: known gap")
+        bad += r["interpreter"] != "ok" or (args.compiled and r.get("compiled") != "ok"
+                                            and not gap)
         print(f"{r['name']:26s} {status}")
     print(f"{len(result['cases']) - bad}/{len(result['cases'])} constructs agree")
     if args.out:

@@ -505,6 +505,7 @@ def _repeat_cases(results: list[Any], max_examples: int | None) -> int:
 
 def _print_results(console: Console, a: _RunArgs, done: _Done) -> None:
     """Failures, accuracy findings, the summary table, the corpus and errors."""
+    from fuzzkern.judge.verdict import failure_key
     from fuzzkern.report import text as reporting
 
     for f in done.failures:
@@ -516,11 +517,12 @@ def _print_results(console: Console, a: _RunArgs, done: _Done) -> None:
                 console.print(f"[{mode}] traceback:\n{m.detail['traceback']}", markup=False,
                               soft_wrap=True)
     for r in done.results:
-        for case, outcome in r.accuracy[:1]:
+        for case, outcome in r.accuracy:  # one per root cause, its worst case
             console.rule(Text(f"{r.target_id}: accuracy (not a failure; --strict-accuracy "
                               "makes it one)", style="yellow"))
-            console.print(reporting.accuracy_text(r.target_id, case, outcome), markup=False,
-                          soft_wrap=True)
+            console.print(reporting.accuracy_text(r.target_id, case, outcome,
+                                                  r.shows.get(failure_key(outcome))),
+                          markup=False, soft_wrap=True)
         for note in r.limits:
             console.rule(Text(f"{r.target_id}: fuzzkern-limit (fuzzkern's, not the kernel's; "
                               "not a failure)", style="magenta"))
@@ -577,7 +579,8 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
                  "outcome": f.outcome.to_json(), "shrunk": f.shrunk, "flaky": f.flaky,
                  "corpus_path": None if reporting.not_saved_reason(f) else f.corpus_path,
                  "not_saved": reporting.not_saved_reason(f),
-                 "explanations": f.explanations, "replayed": f.replayed}
+                 "explanations": f.explanations, "replayed": f.replayed, "key": f.key,
+                 "shows": f.shows.to_json() if f.shows else None, "also": list(f.also)}
                 for f in done.failures
             ],
         }

@@ -433,10 +433,16 @@ class _RoundingSeen:
                     (real.max_ulp_error, judged.max_ulp_error))):
             return None
         self.seen[key] = (judged, uses + 1)
+        # the root cause the shadow named carries over too: one root cause, one finding
+        # (fuzzkern.judge.verdict.failure_key), whichever case the shadow ran on
+        root = {k: v for k, v in ((judged.condition or {}).get("shadow") or {}).items()
+                if k in ("cause", "accumulates", "share")}
         words = (f"rounding, as the float64 shadow found for an earlier case of this kernel, "
                  f"config and failure with errors as large (up to {judged.max_abs_error:.3g}, "
-                 f"{judged.max_ulp_error:.3g} ulp): {judged.explanation.split(';')[0]}")
-        condition = {**real.condition, "shadow": {"reused": True,
+                 f"{judged.max_ulp_error:.3g} ulp): "
+                 f"{judged.explanation.split('; the kernel is off by')[0]}"
+                 + (f"; most from {root['cause']}" if root.get("cause") else ""))
+        condition = {**real.condition, "shadow": {**root, "reused": True,
                                                   "explained_abs": judged.max_abs_error,
                                                   "explained_ulp": judged.max_ulp_error}}
         return dataclasses.replace(real, accuracy=True, explanation=words, condition=condition)

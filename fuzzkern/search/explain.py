@@ -409,12 +409,20 @@ def compiled_causes(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
                 break  # out of time
             if kind == "nondeterministic":
                 if got.verdict == Verdict.NONDETERMINISTIC:
-                    causes.append(Cause(kind, line))
+                    causes.append(Cause(kind, proven_nondeterminism(line, got)))
             elif got.verdict == Verdict.PASS:
                 causes.append(Cause(kind, line))
                 if kind == "ordering":
                     break
     return causes, only
+
+
+def proven_nondeterminism(line: str, repeated: Outcome) -> str:
+    """The nondeterminism cause in words with its proof: ``repeated`` is the re-run with
+    repeated launches of one binary, whose message shows the differing values at an element
+    and which launches gave them (docs/verdicts.md, ``nondeterministic``)."""
+    proof = repeated.message.split(": ", 1)[-1] if repeated.message else ""
+    return f"{line}: {proof}" if proof else line
 
 
 def _cuda() -> bool:
@@ -423,4 +431,4 @@ def _cuda() -> bool:
     return _cuda_available()
 
 
-__all__ = ["compiled_causes", "explain"]
+__all__ = ["compiled_causes", "explain", "proven_nondeterminism"]

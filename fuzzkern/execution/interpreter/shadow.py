@@ -88,8 +88,11 @@ class Site:
     #: the largest relative change rounding makes to one of its results, and that value
     worst_relative: float = 0.0
     worst_value: float = 0.0
-    #: whether some result it rounds lies in its dtype's subnormal range
-    subnormal: bool = False
+    #: the dtypes in whose subnormal range some result it rounds lies (fp16 of a Llama
+    #: RMSNorm's normalized values, not the fp32 products on the same line)
+    subnormal: set[str] = dataclasses.field(default_factory=set)
+    #: the bit width of each of ``dtypes``
+    widths: dict[str, int] = dataclasses.field(default_factory=dict)
     #: an add fed by its own earlier result, or a reduction/scan/dot, in a dtype narrower
     #: than float32
     accumulates: bool = False
@@ -108,12 +111,16 @@ class Site:
         """``ok_rmsnorm.py:14 `X = X.to(X_dtype)`` and what its rounding does."""
         where = f"{os.path.basename(self.file)}:{self.line}"
         code = f" `{self.source}`" if self.source else ""
-        dtypes = "/".join(sorted(self.dtypes)) or "float"
+        # the narrowest dtype first: `(xf * rstd).to(x.dtype) * w` rounds to fp16 (and its
+        # product in fp32)
+        order = sorted(self.dtypes, key=lambda d: (self.widths.get(d, 32), d))
+        dtypes = "/".join(order) or "float"
         what = (f"accumulates in {dtypes}" if self.accumulates else f"rounds to {dtypes}")
         if self.worst_relative > 0:
             what += f", up to {_percent(self.worst_relative)} of a value"
             if self.subnormal:
-                what += f" (values in {dtypes}'s subnormal range, e.g. {self.worst_value:.3g})"
+                tiny = "/".join(d for d in order if d in self.subnormal)
+                what += f" (values in {tiny}'s subnormal range, e.g. {self.worst_value:.3g})"
         return f"{where}{code}: {what}"
 
 
@@ -262,6 +269,7 @@ class ShadowRun:
         site.ops += 1
         name = str(out.dtype)
         site.dtypes.add(name)
+        site.widths[name] = out.dtype.primitive_bitwidth
         narrow = out.dtype.primitive_bitwidth < 32
         if narrow and (accumulation or any(
                 isinstance(h, _Handle) and h.attr.get("fk_op") == op for h in operands)):
@@ -278,7 +286,7 @@ class ShadowRun:
             site.worst_value = float(data.flat[i])
         tiny = _tiny(out.dtype)
         if tiny and bool(((np.abs(data) < tiny) & (data != 0) & (rel > 0)).any()):
-            site.subnormal = True
+            site.subnormal.add(name)
 
     # -- memory ---------------------------------------------------------------------------
     def _slots(self, addr: np.ndarray, dtype: Any, create: bool
@@ -624,7 +632,8 @@ def _dot(orig: Callable[..., Any]) -> Callable[..., Any]:
             # narrow accumulator per K step, as a tensor core rounds it)
             ra, rb = (rounded(_f64(h), h.dtype.scalar) for h in (a, b))
             kind = d.dtype.scalar
-            acc = formats.mma_dot(ra, rb, _f64(d), kind) if formats.narrow(kind) else \
+            acc = formats.mma_dot(ra, rb, _f64(d), kind, formats.mma_k(a.dtype.scalar)) \
+                if formats.narrow(kind) else \
                 rounded(np.matmul(ra, rb) + _f64(d), kind)
             out = _Handle(acc, kind)
         return run.result(out, (d,), accumulation=True)
