@@ -68,8 +68,8 @@ def _tracer(files: set[str], lines: set[tuple[str, int]]) -> Any:
 
 
 def _pass(lt: Any, cases: list[Any], on: bool | str) -> list[float]:
-    from fuzzkern.execution import coverage
-    from fuzzkern.execution.fidelity import FidelityInterpretedFunction
+    from fuzzkern.execution.interpreter import coverage
+    from fuzzkern.execution.interpreter.fidelity import FidelityInterpretedFunction
     from fuzzkern.execution.runner import run_case
 
     coverage.INSTRUMENT = on is True
@@ -95,8 +95,8 @@ def _pass(lt: Any, cases: list[Any], on: bool | str) -> list[float]:
 
 def _kernel_codes() -> list[Any]:
     """Code objects of the kernels rewritten so far in this process (user files only)."""
-    from fuzzkern.execution.coverage import _is_library
-    from fuzzkern.execution.fidelity import FidelityInterpretedFunction
+    from fuzzkern.execution.interpreter.coverage import _is_library
+    from fuzzkern.execution.interpreter.fidelity import FidelityInterpretedFunction
 
     return [fn.__code__ for fn in FidelityInterpretedFunction.rewritten_fn.values()
             if hasattr(fn, "__code__") and not _is_library(fn.__code__.co_filename)]
@@ -130,7 +130,7 @@ def overhead(targets: list[Any], n: int, rounds: int, say: Any,
         rows.append(row)
         say(f"{lt.id:<40} {row['off_ms']:>9.2f} {row['on_ms']:>9.2f} {row['overhead_pct']:>+8.1f}%"
             + (f" {row['settrace_pct']:>+9.1f}%" if settrace else ""))
-    from fuzzkern.execution import coverage
+    from fuzzkern.execution.interpreter import coverage
 
     coverage.INSTRUMENT = True
     return rows

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-from fuzzkern.execution.interpreter import interpreter_mode  # noqa: E402
+from fuzzkern.execution.interpreter.core import interpreter_mode  # noqa: E402
 from tests.fidelity.corpus import CASES, ulp_distance  # noqa: E402
 
 
@@ -80,7 +80,8 @@ def run(compiled: bool) -> dict[str, Any]:
                 if interp is not None:
                     d = _distance(comp, interp)
                     row["compiled_vs_interpreter_ulps"] = d
-                    row["compiled"] = "ok" if d <= case.ulps else "differs"
+                    row["compiled"] = "ok" if d <= case.ulps else (
+                        "differs" if case.gap is None else f"differs: known gap, {case.gap}")
                     if d > case.ulps:
                         row["compiled_outputs"] = [t.tolist() for t in comp]
                         row["interpreter_outputs"] = [t.tolist() for t in interp]
@@ -102,7 +103,8 @@ def table(gpu: dict[str, Any] | None) -> str:
         "tests/fidelity/corpus.py; do not edit by hand.",
         "",
         "fuzzkern runs kernels in Triton's interpreter with the compiled semantics for the",
-        "constructs below (fuzzkern/execution/fidelity.py), on Triton 3.6 and 3.9. Each",
+        "constructs below (fuzzkern/execution/interpreter/fidelity.py), on Triton 3.6 and",
+        "3.9. Each",
         "row is a kernel of the self-check: CI runs it in the interpreter and checks the",
         "compiled result computed in torch (tests/fidelity/test_fidelity.py); on a GPU,",
         "`bash bench/gpu_suite.sh fidelity` runs it compiled and compares with the",
@@ -125,6 +127,8 @@ def table(gpu: dict[str, Any] | None) -> str:
         compared = "bitwise" if case.ulps == 0 else f"<= {case.ulps} ULP"
         if case.rejected() is not None:
             compared = "the compile error"
+        if case.gap is not None:
+            compared += f"; known gap: {case.gap}"
         lines.append(f"| {case.construct} | {case.upstream} | {case.issue or '-'} | "
                      f"{compared} | {gpu_cell} |")
     if gpu:
@@ -140,7 +144,8 @@ def table(gpu: dict[str, Any] | None) -> str:
         "interpreter raises `NotImplementedError` for, an op its builder does not implement",
         "(`'InterpreterBuilder' object has no attribute ...`), and the ValueError/TypeError its",
         "own module raises for an atomic semantic, atomic op, padding or type it does not",
-        "support (`fuzzkern.execution.fidelity.interpreter_limitation`). The same words",
+        "support (`fuzzkern.execution.interpreter.fidelity.interpreter_limitation`). The",
+        "same words",
         "raised by the kernel's or launcher's own code stay an `error`. Inline assembly on",
         "every path of a kernel (a call outside every `if`) is found in its source before",
         "any program runs (`static_limitation`): a run that can only interpret the kernel",
@@ -152,7 +157,7 @@ def table(gpu: dict[str, Any] | None) -> str:
         "",
         "A kernel the compiler would refuse ends `compile-error` in interpreter mode too, with",
         "the compiler's words and the kernel line, never `error` and never a pass",
-        "(`fuzzkern.execution.fidelity.compile_refusal`): a `tl.dot` below the NVIDIA",
+        "(`fuzzkern.execution.interpreter.fidelity.compile_refusal`): a `tl.dot` below the NVIDIA",
         "backend's minimum shape (K >= 16 for 16-bit inputs, >= 32 for 8-bit; Triton 3.6 also",
         "for fp32, where 3.9 takes K >= 8), a `tl.arange` whose range is not a power of 2,",
         "is empty or is not a compile-time value (`H = B // 2` then `tl.arange(0, H)`: the",
@@ -173,7 +178,8 @@ def table(gpu: dict[str, Any] | None) -> str:
         "`torch.empty_like(x)`, sees bf16. Triton's interpreter holds bf16 and fp8 values as raw",
         "bits and computes on those bits (a bf16 `a + b` is wrong); inside the interpreter",
         "fuzzkern holds them as float32 values under their real dtype instead",
-        "(`fuzzkern.execution.formats`): a load widens the storage's bits exactly, every float op",
+        "(`fuzzkern.execution.interpreter.formats`): a load widens the storage's bits",
+        "exactly, every float op",
         "whose result is bf16 or fp8 rounds it to that dtype (round to nearest even, as torch and",
         "the GPU do: a bf16 `a * b + a` equals torch's bit for bit), a cast rounds to nearest",
         "even (toward zero where the kernel asks for `rtz`) and to fp8 saturates at the largest",
@@ -181,6 +187,25 @@ def table(gpu: dict[str, Any] | None) -> str:
         "and a store writes the dtype's own bits. A float atomic on bf16 or fp8 memory is",
         "`unsupported`. The float64 shadow of [the oracle](oracle.md) is the same mechanism with",
         "float64 for every float dtype and shares its table and conversions.",
+        "",
+        "Low-precision reductions, scans and dots round as compiled code does",
+        "(`formats.tree_sum`, `ordered_cumsum`, `mma_dot`): Triton keeps a float `tl.sum` or",
+        "`tl.cumsum` in its input's dtype, fp8 included (`_pick_sum_dtype` widens only small",
+        "integers; fp8 `a + b` of one format stays in it), so every partial sum rounds to fp16,",
+        "bf16, fp8e4m3 or fp8e5m2 along the compiled tree; a `tl.dot` into an fp16 accumulator",
+        "(`out_dtype=tl.float16`) rounds after each K step of the MMA instruction: 16 for",
+        "16-bit inputs, 32 for fp8. A `tl.dot` of fp8 into Triton's default float32 accumulator",
+        "sums the exact products in float32 in the interpreter (Triton 3.6 and 3.9 run fp8 dots",
+        "on the CPU: both convert the operands themselves); compiled on sm_90 (H100, H200)",
+        "Triton's default `max_num_imprecise_acc` (2**30, the NVIDIA backend's",
+        "`max_num_imprecise_acc_default` for capability 9.0) leaves the products to the tensor",
+        "core's own reduced-precision fp8 accumulation, which is not documented bit for bit",
+        "and which the interpreter does not model: there a compiled fp8 dot may differ from",
+        "the interpreter's by more than float32 rounding (the `dot_fp8e4m3`/`dot_fp8e5m2` rows:",
+        "their GPU check reports such a difference as this known gap). On other capabilities",
+        "the default is 0 (no imprecise accumulation); a kernel's own `max_num_imprecise_acc=N`",
+        "(`tl.dot`'s argument: imprecise accumulations allowed before promoting to float32) is",
+        "not modelled either.",
         "",
         "## A declared GPU (`--assume-gpu`)",
         "",
@@ -290,7 +315,9 @@ def main() -> int:
     bad = 0
     for r in result["cases"]:
         status = r["interpreter"] + (f"  compiled: {r.get('compiled')}" if args.compiled else "")
-        bad += r["interpreter"] != "ok" or (args.compiled and r.get("compiled") != "ok")
+        gap = str(r.get("compiled", "")).startswith("differs: known gap")
+        bad += r["interpreter"] != "ok" or (args.compiled and r.get("compiled") != "ok"
+                                            and not gap)
         print(f"{r['name']:26s} {status}")
     print(f"{len(result['cases']) - bad}/{len(result['cases'])} constructs agree")
     if args.out:

@@ -49,7 +49,7 @@ import triton  # noqa: E402
 import triton.runtime.interpreter as _interp  # noqa: E402
 
 from fuzzkern.case.model import Case, TensorCase  # noqa: E402
-from fuzzkern.execution.interpreter import interpreter_mode  # noqa: E402
+from fuzzkern.execution.interpreter.core import interpreter_mode  # noqa: E402
 from fuzzkern.execution.runner import run_case  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """How many of Liger-Kernel's ops run in Triton's interpreter under fuzzkern's adapter.
 
 Each op runs forward and backward once on small CPU tensors inside
-``fuzzkern.execution.interpreter.interpreter_mode`` and is compared with a torch reference
+``fuzzkern.execution.interpreter.core.interpreter_mode`` and is compared with a torch reference
 (``torch.allclose``, loose tolerances: this counts what *runs*, it is not a fidelity test).
 Prints a table and writes JSON (``--json``). Needs ``liger-kernel`` (pinned 0.8.5 in the
 ``liger`` extra); run it with the fuzzkern you want to measure on ``PYTHONPATH``::
@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 import triton
 
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
 
 
 def _g(*shape: int, seed: int = 0, scale: float = 1.0) -> torch.Tensor:

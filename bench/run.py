@@ -286,7 +286,7 @@ def _progress(row: dict[str, Any]) -> str:
 
 def _baseline_context() -> Any:
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "triton", "fuzzkern.execution.interpreter",
+    ctx.set_forkserver_preload(["torch", "triton", "fuzzkern.execution.interpreter.core",
                                 "fuzzkern.target.loader", "hypothesis"])
     return ctx
 
@@ -339,7 +339,7 @@ def _baseline_child(conn: Any, path: str, kind: str) -> None:
     torch.set_num_threads(1)
     from fuzzkern.calls import call_with
     from fuzzkern.case.model import torch_dtype
-    from fuzzkern.execution.interpreter import interpreter_mode
+    from fuzzkern.execution.interpreter.core import interpreter_mode
 
     lt, spec = load_kernel(path)
     target = lt.target

@@ -1,6 +1,7 @@
 """What the float64 shadow oracle costs on passing cases.
 
-The shadow (fuzzkern.execution.shadow, docs/oracle.md) judges a failed comparison by running
+The shadow (fuzzkern.execution.interpreter.shadow, docs/oracle.md) judges a failed comparison by
+running
 the kernel again with float64 values under their real dtypes; a case whose comparison passes
 never starts it. This bench checks that claim on real cases instead of taking it from the code:
 for each target, the same cases (the first ``--cases`` Hypothesis draws with its derandomized

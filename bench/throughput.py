@@ -71,7 +71,7 @@ import numpy as np, torch
 torch.set_num_threads(1)
 from fuzzkern.target import loader
 from fuzzkern.case.model import Case, materialize
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
 from fuzzkern.calls import call_with
 from fuzzkern.introspect import forced_configs
 from fuzzkern.case.model import rebuild_like

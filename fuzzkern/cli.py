@@ -121,7 +121,9 @@ def main() -> None:
                    "folder, redis://host:port/n to share findings across machines, or none.")
 @click.option("--no-db", is_flag=True, help="Run without the Hypothesis example database.")
 @click.option("--timeout", type=float, default=None,
-              help="Seconds one case may run before it counts as a hang (default: per target).")
+              help="Seconds of its own work one case may take before it is stopped as slow "
+                   "or hang (its worker's CPU time, or the clock's for a case that waits; "
+                   "default: per target).")
 @click.option("--compile-timeout", type=float, default=None,
               help="Seconds the Triton compilations of one case may take (compiled mode) "
                    "before it is stopped as slow; compiling never counts against --timeout. "
@@ -503,6 +505,7 @@ def _repeat_cases(results: list[Any], max_examples: int | None) -> int:
 
 def _print_results(console: Console, a: _RunArgs, done: _Done) -> None:
     """Failures, accuracy findings, the summary table, the corpus and errors."""
+    from fuzzkern.judge.verdict import failure_key
     from fuzzkern.report import text as reporting
 
     for f in done.failures:
@@ -514,11 +517,12 @@ def _print_results(console: Console, a: _RunArgs, done: _Done) -> None:
                 console.print(f"[{mode}] traceback:\n{m.detail['traceback']}", markup=False,
                               soft_wrap=True)
     for r in done.results:
-        for case, outcome in r.accuracy[:1]:
+        for case, outcome in r.accuracy:  # one per root cause, its worst case
             console.rule(Text(f"{r.target_id}: accuracy (not a failure; --strict-accuracy "
                               "makes it one)", style="yellow"))
-            console.print(reporting.accuracy_text(r.target_id, case, outcome), markup=False,
-                          soft_wrap=True)
+            console.print(reporting.accuracy_text(r.target_id, case, outcome,
+                                                  r.shows.get(failure_key(outcome))),
+                          markup=False, soft_wrap=True)
         for note in r.limits:
             console.rule(Text(f"{r.target_id}: fuzzkern-limit (fuzzkern's, not the kernel's; "
                               "not a failure)", style="magenta"))
@@ -573,8 +577,10 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
                 {"target": f.target_id, "verdict": f.outcome.verdict,
                  "message": f.outcome.message, "case": f.case.to_json(),
                  "outcome": f.outcome.to_json(), "shrunk": f.shrunk, "flaky": f.flaky,
-                 "corpus_path": f.corpus_path, "explanations": f.explanations,
-                 "replayed": f.replayed}
+                 "corpus_path": None if reporting.not_saved_reason(f) else f.corpus_path,
+                 "not_saved": reporting.not_saved_reason(f),
+                 "explanations": f.explanations, "replayed": f.replayed, "key": f.key,
+                 "shows": f.shows.to_json() if f.shows else None, "also": list(f.also)}
                 for f in done.failures
             ],
         }
@@ -658,7 +664,8 @@ def _run_exit(console: Console, a: _RunArgs, done: _Done, opts: Any,
               signum: int | None) -> int:
     """The exit status, after the notes and warnings that explain it."""
     failures, results = done.failures, done.results
-    saved = sum(1 for f in failures if f.corpus_path and not f.replayed)
+    saved = sum(1 for f in failures  # checked again: host code may have removed the file
+                if f.corpus_path and not f.replayed and os.path.isfile(f.corpus_path))
     found = f"{len(failures)} failure(s) found" + (f", {saved} saved to the corpus"
                                                    if opts.corpus else "")
     if any(r.stopped for r in results):
@@ -883,7 +890,7 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
     show_gpus = any(r.devices for r in results)
     columns: dict[str, list[str]] = {name: [] for name in (
         "target", "status", "cases", "cases/s", "pass", "accuracy", "precond.", "unsupported",
-        "coverage", "compiles", "GPU", "failures")}
+        "coverage", "classes", "compiles", "GPU", "failures")}
     styled = []
     for r in results:
         row = reporting.result_row(r)
@@ -893,7 +900,9 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
             "cases/s": f"{row['cases_per_s']:.1f}", "pass": str(row["passed"]),
             "accuracy": str(row["accuracy"]), "precond.": str(row["preconditions"]),
             "unsupported": str(row["unsupported"]),
-            "coverage": str(len(r.specializations)), "compiles": str(r.compiles),
+            # kernel coverage (docs/coverage.md); classes: specialization classes seen
+            "coverage": _percent(r), "classes": str(len(r.specializations)),
+            "compiles": str(r.compiles),
             "GPU": reporting.gpu_summary(r.devices),
             "failures": ", ".join(row["failures"]) or ("error" if r.error else "")
                         or ("skipped" if r.skipped else "-"),
@@ -904,7 +913,7 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
         del columns["GPU"]
     # Most useful first; a column takes its widest cell plus 3 for borders and padding.
     priority = ["target", "status", "cases", "failures", "accuracy", "GPU", "cases/s",
-                "coverage", "compiles", "pass", "precond.", "unsupported"]
+                "coverage", "classes", "compiles", "pass", "precond.", "unsupported"]
     kept: set[str] = set()
     used = 1
     for name in priority:
@@ -921,6 +930,15 @@ def summary_table(results: list[Any], title: str, width: int) -> Table:
     for k in range(len(results)):
         table.add_row(*[styled[k] if n == "status" else Text(columns[n][k]) for n in shown])
     return table
+
+
+def _percent(r: Any) -> str:
+    """A target's kernel coverage for a table cell: ``80.0%``, or ``-`` where none was
+    measured."""
+    from fuzzkern.report.coverage import percent_of
+
+    p = percent_of(r)
+    return "-" if p is None else f"{p:.1f}%"
 
 
 def _log_width(default: int) -> int:
@@ -1050,7 +1068,7 @@ class _Display:
         t = Table(title=f"fuzzkern: {elapsed:.0f} s of {self.budget:g} s", title_justify="left")
         t.add_column("target", no_wrap=True)
         for col in ("state", "cases", "cases/s", "failures", "still failing", "compiles",
-                    "coverage"):
+                    "classes"):
             t.add_column(col, justify="right")
         for p in self.rows.values():
             state = p.status if p.state == "done" and p.status else p.state
@@ -1069,6 +1087,7 @@ class _Display:
 
     def on_event(self, kind: str, obj: Any, outcome: Any) -> None:
         from fuzzkern.report import text as reporting
+        from fuzzkern.report.coverage import percent_of
         from fuzzkern.search.schedule import Progress
 
         if isinstance(obj, Progress):
@@ -1086,8 +1105,8 @@ class _Display:
         if self.live is None and not self.quiet:
             self.console.print(
                 f"  {row['status']:>5}  {obj.target_id}: {row['cases']} cases "
-                f"in {row['seconds']:.1f} s ({row['cases_per_s']:.1f}/s), "
-                f"coverage {len(obj.specializations)}"
+                f"in {row['seconds']:.1f} s ({row['cases_per_s']:.1f}/s)"
+                + (f", coverage {_percent(obj)}" if percent_of(obj) is not None else "")
                 + (f" — {', '.join(row['failures'])}" if row["failures"] else "")
                 + (f" — {obj.error}" if obj.error else ""), markup=False, soft_wrap=True)
 
@@ -1129,7 +1148,9 @@ _TARGET_HELP = ("A file, module or folder defining the entries' targets (repeata
               help="Comma-separated modes to replay in (default: each entry's own; the modes "
                    "its failure showed in always run where this machine can run them).")
 @click.option("--timeout", type=float, default=None,
-              help="Seconds one case may run before it counts as a hang (default: per target).")
+              help="Seconds of its own work one case may take before it is stopped as slow "
+                   "or hang (its worker's CPU time, or the clock's for a case that waits; "
+                   "default: per target).")
 def replay(paths: tuple[str, ...], sources: tuple[str, ...], ref: str | None,
            modes_text: str | None, timeout: float | None) -> None:
     """Replay corpus entries: PATHS are entry .json files or folders (default: ./corpus).

@@ -144,7 +144,7 @@ def autotuners_of(launcher: Callable[..., Any]) -> dict[str, Autotuner]:
     attributes of modules it references); plain Python functions found that way are searched
     the same way, up to :data:`MAX_DEPTH` levels deep. ``@triton.heuristics`` over
     ``@triton.autotune`` and the reverse are both seen through. The key is the kernel's name,
-    the one :func:`fuzzkern.execution.interpreter.interpreter_mode`'s ``configs`` expects.
+    the one :func:`fuzzkern.execution.interpreter.core.interpreter_mode`'s ``configs`` expects.
 
     >>> autotuners_of(lambda x: x + 1)
     {}
@@ -440,7 +440,7 @@ def forced_configs(configs: Mapping[str, int] | None,
     as on a tuning-cache hit (only the config's ``pre_hook`` runs), else its first config after
     its own pruning, as upstream runs its choice on a cold key (``reset_to_zero`` reset once
     per tuning key, then the config's ``pre_hook``): :class:`OneConfig`, the same choice
-    :func:`fuzzkern.execution.interpreter.interpreter_mode` makes. A library's launch cache
+    :func:`fuzzkern.execution.interpreter.core.interpreter_mode` makes. A library's launch cache
     (FlagGems' ``@libentry``) is emptied for the scope (:class:`LaunchCaches`), so its
     autotuner is asked again and the case's config runs. Each dict of ``details``
     gets ``configs_used`` (kernel name -> the config index it ran) and ``config_counts``

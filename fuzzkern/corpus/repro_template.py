@@ -584,10 +584,11 @@ _WIDENED: list[bool] = []
 
 def _widen_low_precision():
     """Keep bfloat16/fp8 inputs as given in the interpreter, with fuzzkern's exact widening
-    and rounding (fuzzkern.execution.formats; the target's source imports fuzzkern already):
+    and rounding (fuzzkern.execution.interpreter.formats; the target's source imports fuzzkern
+    already):
     a bf16 bug stays a bf16 bug. Without fuzzkern: float32 copies, said on the output."""
     try:
-        formats = importlib.import_module("fuzzkern.execution.formats")
+        formats = importlib.import_module("fuzzkern.execution.interpreter.formats")
     except ImportError:
         return
     for obj, name, value in formats.widened_patches():

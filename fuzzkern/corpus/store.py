@@ -723,8 +723,16 @@ def _write_entry(folder: str, entry: Entry, blob: bytes, *, checked: bool) -> st
     json_path = os.path.join(folder, f"{entry.id}.json")
     if os.path.lexists(json_path) and _same(json_path, entry):
         return json_path
-    _write_atomic(os.path.join(folder, f"{entry.id}.safetensors"), blob)
-    _write_atomic(json_path, (dumps(entry.to_json()) + "\n").encode())
+    storages = os.path.join(folder, f"{entry.id}.safetensors")
+    had = os.path.lexists(storages)
+    _write_atomic(storages, blob)
+    try:
+        _write_atomic(json_path, (dumps(entry.to_json()) + "\n").encode())
+    except BaseException:  # (a full disk) no inputs file without its entry is left behind
+        if not had:
+            with contextlib.suppress(OSError):
+                os.unlink(storages)
+        raise
     _fsync_dir(folder)
     if checked and entry.shrunk:
         for other in _unshrunk_of(folder, entry, exclude=json_path):

@@ -12,9 +12,9 @@ died or ran out of time.
 - :mod:`~fuzzkern.execution.interpret` and :mod:`~fuzzkern.execution.compiled`: the two modes,
   twins with one signature (``run_interpreted(run)``, ``run_compiled(run)``);
 - :mod:`~fuzzkern.execution.launching`: what the two modes share around a launch;
-- :mod:`~fuzzkern.execution.interpreter` and :mod:`~fuzzkern.execution.fidelity`: the Triton
-  interpreter, patched in process, with its bounds and view checkers and its known
-  divergences from compiled code;
+- :mod:`~fuzzkern.execution.interpreter`: the interpreter family, what the interpreted mode
+  runs on: Triton's interpreter patched in process, its bounds and view checkers, compiled
+  semantics where it differs, low-precision formats, the float64 shadow, kernel coverage;
 - :mod:`~fuzzkern.execution.hygiene`: poisoned allocations, red zones, mutation and
   determinism checks;
 - :mod:`~fuzzkern.execution.sanitizer`: the compute-sanitizer worker;

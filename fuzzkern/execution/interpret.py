@@ -19,8 +19,8 @@ import torch
 from fuzzkern.calls import call_with
 from fuzzkern.case.model import rebuild_like
 from fuzzkern.execution import hygiene
-from fuzzkern.execution.coverage import recording
 from fuzzkern.execution.hygiene import poisoned_allocations
+from fuzzkern.execution.interpreter.coverage import recording
 from fuzzkern.execution.launching import (
     checks_of,
     exception_text,
@@ -38,16 +38,16 @@ def run_interpreted(run: Any) -> ModeResult:
     """Run ``run`` (a :class:`fuzzkern.execution.runner._Run`: the target, the case, its
     inputs, reference and options) in the Triton interpreter, in this process: its own copy
     of the inputs (in the dtypes given: bf16 and fp8 too, see
-    :mod:`fuzzkern.execution.formats`), bounds and view checks, poisoned allocations,
+    :mod:`fuzzkern.execution.interpreter.formats`), bounds and view checks, poisoned allocations,
     mutation checks; then the comparison with the reference."""
-    from fuzzkern.execution.fidelity import interpreter_limitation
-    from fuzzkern.execution.interpreter import (
+    from fuzzkern.execution.interpreter.core import (
         OOBAccess,
         OOBView,
         current_program_id,
         interpreter_mode,
         kernel_location,
     )
+    from fuzzkern.execution.interpreter.fidelity import interpreter_limitation
 
     with stage("prepare"):
         tensors = _inputs(run)
@@ -121,10 +121,11 @@ def run_interpreted(run: Any) -> ModeResult:
 def _compile_error(inner: BaseException, e: BaseException, detail: dict[str, Any],
                    seconds: float) -> ModeResult | None:
     """``compile-error`` when what the kernel raised is what compiling it would have refused
-    (:func:`fuzzkern.execution.fidelity.compile_refusal`): the compiler's words and the kernel
+    (:func:`fuzzkern.execution.interpreter.fidelity.compile_refusal`): the compiler's words and the
+    kernel
     line, as the GPU would report it."""
-    from fuzzkern.execution.fidelity import compile_refusal
-    from fuzzkern.execution.interpreter import kernel_location
+    from fuzzkern.execution.interpreter.core import kernel_location
+    from fuzzkern.execution.interpreter.fidelity import compile_refusal
 
     refused = compile_refusal(inner)
     if refused is None:

@@ -77,12 +77,63 @@ class StopTime(BaseException):
 
 # -- the parent side: the clock of one case ----------------------------------------------------
 
+#: clock ticks per second of ``/proc/<pid>/stat``'s CPU times
+_TICKS = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+#: a launch whose worker had less than this fraction of a core while its programs ran was on a
+#: loaded machine: its messages give both its CPU time and the clock's
+LOADED_SHARE = 0.8
+#: seconds between two checks of a case past its timeout by the clock whose own work is still
+#: within it (a loaded machine)
+RECHECK = 0.5
+
+
+class CpuMeter:
+    """A process's CPU time (all its threads, user and system: what ``time.process_time()``
+    says inside it) and whether its main thread is runnable now (running, or waiting for a
+    core: state ``R``), read from ``/proc/<pid>/stat``, which stays open (a read costs about
+    10 us). Calling it returns ``(seconds, runnable)``, or None where that cannot be read (not
+    Linux, the process gone)."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.fd: int | None = None
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                self.fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+
+    def __call__(self) -> tuple[float, bool] | None:
+        if self.fd is None:
+            return None
+        try:
+            fields = os.pread(self.fd, 1024, 0).rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _TICKS, fields[0] == b"R"
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
 
 @dataclass
 class CaseClock:
     """The parent's view of one running case: how long it has worked (compilation excluded),
     how long it has compiled, and how its interpreted launch progresses; :meth:`check` says
-    when to stop it and with which verdict. Times are ``time.monotonic()`` instants."""
+    when to stop it and with which verdict. Times are ``time.monotonic()`` instants.
+
+    **Work is measured in the worker's CPU time** where it can be read (``cpu``, a
+    :class:`CpuMeter` of the worker): on a loaded machine the clock runs faster than a case
+    works, and a case is not ``slow`` because other processes took the cores. What a case
+    has worked is the less of its clock time and its worker's CPU time since it started
+    (compilations excluded from both); an interpreted launch's pace is its finished
+    programs' CPU time (the worker reports it, :class:`fuzzkern.execution.progress.LaunchMeter`).
+    ``slow`` (projected past twice the timeout or past the cost cap, or past the timeout
+    while its programs keep finishing) is decided on that work. The clock still bounds a
+    case that waits: at the timeout by the clock, a case that reported no progress is a
+    ``hang`` unless its worker is computing (runnable) and its CPU time is within the
+    timeout; then it is a ``hang`` once its CPU time passes the timeout, or when it stops
+    computing. A program that stops finishing is a ``hang`` by the clock, as before."""
 
     timeout: float
     compile_timeout: float = COMPILE_TIMEOUT
@@ -102,6 +153,24 @@ class CaseClock:
     #: compile seconds and compilations of this clock the pool has counted already
     #: (:meth:`WorkerPool.compile_stats`)
     counted: tuple[float, int] = (0.0, 0)
+    #: reads the worker's CPU time (:class:`CpuMeter`); None: the clock alone measures work
+    cpu: Callable[[], tuple[float, bool] | None] | None = None
+    #: the worker's CPU seconds at the start (None: unknown), spent compiling since, and at
+    #: the start of the compilation running now
+    cpu0: float | None = None
+    compile_cpu: float = 0.0
+    compiling_cpu: float | None = None
+    #: the current launch's last report in CPU time: (its finished programs' CPU seconds, the
+    #: worker's CPU seconds when its current program started); None: not reported
+    progress_cpu: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.cpu0 is None:
+            self.cpu0 = self._read_cpu()
+
+    def _read_cpu(self) -> float | None:
+        reading = self.cpu() if self.cpu is not None else None
+        return reading[0] if reading is not None else None
 
     def event(self, event: Any, now: float) -> None:
         kind = event[0] if isinstance(event, (list, tuple)) and event else None
@@ -112,15 +181,21 @@ class CaseClock:
             self.compiles = 0
             self.counted = (0.0, 0)
             self.compiling_since = None
-            self.progress = None
+            self.progress = self.progress_cpu = None
+            self.cpu0, self.compile_cpu, self.compiling_cpu = self._read_cpu(), 0.0, None
         elif kind == "compile":
             if event[1]:
                 if self.compiling_since is None:
                     self.compiling_since = now
+                    self.compiling_cpu = self._read_cpu()
             elif self.compiling_since is not None:
                 self.compile_seconds += now - self.compiling_since
                 self.compiles += 1
                 self.compiling_since = None
+                cpu = self._read_cpu()
+                if cpu is not None and self.compiling_cpu is not None:
+                    self.compile_cpu += cpu - self.compiling_cpu
+                self.compiling_cpu = None
         elif kind == "progress":
             done, total, seconds, slowest = event[1:5]
             self.progress = (int(done), int(total), float(seconds), float(slowest))
@@ -128,8 +203,9 @@ class CaseClock:
             # ago the state it reports was reached, the start of the current program
             age = float(event[5]) if len(event) > 5 else 0.0
             self.progress_at = now - max(0.0, age)
+            self.progress_cpu = (float(event[6]), float(event[7])) if len(event) > 7 else None
         elif kind == "launch":
-            self.progress = None
+            self.progress = self.progress_cpu = None
 
     def compiled(self, now: float) -> float:
         """Seconds spent compiling so far."""
@@ -137,20 +213,54 @@ class CaseClock:
         return self.compile_seconds + extra
 
     def ran(self, now: float) -> float:
-        """Seconds the case has worked so far, compilation excluded."""
+        """Seconds the case has run by the clock so far, compilation excluded."""
         return max(0.0, now - self.start - self.compiled(now))
+
+    def _cpu_worked(self, cpu: float) -> float | None:
+        """The worker's CPU seconds since the start when it had spent ``cpu`` in all,
+        compilations excluded; None: the start's is unknown."""
+        if self.cpu0 is None:
+            return None
+        compiling = cpu - self.compiling_cpu if self.compiling_cpu is not None else 0.0
+        return max(0.0, cpu - self.cpu0 - self.compile_cpu - max(0.0, compiling))
+
+    def worked(self, now: float, cpu: float | None = None) -> float:
+        """Seconds the case has worked by ``now``: its clock time, or its worker's CPU time
+        then (``cpu``: the worker's CPU seconds in all at ``now``) where that is less."""
+        ran = self.ran(now)
+        mine = self._cpu_worked(cpu) if cpu is not None else None
+        return ran if mine is None else min(ran, mine)
 
     def wait(self, now: float) -> float:
         """Seconds until :meth:`check` may have a verdict without a new event."""
         if self.compiling_since is not None:
             return max(0.0, self.compile_timeout - self.compiled(now))
-        return max(0.0, self.timeout - self.ran(now))
+        left = self.timeout - self.ran(now)
+        return left if left > 0 else RECHECK
+
+    def _launch(self) -> tuple[float, float]:
+        """(seconds the current launch's finished programs took, seconds each): their CPU
+        time where reported and less than the clock's."""
+        assert self.progress is not None
+        done, _, seconds, _ = self.progress
+        if self.progress_cpu is not None:
+            seconds = min(seconds, self.progress_cpu[0])
+        return seconds, seconds / max(done, 1)
+
+    def loaded(self) -> bool:
+        """Whether the current launch's worker had less than :data:`LOADED_SHARE` of a core."""
+        return (self.progress is not None and self.progress_cpu is not None
+                and self.progress_cpu[0] < LOADED_SHARE * self.progress[2])
 
     def _cost(self) -> str:
         assert self.progress is not None
         done, total, seconds, slowest = self.progress
-        each = seconds / max(done, 1)
-        return (f"{done} of {total} programs in {seconds:.3g} s, {each:.3g} s each (slowest "
+        spent, each = self._launch()
+        if self.loaded():
+            return (f"{done} of {total} programs in {spent:.3g} s of the worker's CPU time "
+                    f"({seconds:.3g} s by the clock: the machine is loaded), {each:.3g} s each: "
+                    f"about {each * total:.2f} s for the launch")
+        return (f"{done} of {total} programs in {spent:.3g} s, {each:.3g} s each (slowest "
                 f"{slowest:.3g} s): about {each * total:.2f} s for the launch")
 
     def projection(self, now: float) -> tuple[float, float, float]:
@@ -158,9 +268,13 @@ class CaseClock:
         case had worked when the report's state was reached, seconds its launch's programs
         left will take at the measured pace); projected = the two added."""
         assert self.progress is not None
-        done, total, seconds, _ = self.progress
+        done, total = self.progress[:2]
         so_far = self.ran(min(now, self.progress_at))
-        left = seconds / max(done, 1) * (total - done)
+        if self.progress_cpu is not None:
+            mine = self._cpu_worked(self.progress_cpu[1])
+            if mine is not None:
+                so_far = min(so_far, mine)
+        left = self._launch()[1] * (total - done)
         return so_far + left, so_far, left
 
     def _projected(self, now: float) -> str:
@@ -188,45 +302,64 @@ class CaseClock:
         ran = self.ran(now)
         p = self.progress
         if p is not None and p[0] >= 1:
-            done, total, seconds, slowest = p
-            detail["progress"] = {"done": done, "total": total, "seconds": round(seconds, 3),
-                                  "slowest": round(slowest, 3)}
-            # projected from the last report, not from now: a program that stops finishing
-            # is a hang at the timeout, not a case the projection stops
-            projected, so_far, left = self.projection(now)
-            if projected > SLOW_EARLY_FACTOR * self.timeout:
-                return (Verdict.SLOW,
-                        f"the case would take past {SLOW_EARLY_FACTOR:g} times the timeout "
-                        f"of {self.timeout:g} s, {self._projected(now)}; stopped after "
-                        f"{ran:.1f} s: slow, not hung", detail)
-            if (self.cost_cap is not None and projected > self.cost_cap
-                    and left >= COST_CAP_SAVING * self.cost_cap):
-                detail["cost_cap"] = round(self.cost_cap, 3)
-                return (Verdict.SLOW,
-                        f"the case would take past {self.cost_cap:.1f} s, the most one case "
-                        f"may cost in this target's share of the budget, "
-                        f"{self._projected(now)}; stopped after {ran:.1f} s: slow, too "
-                        "expensive for the budget, not a failure", detail)
+            return self._check_launch(now, ran, p, detail)
         if ran <= self.timeout:
             return None
-        if p is not None and p[0] >= 1:
-            stalled = now - self.progress_at
-            if stalled <= max(STALL_FACTOR * p[3], min(STALL_MIN, self.timeout / 4),
-                              2 * PROGRESS_EVERY):
-                return (Verdict.SLOW,
-                        f"the case ran past the timeout of {self.timeout:g} s while its "
-                        f"programs kept finishing ({self._cost()}); stopped: slow, not hung",
-                        detail)
-            detail["stalled_seconds"] = round(stalled, 3)
-            return (Verdict.HANG,
-                    f"the case ran past the timeout of {self.timeout:g} s; its current program "
-                    f"has run {stalled:.1f} s, where its slowest of {p[0]} finished programs "
-                    f"took {p[3]:.3g} s; the worker was killed", detail)
+        reading = self.cpu() if self.cpu is not None else None
+        worked = self.worked(now, reading[0] if reading is not None else None)
+        if reading is not None and reading[1] and worked <= self.timeout:
+            return None  # its worker computes on a loaded machine, within the timeout yet
         spent = self.compiled(now)
         note = f" (plus {spent:.1f} s compiling, not counted)" if spent >= 0.05 else ""
+        if worked < LOADED_SHARE * ran:
+            detail["cpu_seconds"] = round(worked, 3)
+            note += f" ({worked:.1f} s of it the worker's CPU time)"
         return (Verdict.HANG,
                 f"the case ran past the timeout of {self.timeout:g} s{note}; the worker was "
                 "killed", detail)
+
+    def _check_launch(self, now: float, ran: float, p: tuple[int, int, float, float],
+                      detail: dict[str, Any]) -> tuple[str, str, dict[str, Any]] | None:
+        """:meth:`check` while an interpreted launch reports its programs."""
+        done, total, seconds, slowest = p
+        detail["progress"] = {"done": done, "total": total, "seconds": round(seconds, 3),
+                              "slowest": round(slowest, 3)}
+        if self.progress_cpu is not None:
+            detail["progress"]["cpu"] = round(self.progress_cpu[0], 3)
+        # projected from the last report, not from now: a program that stops finishing
+        # is a hang at the timeout, not a case the projection stops
+        projected, so_far, left = self.projection(now)
+        if projected > SLOW_EARLY_FACTOR * self.timeout:
+            return (Verdict.SLOW,
+                    f"the case would take past {SLOW_EARLY_FACTOR:g} times the timeout "
+                    f"of {self.timeout:g} s, {self._projected(now)}; stopped after "
+                    f"{ran:.1f} s: slow, not hung", detail)
+        if (self.cost_cap is not None and projected > self.cost_cap
+                and left >= COST_CAP_SAVING * self.cost_cap):
+            detail["cost_cap"] = round(self.cost_cap, 3)
+            return (Verdict.SLOW,
+                    f"the case would take past {self.cost_cap:.1f} s, the most one case "
+                    f"may cost in this target's share of the budget, "
+                    f"{self._projected(now)}; stopped after {ran:.1f} s: slow, too "
+                    "expensive for the budget, not a failure", detail)
+        if ran <= self.timeout:
+            return None
+        stalled = now - self.progress_at
+        if stalled <= max(STALL_FACTOR * slowest, min(STALL_MIN, self.timeout / 4),
+                          2 * PROGRESS_EVERY):
+            # what it has worked by now: since the report, at the launch's share of a core
+            share = min(1.0, self._launch()[0] / seconds) if seconds > 0 else 1.0
+            if so_far + max(0.0, now - self.progress_at) * share <= self.timeout:
+                return None  # past the timeout by the clock only: a loaded machine
+            return (Verdict.SLOW,
+                    f"the case ran past the timeout of {self.timeout:g} s while its "
+                    f"programs kept finishing ({self._cost()}); stopped: slow, not hung",
+                    detail)
+        detail["stalled_seconds"] = round(stalled, 3)
+        return (Verdict.HANG,
+                f"the case ran past the timeout of {self.timeout:g} s; its current program "
+                f"has run {stalled:.1f} s, where its slowest of {done} finished programs "
+                f"took {slowest:.3g} s; the worker was killed", detail)
 
 
 def receive(conn: Any) -> Any:
@@ -666,6 +799,8 @@ class Worker:
         self.process.start()
         child.close()
         self.cases = 0
+        #: the worker's CPU time, for its cases' clocks (:class:`CaseClock`)
+        self.cpu = CpuMeter(self.process.pid)
         #: ends the worker's process tree if this process dies first (:func:`_watchdog_main`)
         self.watchdog = ctx.Process(target=_watchdog_main, args=(self.process.pid, os.getpid()),
                                     daemon=True)
@@ -689,6 +824,7 @@ class Worker:
             self.process.kill()
         self.process.join(5)
         self.conn.close()
+        self.cpu.close()
         self._end_watchdog()
         return killed
 
@@ -703,6 +839,7 @@ class Worker:
             self.process.join(2)
         self._end_watchdog()
         self.conn.close()
+        self.cpu.close()
 
 
 def _compiler_main(jobs: Any, results: Any, env: dict[str, str]) -> None:
@@ -1049,13 +1186,17 @@ class WorkerPool:
             raise StopTime
         worker = self._get()
         start = time.monotonic()
+        # (made before the case is sent: the clock reads its worker's CPU time at the start)
+        clock = CaseClock(timeout, self.compile_timeout, start, cost_cap=cost_cap,
+                          cpu=getattr(worker, "cpu", None))
         try:
             worker.conn.send((ref, case_json, options))
         except OSError:
             self.replace()
             worker = self._get()
+            clock = CaseClock(timeout, self.compile_timeout, start, cost_cap=cost_cap,
+                              cpu=getattr(worker, "cpu", None))
             worker.conn.send((ref, case_json, options))
-        clock = CaseClock(timeout, self.compile_timeout, start, cost_cap=cost_cap)
         while True:
             now = time.monotonic()
             wait = clock.wait(now)

@@ -34,8 +34,8 @@ _reporter: threading.Thread | None = None
 def notify(*event: Any) -> None:
     """Tell the parent waiting for this case something about it (see
     :class:`fuzzkern.execution.pool.CaseClock`):
-    ``("compile", True|False)``, ``("progress", done, total, seconds, slowest, age)``,
-    ``("launch", False)``. Does nothing outside a worker."""
+    ``("compile", True|False)``, ``("progress", done, total, seconds, slowest, age, cpu,
+    cpu_at)``, ``("launch", False)``. Does nothing outside a worker."""
     if _channel is not None:
         with _lock:
             try:
@@ -73,23 +73,36 @@ class LaunchMeter:
     on a busy two-core machine. Reports that are due while a program runs (the first one,
     when a later program is stuck) come from a reporter thread of the worker, with the
     ``age`` of the state they report (seconds since the current program started), so the
-    parent dates them as if sent then."""
+    parent dates them as if sent then. ``seconds`` is what the finished programs took, from
+    the first one's start (the launch's set-up before it is the case's, not its programs':
+    counted in, it made a program's average exceed the slowest program).
+
+    Each report also gives the worker's CPU time (``time.process_time()``, all its threads):
+    ``cpu``, what the finished programs took of it, and ``cpu_at``, its value when the current
+    program started. On a loaded machine the clock runs faster than the worker's CPU time; the
+    parent measures a case's own cost in the latter (:class:`fuzzkern.execution.pool.CaseClock`),
+    so that the machine's load does not make a case ``slow``."""
 
     def __init__(self) -> None:
         self.total = 0
         self.started = 0
         self.t0 = self.prev = self.sent = 0.0
+        #: when the first program started, by the clock and the worker's CPU time
+        self.first = self.cpu_first = 0.0
+        self.cpu_prev = 0.0
         self.slowest = 0.0
         #: programs finished at the last report of this launch (-1: none sent)
         self.reported = -1
 
     def begin(self, total: int) -> None:
         global _live
-        now = time.monotonic()
+        now, cpu = time.monotonic(), time.process_time()
         with _lock:
             self.total = max(0, int(total))
             self.started = 0
             self.t0 = self.prev = self.sent = now
+            self.first = self.prev
+            self.cpu_first = self.cpu_prev = cpu
             self.slowest = 0.0
             self.reported = -1
             if _channel is not None:
@@ -97,11 +110,13 @@ class LaunchMeter:
                 _start_reporter()
 
     def tick(self) -> None:
-        now = time.monotonic()
+        now, cpu = time.monotonic(), time.process_time()
         with _lock:
             if self.started:
                 self.slowest = max(self.slowest, now - self.prev)
-            self.prev = now
+            else:
+                self.first, self.cpu_first = now, cpu
+            self.prev, self.cpu_prev = now, cpu
             self.started += 1
             if self.started >= 2 and now - self.sent >= PROGRESS_EVERY:
                 self._report(now)
@@ -111,7 +126,8 @@ class LaunchMeter:
         done = self.started - 1
         self.sent = now
         self.reported = done
-        notify("progress", done, self.total, self.prev - self.t0, self.slowest, now - self.prev)
+        notify("progress", done, self.total, self.prev - self.first, self.slowest,
+               now - self.prev, self.cpu_prev - self.cpu_first, self.cpu_prev)
 
     def due(self) -> bool:
         """Whether a finished program has not been reported yet (with :data:`_lock` held)."""

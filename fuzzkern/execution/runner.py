@@ -98,7 +98,8 @@ class _Run:
         self._evidence: Evidence | None = None
         #: whether the interpreter's outputs mismatched (None: not compared, or not yet)
         self._interpret_mismatch: bool | None = None
-        #: the interpreted launch's kernel coverage (fuzzkern.execution.coverage.Recording)
+        #: the interpreted launch's kernel coverage
+        #: (fuzzkern.execution.interpreter.coverage.Recording)
         self.recorded: Any = None
         #: per mode, its outputs' bytes when its launch returned (fuzzkern.judge.recheck)
         self._snapshots: dict[str, Any] = {}
@@ -343,8 +344,8 @@ class _Run:
 
     def exact_reference(self) -> tuple[Any, ...] | None:
         """The reference on float64 copies with torch held at float64 throughout
-        (:class:`~fuzzkern.execution.shadow.ExactReference`); None when it raises."""
-        from fuzzkern.execution.shadow import ExactReference
+        (:class:`~fuzzkern.execution.interpreter.shadow.ExactReference`); None when it raises."""
+        from fuzzkern.execution.interpreter.shadow import ExactReference
 
         if not self._exact_done:
             self._exact_done = True
@@ -381,7 +382,7 @@ class _Run:
 
     def _shadow_run(self, mode: str, outputs: tuple[Any, ...], comparison: Comparison,
                     tolerance: Tolerance, masks: list[torch.Tensor]) -> tuple[str, Comparison]:
-        from fuzzkern.execution.shadow import find_shadow
+        from fuzzkern.execution.interpreter.shadow import find_shadow
         from fuzzkern.judge.precision import judge_shadow
 
         if "interpret" not in self.target.modes:
@@ -431,10 +432,16 @@ class _RoundingSeen:
                     (real.max_ulp_error, judged.max_ulp_error))):
             return None
         self.seen[key] = (judged, uses + 1)
+        # the root cause the shadow named carries over too: one root cause, one finding
+        # (fuzzkern.judge.verdict.failure_key), whichever case the shadow ran on
+        root = {k: v for k, v in ((judged.condition or {}).get("shadow") or {}).items()
+                if k in ("cause", "accumulates", "share")}
         words = (f"rounding, as the float64 shadow found for an earlier case of this kernel, "
                  f"config and failure with errors as large (up to {judged.max_abs_error:.3g}, "
-                 f"{judged.max_ulp_error:.3g} ulp): {judged.explanation.split(';')[0]}")
-        condition = {**real.condition, "shadow": {"reused": True,
+                 f"{judged.max_ulp_error:.3g} ulp): "
+                 f"{judged.explanation.split('; the kernel is off by')[0]}"
+                 + (f"; most from {root['cause']}" if root.get("cause") else ""))
+        condition = {**real.condition, "shadow": {**root, "reused": True,
                                                   "explained_abs": judged.max_abs_error,
                                                   "explained_ulp": judged.max_ulp_error}}
         return dataclasses.replace(real, accuracy=True, explanation=words, condition=condition)

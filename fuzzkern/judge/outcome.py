@@ -228,7 +228,8 @@ class Outcome:
     #: :meth:`to_json` (corpus entries stay as they were); a worker sends it alongside
     timings: dict[str, float] = field(default_factory=dict)
     #: the interpreted launch's kernel coverage
-    #: (:class:`fuzzkern.execution.coverage.KernelCoverage` as JSON; empty: not measured): a
+    #: (:class:`fuzzkern.execution.interpreter.coverage.KernelCoverage` as JSON; empty: not
+    #: measured): a
     #: measurement like ``timings``, never in :meth:`to_json`; a worker sends it alongside
     coverage: dict[str, Any] = field(default_factory=dict)
 

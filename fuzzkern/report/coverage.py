@@ -2,7 +2,8 @@
 source with each line marked reached, partly or never (docs/coverage.md).
 
 Read from :attr:`fuzzkern.search.engine.TargetResult.coverage` (the interpreter's
-:class:`~fuzzkern.execution.coverage.KernelCoverage` of the target's cases). Compiled mode has
+:class:`~fuzzkern.execution.interpreter.coverage.KernelCoverage` of the target's cases). Compiled
+mode has
 no line coverage: a run in both modes shows the interpreter's coverage of the same cases, a run
 in compiled mode alone says it has none. Used by the text summary and the JSON report
 (:func:`coverage_row`, :func:`coverage_lines`), the HTML report (:func:`source_html`),
@@ -17,7 +18,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from fuzzkern.execution.coverage import KernelCoverage
+from fuzzkern.execution.interpreter.coverage import KernelCoverage
 
 __all__ = ["below", "coverage_lines", "coverage_row", "mode_note", "percent_of",
            "source_html", "unmeasured"]

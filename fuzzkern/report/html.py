@@ -293,6 +293,9 @@ def _accuracy_html(r: TargetResult) -> list[str]:
         figures = [m.comparison.summary() for m in outcome.modes.values()
                    if m.comparison is not None and not m.comparison.ok]
         more = f"\n({len(found) - 1} more case(s) of this finding)" if len(found) > 1 else ""
+        shows = r.shows.get(failure_key(outcome))
+        if shows is not None:
+            more += f"\n{shows.text()}"
         out.append(f"<pre class='accuracy'>accuracy: {_e(outcome.message)}\n"
                    f"case: {_e(case.describe())}"
                    + "".join(f"\nfigures: {_e(f)}" for f in figures) + _e(more) + "</pre>")
@@ -332,7 +335,7 @@ def render(results: list[TargetResult], *, budget: float, elapsed: float,
              f"<span class='{'FAIL' if total_failures else 'ok'}'>{total_failures} "
              f"failure(s)</span></p>", _run_meta(run_info),
              "<table class='summary'><tr><th>target</th><th>status</th><th>cases</th>"
-             "<th>cases/s</th><th>coverage</th><th>compilations</th><th>failures</th></tr>"]
+             "<th>cases/s</th><th>classes</th><th>compilations</th><th>failures</th></tr>"]
     for r in results:
         row = result_row(r)
         parts.append(

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fuzzkern.judge.outcome import ModeResult, Verdict
+from fuzzkern.judge.verdict import failure_key
 from fuzzkern.report.coverage import coverage_row
 from fuzzkern.search.engine import Failure, TargetResult
 
@@ -91,6 +92,9 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
     lines.append(f"minimal case: {failure.case.describe()}")
     if failure.case.dims:
         lines.append("dims: " + ", ".join(f"{k}={v}" for k, v in failure.case.dims.items()))
+    shows = getattr(failure, "shows", None)
+    if shows is not None:  # one report per root cause, wherever it showed
+        lines.append(shows.text())
     if not failure.shrunk:
         lines.append("(interrupted while shrinking: this case may not be minimal)"
                      if getattr(failure, "interrupted", False) else
@@ -106,19 +110,33 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
     entry = getattr(failure, "corpus_path", None)
     if entry:
         shown = shown_path(str(entry))
+        not_saved = not_saved_reason(failure)
         if getattr(failure, "replayed", False):
             lines.append(f"regression: corpus entry {shown} still fails")
-        elif os.path.isfile(str(entry)):  # checked again now: host code may have removed it
-            lines.append(f"saved: {shown}")
         else:
-            lines.append(f"NOT SAVED: {shown} was written and read back, but is gone now "
-                         "(removed during the run?)")
+            lines.append(f"NOT SAVED: {not_saved}" if not_saved else f"saved: {shown}")
         source = f" --target {shlex.quote(target_source(ref))}" if ref else ""
         lines.append(f"to reproduce this failure: fuzzkern replay {shlex.quote(shown)}{source}")
         lines.append(f"reproduce without fuzzkern: fuzzkern repro {shlex.quote(shown)}{source}")
+        for other in getattr(failure, "also", ()):
+            lines.append(f"the same failure, reported here once: corpus entry "
+                         f"{shown_path(other)} fails too")
     else:
+        not_saved = not_saved_reason(failure)
+        if not_saved:
+            lines.append(f"NOT SAVED: {not_saved}")
         lines.append(f"to repeat: {rerun_command(ref or failure.target_id, seed, cases)}")
     return "\n".join(lines)
+
+
+def not_saved_reason(failure: Failure) -> str | None:
+    """Why ``failure`` is not in the corpus although a corpus was set: its save failed, or
+    the file it was saved as is gone (checked now: host code may have removed it)."""
+    entry = getattr(failure, "corpus_path", None)
+    if entry and not os.path.isfile(str(entry)):
+        return (f"{shown_path(str(entry))} was written and read back, but is gone now "
+                "(removed during the run?)")
+    return None if entry else getattr(failure, "not_saved", None)
 
 
 def target_source(ref: str) -> str:
@@ -153,12 +171,15 @@ def rerun_command(ref: str, seed: int | None = None, cases: int | None = None) -
             + repeat_options(seed, cases, 600.0 if cases else 30.0))
 
 
-def accuracy_text(target_id: str, case: Any, outcome: Any) -> str:
-    """An accuracy finding (oracle rule 9) in words: the case, then each mode's figures."""
+def accuracy_text(target_id: str, case: Any, outcome: Any, shows: Any = None) -> str:
+    """An accuracy finding (oracle rule 9) in words: the case, where the finding showed
+    (a :class:`~fuzzkern.search.findings.Shows`), then each mode's figures."""
     lines = [f"{target_id}: {outcome.verdict} — {outcome.message}",
              f"case: {case.describe()}"]
     if case.dims:
         lines.append("dims: " + ", ".join(f"{k}={v}" for k, v in case.dims.items()))
+    if shows is not None:
+        lines.append(shows.text())
     for m in outcome.modes.values():
         lines += _mode_lines(m)
     return "\n".join(lines)
@@ -211,6 +232,7 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "pass_ratio": round(r.pass_ratio, 4),
         "accuracy_findings": [
             {"case": case.to_json(), "message": o.message, "score": o.score,
+             "key": failure_key(o), "shows": _shows_json(r, o),
              "condition": next((m.comparison.condition for m in o.modes.values()
                                 if m.comparison is not None and m.comparison.condition), {})}
             for case, o in r.accuracy],
@@ -231,6 +253,8 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "interpreter_divergences": r.counts.get(Verdict.INTERPRETER_DIVERGENCE, 0),
         "failures": [f.outcome.verdict for f in r.failures],
         "failure_messages": [f.outcome.message for f in r.failures],
+        "failure_shows": [f.shows.to_json() if f.shows is not None else None
+                          for f in r.failures],
         "failures_found_at": [None if f.found_at is None else round(f.found_at, 3)
                               for f in r.failures],
         "seconds": round(r.seconds, 2),
@@ -250,3 +274,8 @@ def result_row(r: TargetResult) -> dict[str, Any]:
         "corpus_problems": list(r.corpus_problems),
         "kernel_coverage": coverage_row(r),
     }
+
+
+def _shows_json(r: TargetResult, outcome: Any) -> dict[str, Any] | None:
+    shows = r.shows.get(failure_key(outcome))
+    return shows.to_json() if shows is not None else None

@@ -36,7 +36,7 @@ from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 
 from fuzzkern.case.model import Case, TensorCase
 from fuzzkern.errors import BudgetError
-from fuzzkern.execution.coverage import KernelCoverage
+from fuzzkern.execution.interpreter.coverage import KernelCoverage
 from fuzzkern.execution.pool import (
     COMPILE_TIMEOUT,
     COST_CAP_FRACTION,
@@ -46,6 +46,8 @@ from fuzzkern.execution.pool import (
 )
 from fuzzkern.judge.outcome import Outcome, Verdict, tested_cases
 from fuzzkern.judge.verdict import failure_key
+from fuzzkern.search import findings
+from fuzzkern.search.findings import Shows
 from fuzzkern.search.guidance import Climbed, Guide
 from fuzzkern.search.misuse import launcher_misuse
 from fuzzkern.strategies._internal.inputs import discover
@@ -255,6 +257,13 @@ class Failure:
     unconfirmed: bool = False
     #: when (``time.time()``) the first failing case of this key ran, before shrinking
     found_at: float | None = None
+    #: why saving it to the corpus failed (a full disk, a folder that cannot be written)
+    not_saved: str | None = None
+    #: every case that showed this failure's key, its dtypes and dims (one report per root
+    #: cause: :mod:`fuzzkern.search.findings`)
+    shows: Shows | None = None
+    #: other corpus entries of the same failure that still fail (reported with this one)
+    also: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -414,7 +423,7 @@ class TargetResult:
     #: processes the cases started that were still running at their case's end, and were
     #: killed (fuzzkern.execution.pool.end_descendants)
     killed: int = 0
-    #: kernel coverage of the cases run in the interpreter (fuzzkern.execution.coverage)
+    #: kernel coverage of the cases run in the interpreter (fuzzkern.execution.interpreter.coverage)
     coverage: KernelCoverage = field(default_factory=KernelCoverage)
     #: findings that were fuzzkern's, not the kernel's (verdict ``fuzzkern-limit``,
     #: :mod:`fuzzkern.search.confirm`), each in words with its case
@@ -439,6 +448,9 @@ class TargetResult:
     #: what the worker pool's ``compile_stats()`` grew by during this target's slices:
     #: compile wait against compile work, compilations served from compiling ahead
     compile: dict[str, Any] = field(default_factory=dict)
+    #: per failure key (failures and accuracy findings): the cases that showed it, their
+    #: dtypes and dims (:mod:`fuzzkern.search.findings`)
+    shows: dict[str, Shows] = field(default_factory=dict)
 
     @property
     def tested(self) -> int:
@@ -466,10 +478,9 @@ class TargetResult:
             for m in outcome.modes.values():
                 if m.comparison is not None and m.comparison.ok:
                     self.pass_ratio = max(self.pass_ratio, bound_ratio(m.comparison))
-        elif outcome.verdict == Verdict.ACCURACY:
-            self.accuracy.append((case, outcome))
-            self.accuracy.sort(key=lambda co: -float(co[1].score or 0.0))
-            del self.accuracy[ACCURACY_KEEP:]
+        elif outcome.verdict == Verdict.ACCURACY:  # the worst case of each finding
+            self.accuracy = findings.keep_accuracy(self.accuracy, case, outcome,
+                                                   failure_key(outcome), ACCURACY_KEEP)
 
     def add_record(self, record: tuple[str, str, str, str, float]) -> None:
         """Keep ``record`` (the ``cases``-th, already counted) in a bounded uniform sample."""
@@ -766,6 +777,7 @@ def _fuzz_target(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions, shar
     with pool.limits(stop_at=s.first_stop):
         s.search()
     _explain_and_save(lt, pool, opts, s.result, s.found, s.run_options, s.timeout)
+    findings.group(s.result)  # one report per failure key
     s.result.seconds = time.monotonic() - s.start
     s.emit("done", s.result, None)
     return s.result
@@ -888,6 +900,8 @@ class _Slice:
             result.empty += 1
         result.case_seconds += outcome.seconds
         result.counts[outcome.verdict] += 1
+        if outcome.failed or outcome.verdict == Verdict.ACCURACY:
+            findings.note(result.shows, failure_key(outcome), case)
         if outcome.verdict == Verdict.UNSUPPORTED and result.unsupported_reason is None:
             result.unsupported_reason = outcome.message.splitlines()[0] if outcome.message else None
         compiled = outcome.modes.get("compiled") or outcome.modes.get("worker")
@@ -1004,7 +1018,8 @@ class _Slice:
     def _never_runs(self, outcome: Outcome) -> bool:
         """Whether ``outcome`` says the kernel cannot run in the only mode this run has for
         the target: the interpreter found, before any program ran, a construct it cannot run
-        on every launch (fuzzkern.execution.fidelity.static_limitation). The target is then
+        on every launch (fuzzkern.execution.interpreter.fidelity.static_limitation). The target is
+        then
         skipped with the reason, after this one case."""
         interp = outcome.modes.get("interpret")
         if (outcome.verdict != Verdict.UNSUPPORTED or interp is None
@@ -1123,7 +1138,7 @@ class _Slice:
             ran_out, flaky = self._attempt(attempt)
             new = [Failure(self.target.id, case, outcome, shrunk=not ran_out, flaky=flaky,
                            interrupted=result.interrupted is not None,
-                           found_at=self.first_seen.get(key))
+                           found_at=self.first_seen.get(key), shows=result.shows.get(key))
                    for key, (case, outcome) in self.last_failure.items()]
             if opts.minimize_runs > 0 and not flaky and result.interrupted is None:
                 self._shrink(new)  # (a flaky case would accept anything or nothing)
@@ -1333,6 +1348,7 @@ def _explain_and_save(lt: LoadedTarget, pool: WorkerPool, opts: CampaignOptions,
                     flaky=f.flaky, debug=opts.debug, run_options=run_options,
                     lock_until=opts.stop_at, problems=result.corpus_problems)
             except (OSError, FuzzkernError) as e:
+                f.not_saved = f"could not write it to {opts.corpus}: {e}"
                 result.corpus_problems.append(f"could not save a {f.outcome.verdict} case of "
                                               f"{lt.id} to {opts.corpus}: {e}")
     # A replayed entry found again by fuzzing is one failure, reported once (the fresh one).

@@ -51,6 +51,9 @@ MAX_TENSOR_VARIANTS = 3
 SHARE = 8.0
 #: variant runs per dim for its size dependence, at most
 MAX_SIZE_RUNS = 8
+#: "passes when N is a multiple of m" tries powers of two m up to twice the failing size, and
+#: at least up to this: a shrunk case's size is small (often 1), its kernel's block is not
+MULTIPLE_MIN = 64
 
 _SPECIAL_WORDS = {"nan": "NaN", "inf": "inf", "-inf": "-inf", "-0.0": "-0.0",
                   "subnormal": "subnormal", "max": "dtype max", "lowest": "dtype lowest",
@@ -275,7 +278,9 @@ def _sizes(v: _Variants, case: Case, outcome: Outcome, target: Target) -> list[s
     """What each free dim's size has to do with the failure, from a few sizes each: "passes
     when N is a multiple of 16" (the smallest power of two m whose next two multiples pass
     while the failing size and the one past a multiple fail), else "fails when N >= 21" (one
-    size below passes, the next one up and the double fail)."""
+    size below passes, the next one up and the double fail). A size passes when the case
+    resized to it passes and so does a value variant of it (:meth:`Case.variant`): values
+    that happen to give the kernel's wrong answer are no evidence about the size."""
     from fuzzkern.case.storage import storages_of
     from fuzzkern.search.minimize import resizer
 
@@ -297,6 +302,11 @@ def _sizes(v: _Variants, case: Case, outcome: Outcome, target: Target) -> list[s
                 return None
             c = build({**case.dims, d: k})
             got = None if c is None else v.run(c, storages_of(c))
+            if c is not None and got is not None and got.verdict == Verdict.PASS:
+                # a pass of these values or of this size? (small integers that happen to
+                # sum to 0 match a loop that skips them): a value variant must pass too
+                other = c.variant(1)
+                got = v.run(other, storages_of(other))
             runs[k] = None if got is None else (
                 True if got.verdict == Verdict.PASS else False if got.failed else None)
             return runs[k]
@@ -309,7 +319,7 @@ def _sizes(v: _Variants, case: Case, outcome: Outcome, target: Target) -> list[s
 
 def _multiple(d: str, n: int, at: Any, hi: int | None) -> str | None:
     m = 2
-    while m <= 2 * n and (hi is None or m <= hi):
+    while m <= max(2 * n, MULTIPLE_MIN) and (hi is None or m <= hi):
         if n % m:
             up = -(-n // m) * m
             if at(up) and at(up + m) and at(up + 1) is False:
@@ -399,12 +409,20 @@ def compiled_causes(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
                 break  # out of time
             if kind == "nondeterministic":
                 if got.verdict == Verdict.NONDETERMINISTIC:
-                    causes.append(Cause(kind, line))
+                    causes.append(Cause(kind, proven_nondeterminism(line, got)))
             elif got.verdict == Verdict.PASS:
                 causes.append(Cause(kind, line))
                 if kind == "ordering":
                     break
     return causes, only
+
+
+def proven_nondeterminism(line: str, repeated: Outcome) -> str:
+    """The nondeterminism cause in words with its proof: ``repeated`` is the re-run with
+    repeated launches of one binary, whose message shows the differing values at an element
+    and which launches gave them (docs/verdicts.md, ``nondeterministic``)."""
+    proof = repeated.message.split(": ", 1)[-1] if repeated.message else ""
+    return f"{line}: {proof}" if proof else line
 
 
 def _cuda() -> bool:
@@ -413,4 +431,4 @@ def _cuda() -> bool:
     return _cuda_available()
 
 
-__all__ = ["compiled_causes", "explain"]
+__all__ = ["compiled_causes", "explain", "proven_nondeterminism"]

@@ -1,7 +1,7 @@
 """Coverage-guided generation: kernel coverage fed to Hypothesis's search as targets.
 
 Each case run in the interpreter brings its kernel coverage
-(:class:`fuzzkern.execution.coverage.KernelCoverage`); :class:`Guide` merges it into the
+(:class:`fuzzkern.execution.interpreter.coverage.KernelCoverage`); :class:`Guide` merges it into the
 target's and turns it into ``hypothesis.target()`` observations, which Hypothesis's targeted
 phase climbs by mutating the best cases it saw (it interleaves that with generation):
 
@@ -35,7 +35,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fuzzkern.execution.coverage import KernelCoverage
+from fuzzkern.execution.interpreter.coverage import KernelCoverage
 
 __all__ = ["CLIMB_EVERY", "CLIMB_RUNS", "GIVE_UP", "OPEN_SIDES", "Climbed", "Guide"]
 

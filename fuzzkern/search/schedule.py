@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuzzkern.execution.pool import WorkerPool
+from fuzzkern.judge.verdict import failure_key
 from fuzzkern.search.engine import (
     ACCURACY_KEEP,
     RECORD_LIMIT,
@@ -77,6 +78,7 @@ from fuzzkern.search.engine import (
     interrupted,
     same_case_key,
 )
+from fuzzkern.search.findings import group, keep_accuracy, merge_shows
 from fuzzkern.target.loader import LoadedTarget
 
 ROUNDS = 4
@@ -129,7 +131,7 @@ def novelty(before: TargetResult, piece: TargetResult) -> float:
     new_specs = len(set(piece.specializations) - set(before.specializations))
     new_verdicts = len(set(piece.counts) - set(before.counts))
     grew = piece.max_score > before.max_score
-    # kernel coverage the slice reached first (fuzzkern.execution.coverage)
+    # kernel coverage the slice reached first (fuzzkern.execution.interpreter.coverage)
     new_paths = len(piece.coverage.features() - before.coverage.features())
     return new_specs + 2 * new_verdicts + (1 if grew else 0) + new_paths
 
@@ -146,7 +148,9 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
     """Add one slice's result to a target's running total."""
     into.cases += piece.cases
     into.counts.update(piece.counts)
+    merge_shows(into.shows, piece.shows)
     into.failures.extend(_new_failures(into.failures, piece.failures))
+    group(into)  # one report per failure key, over the slices
     into.seconds += piece.seconds
     into.case_seconds += piece.case_seconds
     into.error = into.error or piece.error
@@ -187,8 +191,9 @@ def merge(into: TargetResult, piece: TargetResult) -> None:
             into.records[rng.randrange(RECORD_LIMIT)] = rec
     into.max_score = max(into.max_score, piece.max_score)
     into.pass_ratio = max(into.pass_ratio, piece.pass_ratio)
-    into.accuracy = sorted(into.accuracy + piece.accuracy,
-                           key=lambda co: -float(co[1].score or 0.0))[:ACCURACY_KEEP]
+    for case, outcome in piece.accuracy:  # the worst case of each finding
+        into.accuracy = keep_accuracy(into.accuracy, case, outcome, failure_key(outcome),
+                                      ACCURACY_KEEP)
     into.slices += piece.slices
     into.ran_out = piece.ran_out
     into.interrupted = into.interrupted or piece.interrupted

@@ -361,11 +361,18 @@ _SKIP_DIRS = ("__pycache__", "node_modules", "site-packages")
 def target_files(folder: str) -> list[str]:
     """The ``.py`` files under ``folder`` that may define targets, sorted: every file whose text
     mentions ``Target`` (files that cannot are never imported), skipping hidden folders,
-    ``__pycache__``, ``.venv*``/``venv*`` and ``node_modules``."""
+    ``__pycache__``, ``.venv*``/``venv*``, ``node_modules`` and corpus folders (a corpus is
+    data: a ``.py`` a pull request put there is never imported)."""
     found = []
+    corpora: set[str] = set()
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
                          and not d.startswith("venv"))
+        if any(f.endswith(".json") and f[:-5] + ".safetensors" in files for f in files):
+            here = os.path.abspath(root)  # a target folder of a corpus: it and its corpus
+            corpora.add(here)
+            if os.path.dirname(here) != os.path.abspath(folder):
+                corpora.add(os.path.dirname(here))
         for f in sorted(files):
             if not f.endswith(".py") or f.startswith("."):
                 continue
@@ -377,7 +384,8 @@ def target_files(folder: str) -> list[str]:
             except OSError:
                 continue
             found.append(path)
-    return found
+    return [p for p in found
+            if not any(os.path.commonpath([os.path.abspath(p), c]) == c for c in corpora)]
 
 
 def expand(specs: list[str]) -> list[LoadedTarget]:

@@ -345,6 +345,7 @@ def test_a_corpus_lock_held_forever_costs_budget_not_a_hang(wrong_project, tmp_p
     assert waited <= 32
     (saved,) = corpus_entries(root / "corpus")
     assert json.loads(saved.read_text())["verdict"] == "kernel-bug"
+    assert f"saved: corpus/kernels_wrong/{saved.name}" in out and "NOT SAVED" not in out
 
 
 # -- item 6: an entry cannot weaken a target --------------------------------------------------

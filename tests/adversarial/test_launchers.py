@@ -120,6 +120,8 @@ def test_a_full_disk_is_reported_and_the_failure_kept(project):
     assert res.returncode == 1, res.stdout + res.stderr
     assert "kernels::wrong: kernel-bug" in out and "could not save a kernel-bug case" in out
     assert "File too large" in out and corpus_entries(project / "corpus") == []
+    assert "NOT SAVED: could not write it to corpus: " in out and "saved: " not in out.replace(
+        "NOT SAVED: ", "")
 
 
 def test_a_read_only_corpus_is_reported_and_the_failure_kept(project):

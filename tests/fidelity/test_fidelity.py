@@ -7,7 +7,7 @@ import pytest
 import torch
 import triton
 
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
 from tests.fidelity.corpus import CASES, ulp_distance
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -51,7 +51,7 @@ def test_a_chained_comparison_runs_as_and_or_is_refused_as_compiled():
     (Triton 3.6); where it compiles it, the interpreter gives ``(1 <= x) & (x < n)`` (3.9)."""
     from triton.compiler.errors import UnsupportedLanguageConstruct
 
-    from fuzzkern.execution.fidelity import compiler_rejects_chained_comparisons
+    from fuzzkern.execution.interpreter.fidelity import compiler_rejects_chained_comparisons
     from tests.fidelity import corpus
 
     want_refused = triton.__version__.startswith("3.6")

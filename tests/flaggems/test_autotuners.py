@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent("""
     os.environ.setdefault("GEMS_VENDOR", "nvidia")
     from triton.runtime.autotuner import Autotuner
     from fuzzkern.gpus import assumed_gpu
-    from fuzzkern.execution.interpreter import interpreter_mode
+    from fuzzkern.execution.interpreter.core import interpreter_mode
 
     calls = {"bench": 0}
     original = Autotuner._bench

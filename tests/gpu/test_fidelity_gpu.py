@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
 from tests.fidelity.corpus import CASES, ulp_distance
 
 pytestmark = [pytest.mark.gpu,
@@ -28,4 +28,7 @@ def test_compiled_matches_the_interpreter(case):
     compiled = [t.cpu() for t in case.run("cuda")]
     for i, (c, g) in enumerate(zip(compiled, interp, strict=True)):
         d = ulp_distance(c, g)
+        if d > case.ulps and case.gap is not None:  # a known gap, said in docs/interpreter.md
+            pytest.xfail(f"{case.gap}: output {i}: {d} ULPs\ncompiled    {c}\n"
+                         f"interpreter {g}")
         assert d <= case.ulps, f"output {i}: {d} ULPs\ncompiled    {c}\ninterpreter {g}"

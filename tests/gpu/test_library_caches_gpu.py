@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
 
 pytestmark = pytest.mark.gpu
 

@@ -18,7 +18,13 @@ from fuzzkern.execution.runner import _Run, outcome_of
 from fuzzkern.judge.outcome import Verdict
 from fuzzkern.judge.verdict import failure_key
 from tests.unit.targets import shadow_kernels as k
-from tests.unit.test_shadow import TVD, _target, _tvd_inputs, rms_inline_case
+from tests.unit.test_shadow import (
+    TVD,
+    _target,
+    _tvd_inputs,
+    rms_inline_bf16_case,
+    rms_inline_case,
+)
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
@@ -60,6 +66,17 @@ def test_a_cast_is_accuracy_compiled_as_interpreted():
         assert "(xf * rstd).to(x.dtype) * w" in o.message
 
 
+def test_the_llama_cast_in_bf16_is_the_same_accuracy_finding_compiled():
+    """The cast's class and root line do not depend on the dtype: bf16 under a tolerance of
+    about one bf16 rounding, compiled alone, is accuracy at the same line (or passes)."""
+    t, inputs = rms_inline_bf16_case()
+    o = _judged(t, {"M": 2, "N": 256}, inputs, ["compiled"])
+    assert o.verdict in (Verdict.ACCURACY, Verdict.PASS), o.message
+    if o.verdict == Verdict.ACCURACY:
+        assert failure_key(o) == "accuracy @ root shadow_kernels.py:195", o.message
+        assert "subnormal" not in o.message
+
+
 def test_an_output_host_code_made_is_shadowed_compiled():
     g = torch.Generator().manual_seed(3)
     x = (100 + torch.randn(3, 512, generator=g)).half()
@@ -78,3 +95,26 @@ def test_repeated_launches_of_one_binary_that_agree_are_not_nondeterministic():
     o = _judged(t, {"N": 4096}, _tvd_inputs(), ["compiled"], repeat_compiled=4)
     assert o.verdict != Verdict.NONDETERMINISTIC, o.message
     assert "nondeterministic" not in o.modes["compiled"].detail
+
+
+def test_launches_of_one_binary_that_differ_are_nondeterministic_with_the_values():
+    """Proven nondeterminism: a float sum through tl.atomic_add from 1024 programs, launched
+    8 times as one binary with one config on one input; the finding shows two differing
+    values at one element and which launches gave them."""
+    import fuzzkern
+    from fuzzkern import strategies as fks
+    from tests.gpu.planted_compiled import atomic_sum_launcher
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1 << 17, generator=g) * torch.logspace(-4, 4, 1 << 17)
+    t = fuzzkern.Target(launcher=lambda x: atomic_sum_launcher(x, 128),
+                        reference=lambda x: x.sum().reshape(1),
+                        inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
+                        dims={"N": fks.sizes(max_value=1 << 17)})
+    o = _judged(t, {"N": 1 << 17}, {"x": x}, ["compiled"], repeat_compiled=8)
+    assert o.verdict == Verdict.NONDETERMINISTIC, o.message
+    spread = o.modes["compiled"].detail["nondeterministic"]
+    first = spread["first"][0]
+    assert first["first"] != first["other"]
+    assert f"out0[0] {first['first']!r} vs {first['other']!r}" in o.message
+    assert "of the same binary, config and inputs" in o.message

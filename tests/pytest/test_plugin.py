@@ -547,3 +547,20 @@ add = fuzzkern.Target(launcher=add_ok, reference=lambda x, y: x + y, inputs=INPU
     result = _run(pytester, *FAST, "--fuzzkern-fail-under-coverage", "lots")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*--fuzzkern-fail-under-coverage*percentage*"])
+
+
+def test_one_root_cause_in_two_dtypes_is_one_failure_listing_both(pytester):
+    """A precision bug at one line in fp16 and in bf16 (tests/unit/targets/one_root.py): the
+    fuzz item reports one failure, with the dtypes and lengths where it showed."""
+    import os
+
+    here = os.path.join(os.path.dirname(__file__), "..", "unit", "targets", "one_root.py")
+    with open(here) as fh:
+        pytester.makepyfile(test_root=fh.read())
+    result = _run(pytester, "--fuzzkern-max-examples", "20", "--fuzzkern-budget", "120s",
+                  "--fuzzkern-seed", "0", "-k", "tvd_both")
+    assert result.ret == 1
+    text = result.stdout.str()
+    assert text.count("tvd_both: precision-bug") == 1, text[-3000:]
+    assert re.search(r"shows in \d+ cases: (float16 \(\d+\), bfloat16|bfloat16 \(\d+\), "
+                     r"float16) \(\d+\); dims N=", text), text[-3000:]

@@ -5,45 +5,23 @@ replays as still failing: an unshrunk finding never yields to another failure's 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
+from tests.adversarial.test_corpus_attacks_2 import TWO_BUGS as TARGETS
+
 pytestmark = pytest.mark.slow
 
-TARGETS = textwrap.dedent('''
-    import torch
-
-    import fuzzkern
-    from fuzzkern import strategies as fks
-
-
-    def launch(x):
-        a, b = x.clone(), x * 2
-        n = x.shape[0]
-        if 3 < n <= 5:
-            a[0] += 1  # bug A: output 0
-        if n > 5:
-            b[0] += 1  # bug B: output 1
-        return a, b
-
-
-    def reference(x):
-        return x.clone(), x * 2
-
-
-    two = fuzzkern.Target(
-        launcher=launch, reference=reference, dims={"N": fks.sizes(max_value=12)},
-        inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"])),
-    )
-''')
+#: bug B shows only with this variable set (the adversarial twin sets it for its second run)
+BUG_B = {**os.environ, "FUZZKERN_TEST_BUG_B": "1"}
 
 
 def _fuzzkern(cwd, *args):
     return subprocess.run([sys.executable, "-m", "fuzzkern", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=400)
+                          capture_output=True, text=True, timeout=400, env=BUG_B)
 
 
 def test_two_bugs_of_one_family_get_two_replayable_entries(tmp_path):

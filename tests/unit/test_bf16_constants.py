@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
 
 
 @triton.jit

@@ -156,3 +156,93 @@ def test_the_slow_case_estimate_adds_up_to_its_own_figures():
     projected, so_far, left, *_ = _figures(message)
     assert verdict == "slow" and projected == pytest.approx(so_far + left, abs=0.011)
     assert (so_far, left) == (1.0, 29.7)
+
+
+# -- a loaded machine: work is the worker's CPU time, not the clock's ----------------------------
+
+
+class _Cpu:
+    """The worker's CPU time as a CpuMeter reports it, set by the test: (seconds, runnable)."""
+
+    def __init__(self, seconds=100.0, runnable=True):
+        self.seconds, self.runnable = seconds, runnable
+
+    def __call__(self):
+        return self.seconds, self.runnable
+
+
+def test_a_launch_slowed_by_the_machines_load_is_not_past_the_cost_cap():
+    # the issue's loaded 2-core box: 20 of 400 programs took 1.2 s by the clock but 0.3 s of
+    # the worker's CPU (a quarter of a core): the launch's own cost is about 6 s, not 24 s
+    cpu = _Cpu(100.0)
+    c = CaseClock(timeout=60.0, start=0.0, cost_cap=10.0, cpu=cpu)
+    c.event(["progress", 20, 400, 1.2, 0.07, 0.0, 0.3, 100.32], 1.3)
+    assert c.projection(1.3) == pytest.approx((0.32 + 380 * 0.015, 0.32, 380 * 0.015))
+    assert c.check(1.3) is None
+    # the same launch whose programs cost that much CPU each is past the cap, as before
+    c.event(["progress", 20, 400, 1.2, 0.07, 0.0, 1.2, 101.3], 1.3)
+    verdict, message, detail = c.check(1.3)
+    assert verdict == "slow" and "too expensive for the budget" in message
+    assert detail["progress"]["cpu"] == 1.2
+
+
+def test_the_loaded_launchs_message_gives_both_clocks_and_its_figures_add_up():
+    c = CaseClock(timeout=2.0, start=0.0, cpu=_Cpu(0.0))
+    # 1 of 2560 programs: 0.4 s by the clock, 0.1 s of CPU: about 256 s of work
+    c.event(["progress", 1, 2560, 0.4, 0.4, 0.0, 0.1, 0.1], 0.5)
+    verdict, message, _ = c.check(0.5)
+    assert verdict == "slow"
+    assert ("1 of 2560 programs in 0.1 s of the worker's CPU time (0.4 s by the clock: the "
+            "machine is loaded)") in message
+    assert "about 256.00 s: 0.10 s so far, plus 255.90 s for the 2559 programs left" in message
+
+
+def test_past_the_timeout_by_the_clock_only_a_launch_runs_on():
+    cpu = _Cpu(10.0)
+    c = CaseClock(timeout=2.0, start=0.0, cpu=cpu)
+    # 30 programs: at the clock's 2.05 s the worker had worked 0.95 s (half a core)
+    c.event(["progress", 19, 30, 1.9, 0.11, 0.0, 0.95, 10.95], 1.95)
+    assert c.check(2.05) is None
+    assert c.wait(2.05) > 0  # checked again, not spun on
+    # its own work passes the timeout: slow
+    c.event(["progress", 29, 40, 3.9, 0.11, 0.0, 1.95, 11.8], 3.95)
+    assert c.check(4.2) is None  # 1.8 s, plus 0.25 s since at half a core: 1.93 s
+    verdict, message, _ = c.check(4.5)  # 1.8 + 0.55 / 2: 2.08 s
+    assert verdict == "slow" and "kept finishing" in message
+    assert "of the worker's CPU time" in message
+
+
+def test_a_stuck_program_is_a_hang_on_a_loaded_machine_too():
+    c = CaseClock(timeout=2.0, start=0.0, cpu=_Cpu(5.0))
+    c.event(["progress", 2, 16, 0.04, 0.02, 0.0, 0.01, 5.01], 0.05)
+    verdict, _, detail = c.check(2.1)
+    assert verdict == "hang" and detail["stalled_seconds"] == pytest.approx(2.05)
+
+
+def test_a_computing_worker_without_progress_is_timed_by_its_cpu_a_waiting_one_by_the_clock():
+    cpu = _Cpu(50.0, runnable=True)
+    c = CaseClock(timeout=2.0, start=0.0, cpu=cpu)
+    cpu.seconds = 51.0  # 1 s of work in 2.1 s: a loaded machine
+    assert c.check(2.1) is None
+    cpu.seconds = 52.2  # its own work passes the timeout: hang
+    verdict, message, detail = c.check(4.5)
+    assert verdict == "hang"
+    assert "(2.2 s of it the worker's CPU time)" in message and detail["cpu_seconds"] == 2.2
+    # a worker that waits (asleep, on a lock, on a device) is not runnable: the clock decides
+    waiting = _Cpu(50.0, runnable=False)
+    c = CaseClock(timeout=2.0, start=0.0, cpu=waiting)
+    assert c.check(2.1)[0] == "hang"
+
+
+def test_compiling_is_left_out_of_the_cpu_time_too():
+    cpu = _Cpu(0.0)
+    c = CaseClock(timeout=2.0, start=0.0, cpu=cpu)
+    c.event(["compile", True], 0.1)
+    cpu.seconds = 30.0
+    c.event(["compile", False], 30.1)
+    assert c.compile_cpu == pytest.approx(30.0)
+    cpu.seconds = 31.0  # 1.1 s of work (0.1 before the compilation, 1.0 after)
+    assert c.worked(31.2, cpu.seconds) == pytest.approx(1.0)
+    assert c.check(31.2) is None  # 1.1 s by the clock
+    cpu.seconds = 31.5
+    assert c.check(32.3) is None  # 2.2 s by the clock, 1.5 s of work: a loaded machine

@@ -135,3 +135,23 @@ def test_the_summary_never_wraps_a_row_on_a_narrow_screen(tmp_path):
     wide = Console(width=200, record=True, file=open(os.devnull, "w"))
     wide.print(summary_table([r, other], "fuzzkern summary", 200))
     assert "0: 600, 1: 634" in wide.export_text()
+
+
+def test_coverage_in_the_summary_is_the_kernel_coverage_and_classes_are_apart(tmp_path):
+    """A newcomer read "coverage 12" in the summary and the per-target line beside "80.0%"
+    in the kernel coverage below (issue 43's second trial): one word, one concept. The
+    coverage column and line give the kernel coverage; the specialization classes seen have
+    a column of their own, ``classes``."""
+    res = _fuzzkern(tmp_path, ["run", "fuzzkern.targets.builtin:vector_add", "--budget", "5s",
+                               "--max-examples", "6", "--no-db", "--no-corpus", "--seed", "1",
+                               "--heartbeat", "0"], env={"COLUMNS": "200"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    import re
+
+    percent = re.search(r"builtin\.vector_add: (\d+\.\d)%", res.stdout).group(1)
+    line = next(ln for ln in res.stdout.splitlines() if "builtin.vector_add: 6 cases" in ln)
+    assert line.endswith(f"coverage {percent}%"), line
+    header = next(ln for ln in res.stdout.splitlines() if "target" in ln and "status" in ln)
+    assert "coverage" in header and "classes" in header
+    row = next(ln for ln in res.stdout.splitlines() if ln.startswith("│ builtin.vector_add"))
+    assert f"{percent}%" in row

@@ -1,4 +1,5 @@
-"""Kernel coverage in the interpreter (fuzzkern/execution/coverage.py): exact lines, branch
+"""Kernel coverage in the interpreter (fuzzkern/execution/interpreter/coverage.py): exact lines,
+branch
 sides, trip counts, masks and conditions on the small kernels of _coverage_kernels.py, on the
 real Triton interpreter."""
 
@@ -10,8 +11,8 @@ import types
 import pytest
 import torch
 
-from fuzzkern.execution.coverage import KernelCoverage, recording
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
+from fuzzkern.execution.interpreter.coverage import KernelCoverage, recording
 from tests.unit import _coverage_kernels as K
 
 FILE = os.path.abspath(K.__file__)
@@ -53,8 +54,9 @@ def test_lines_branches_masks_and_conditions_of_one_case():
     where = _site(cov, BRANCHY, 29)
     # x + 1 > 0: false in program 0, mixed in 1, true in 2
     assert (where["all"], where["mixed"], where["none"]) == (1, 1, 1)
+    # every lane off (a program past the end) is not a class until a case reaches it
     assert cov.counts() == {"lines": (11, 13), "branches": (1, 2), "loops": (1, 3),
-                            "masks": (4, 6), "wheres": (3, 3)}
+                            "masks": (4, 4), "wheres": (3, 3)}
 
 
 def test_helpers_are_covered_and_merging_adds():
@@ -72,17 +74,15 @@ def test_helpers_are_covered_and_merging_adds():
     assert merged.functions[BRANCHY]["lines"]["25"] == 1
     assert _site(merged, BRANCHY, 27)["1"] == 2  # one trip in both cases
     assert merged.unreached() == [
-        "branchy_kernel (_coverage_kernels.py:17): load at line 21 mask never all lanes off",
         "branchy_kernel (_coverage_kernels.py:17): line 27 `for _i in range(0, n, BLOCK):` "
         "never ran 0 times",
         "branchy_kernel (_coverage_kernels.py:17): line 27 `for _i in range(0, n, BLOCK):` "
         "never ran more than once",
         "branchy_kernel (_coverage_kernels.py:17): tl.where at line 29 condition never "
         "uniformly false",
-        "branchy_kernel (_coverage_kernels.py:17): store at line 30 mask never all lanes off",
     ]
     status = merged.line_status(BRANCHY)
-    assert status[21] == status[27] == "partly" and status[22] == "reached"
+    assert status[27] == "partly" and status[21] == status[22] == "reached"
 
 
 @pytest.mark.parametrize(("n", "trips"), [(0, "trips 0"), (1, "trips 1"), (3, "trips many")])
@@ -163,7 +163,7 @@ def test_the_report_marks_the_kernel_source(tmp_path):
     r = types.SimpleNamespace(target_id="t", coverage=small)
     page = report.source_html(r, ("interpret",))
     assert "<tr class='never' data-line='23' title='never reached'>" in page
-    assert "<tr class='partly' data-line='21'" in page and "mask never all lanes off" in page
+    assert "<tr class='partly' data-line='21'" in page and "mask never partial" in page
     assert "<tr class='reached' data-line='25'>" in page
     assert "<tr class='partly' data-line='22' title='line 22 `if n &gt; BIG:` true branch " \
         "never taken'>" in page
@@ -190,8 +190,9 @@ def test_fail_under_coverage_exits_1_and_reports_json(tmp_path):
 
     res = subprocess.run(
         [sys.executable, "-m", "fuzzkern", "run", "fuzzkern.targets.builtin:axpy",
-         "--max-examples", "6", "--budget", "120s", "--no-db", "--no-corpus", "-q",
-         "--fail-under-coverage", "99.5", "--report", "r.json"],
+         # one case takes one side of `if EVEN_N:` (a constexpr): under 99.5% whatever it draws
+         "--max-examples", "1", "--case-floor", "0", "--budget", "120s", "--no-db",
+         "--no-corpus", "-q", "--fail-under-coverage", "99.5", "--report", "r.json"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "kernel coverage of builtin.axpy is" in res.stderr
@@ -205,8 +206,8 @@ def test_fail_under_coverage_exits_1_and_reports_json(tmp_path):
 
 _UNDER_ENV = """
 import json, torch
-from fuzzkern.execution.coverage import recording
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.coverage import recording
+from fuzzkern.execution.interpreter.core import interpreter_mode
 from tests.unit import _coverage_kernels as K
 import triton.runtime.interpreter as upstream
 assert type(K.branchy_kernel) is upstream.InterpretedFunction  # decorated under the variable
@@ -274,3 +275,22 @@ def test_coverage_from_before_the_rule_counts_every_class():
     cov = KernelCoverage.from_json({"cases": 1, "functions": {"f:1": {
         "name": "f", "file": "f.py", "line": 1, "lines": {"2": 1}, "sites": [old]}}})
     assert cov.counts()["wheres"] == (2, 3)
+
+
+def test_every_lane_off_counts_once_a_launch_reaches_it():
+    """A ``cdiv(n, BLOCK)`` grid never starts a program past the end, so a mask's every-lane-off
+    class is no gap; a launcher whose grid does start one (here 3 programs for 5 elements)
+    reaches it, and from then on it counts like any class."""
+    _, usual = _run(K.branchy, torch.ones(12))  # 2 programs: every lane on, then partial
+    assert usual.counts()["masks"] == (4, 4)
+    assert not any("all lanes off" in g for g in usual.unreached())
+    x = torch.ones(5)
+    out = torch.empty_like(x)
+    with interpreter_mode(), recording() as rec:
+        K.branchy_kernel[(3,)](x, out, 5, 1000, BLOCK=4)  # program 2 has no element
+    assert torch.equal(out, x + 1)
+    wide = rec.coverage
+    assert wide is not None
+    load = _site(wide, BRANCHY, 21)
+    assert (load["all"], load["partial"], load["none"]) == (1, 1, 1)
+    assert wide.counts()["masks"] == (6, 6)

@@ -1,4 +1,5 @@
-"""bf16 and fp8 as the user gave them (fuzzkern/execution/formats.py): host code sees the dtypes
+"""bf16 and fp8 as the user gave them (fuzzkern/execution/interpreter/formats.py): host code sees
+the dtypes
 of the case, the interpreter computes on exact values and rounds each result as compiled."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import triton.language as tl
 import fuzzkern
 from fuzzkern import strategies as fks
 from fuzzkern.case.model import Case, TensorCase
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
 from fuzzkern.execution.runner import run_case
 from tests.unit.targets.shadow_kernels import softmax_backward, softmax_backward_reference
 
@@ -181,7 +182,7 @@ def test_narrow_sums_round_their_partial_sums_in_their_dtype(dtype):
     partial sums round there along the compiled tree; rounded once it would be more exact."""
     import numpy as np
 
-    from fuzzkern.execution import formats
+    from fuzzkern.execution.interpreter import formats
 
     g = torch.Generator().manual_seed(0)
     x = (torch.rand(4, 1024, generator=g) + 0.5).to(dtype)
@@ -207,7 +208,7 @@ def test_narrow_sums_round_their_partial_sums_in_their_dtype(dtype):
 def test_tree_sum_is_exact_for_exact_partial_sums_and_absorbs_as_compiled():
     import numpy as np
 
-    from fuzzkern.execution import formats
+    from fuzzkern.execution.interpreter import formats
 
     x = np.full(4096, 0.25)
     x[0] = 1024

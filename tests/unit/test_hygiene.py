@@ -35,7 +35,7 @@ from fuzzkern.execution.hygiene import (
     poison_bits,
     poisoned_allocations,
 )
-from fuzzkern.execution.interpreter import OOBAccess, OOBView, interpreter_mode
+from fuzzkern.execution.interpreter.core import OOBAccess, OOBView, interpreter_mode
 from fuzzkern.execution.launching import checks_of, overflow_of
 from fuzzkern.execution.runner import _Run, run_case
 from fuzzkern.judge.outcome import Comparison, ModeResult, Outcome, Verdict
@@ -589,6 +589,21 @@ def test_device_protocol_repeats_and_reports_nondeterminism():
     spread = mode.detail["nondeterministic"]
     assert spread["count"] == 3 and spread["runs"] == 3
     assert spread["max_abs_diff"] == pytest.approx(1e-3, rel=1e-3)
+    # the proof: two differing values at one element, and which launches of the one binary
+    first = spread["first"][0]
+    assert first["first"] != first["other"] and len(first["index"]) == 1
+    element = f"out0[{first['index'][0]}] {first['first']!r} vs {first['other']!r}"
+    assert element in reason and "launch" in reason and "same binary" in reason
+    # and through the compiled-only attribution (fuzzkern.search.explain), the same proof
+    from fuzzkern.judge.causes import Cause, attributed
+    from fuzzkern.judge.outcome import Outcome
+    from fuzzkern.search.explain import proven_nondeterminism
+
+    line = proven_nondeterminism("the result changes between launches of the same binary",
+                                 Outcome(verdict, reason))
+    o = attributed(Outcome(Verdict.COMPILED_ONLY, "only the compiled kernel disagrees"),
+                   [Cause("nondeterministic", line)], compiled_only=True)
+    assert o.verdict == Verdict.NONDETERMINISTIC and element in o.message
     mode, (verdict, _) = _device_run(lambda x: 2 * x, repeat_compiled=3)
     assert verdict == Verdict.PASS and mode.detail["repeats"] == 3
 

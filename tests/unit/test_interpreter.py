@@ -1,6 +1,6 @@
 """In-process Triton interpreter: redirection, autotune forcing, state restore, bounds checker.
 
-Runs on CPU with Triton 3.6 and 3.9 (see fuzzkern/execution/interpreter.py and
+Runs on CPU with Triton 3.6 and 3.9 (see fuzzkern/execution/interpreter/core.py and
 docs/architecture.md, execution).
 """
 
@@ -24,8 +24,8 @@ from triton.runtime.autotuner import Autotuner, Heuristics  # noqa: E402
 from triton.runtime.errors import InterpreterError  # noqa: E402
 from triton.runtime.jit import JITFunction  # noqa: E402
 
-from fuzzkern.execution import interpreter as fki  # noqa: E402
-from fuzzkern.execution.interpreter import (  # noqa: E402
+from fuzzkern.execution.interpreter import core as fki  # noqa: E402
+from fuzzkern.execution.interpreter.core import (  # noqa: E402
     ForcedConfigError,
     OOBAccess,
     interpreter_mode,
@@ -223,7 +223,7 @@ def test_what_a_block_leaves_changed_is_put_back_and_reported():
 
 def test_a_libdevice_function_added_later_is_interpreted_too():
     """The libdevice scan is cached per module and redone when the module changes."""
-    from fuzzkern.execution import fidelity
+    from fuzzkern.execution.interpreter import fidelity
 
     name, module = next(iter(fidelity.libdevice_modules().items()))
 
@@ -644,7 +644,7 @@ def test_int_and_float_constexprs_have_value_as_compiled(n, expected):
 
 
 def test_interpreter_limitations_are_told_from_kernel_errors():
-    from fuzzkern.execution.fidelity import interpreter_limitation
+    from fuzzkern.execution.interpreter.fidelity import interpreter_limitation
 
     builder = _interp.interpreter_builder
     try:  # what Triton's interpreter raises for an atomic it does not implement

@@ -1,5 +1,6 @@
 """The interpreter's loop variables, and what the compiler refuses, as compiled
-(fuzzkern.execution.fidelity; docs/interpreter.md). The kernel-by-kernel comparison with the
+(fuzzkern.execution.interpreter.fidelity; docs/interpreter.md). The kernel-by-kernel comparison
+with the
 GPU is tests/fidelity; here: the rules themselves and the verdicts a case gets."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import triton
 import triton.language as tl
 
 from fuzzkern.case.model import Case, TensorCase
-from fuzzkern.execution.fidelity import CompileError, LoopRange
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
+from fuzzkern.execution.interpreter.fidelity import CompileError, LoopRange
 from fuzzkern.execution.pool import WorkerPool
 from fuzzkern.execution.runner import run_case
 from fuzzkern.judge.outcome import ModeResult, Verdict
@@ -166,7 +167,7 @@ def test_a_compile_error_only_the_interpreter_claims_is_an_interpreter_divergenc
 
 
 def test_a_compile_error_raised_here_keeps_its_words():
-    from fuzzkern.execution.fidelity import compile_refusal
+    from fuzzkern.execution.interpreter.fidelity import compile_refusal
 
     assert compile_refusal(CompileError("K >= 16")) == "K >= 16"
     assert compile_refusal(ValueError("arange's range must be a power of 2")) is None  # not
@@ -212,7 +213,7 @@ def test_the_fast_paths_keep_triton_results_and_types():
     import triton.runtime.interpreter as _interp
     from triton.language.semantic import TritonSemantic
 
-    from fuzzkern.execution import fastpath
+    from fuzzkern.execution.interpreter import fastpath
 
     a, b = torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([0.5, -1.0, 2.0, 0.0])
     h = torch.tensor([3.0, 7.0, 1.0, 5.0], dtype=torch.float16)
@@ -264,7 +265,7 @@ def _asm_in_branch(x_ptr, y_ptr, FAST: tl.constexpr):
 
 
 def test_inline_asm_on_every_path_is_unsupported_before_any_program_runs():
-    from fuzzkern.execution.fidelity import InterpreterUnsupported, static_limitation
+    from fuzzkern.execution.interpreter.fidelity import InterpreterUnsupported, static_limitation
 
     assert static_limitation(_asm_in_branch.fn) is None
     why = static_limitation(_asm_kernel.fn)

@@ -100,9 +100,12 @@ def test_folder_targets_skip_hidden_cache_and_venv_folders(tmp_path):
     (tmp_path / "ops" / "add_ops.py").write_text(_TARGET_FILE.format(name="add"))
     (tmp_path / "ops" / "helpers.py").write_text("X = 1\n")  # no Target: never imported
     (tmp_path / "ops" / "mentions.py").write_text("# a Target is mentioned\nY = 2\n")
-    for skipped in (".hidden", "__pycache__", ".venv", "venv311"):
-        (tmp_path / skipped).mkdir()
+    for skipped in (".hidden", "__pycache__", ".venv", "venv311", "corpus/ops_add",
+                    "corpus/more"):
+        (tmp_path / skipped).mkdir(parents=True)
         (tmp_path / skipped / "t.py").write_text(_TARGET_FILE.format(name="nope"))
+    for name in ("0123456789abcdef.json", "0123456789abcdef.safetensors"):  # an entry: data
+        (tmp_path / "corpus" / "ops_add" / name).write_text("{}")
     files = loader.target_files(str(tmp_path))
     assert [os.path.relpath(f, tmp_path) for f in files] == ["ops/add_ops.py", "ops/mentions.py"]
     (lt,) = loader.expand([str(tmp_path)])

@@ -1,4 +1,5 @@
-"""The float64 shadow (fuzzkern/execution/shadow.py) and its verdict (fuzzkern/judge/precision.py):
+"""The float64 shadow (fuzzkern/execution/interpreter/shadow.py) and its verdict
+(fuzzkern/judge/precision.py):
 the kernel's own algorithm without rounding, and rounding told apart from logic."""
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import torch
 import fuzzkern
 from fuzzkern import strategies as fks
 from fuzzkern.case.model import Case, TensorCase, Values
-from fuzzkern.execution.interpreter import interpreter_mode
+from fuzzkern.execution.interpreter.core import interpreter_mode
+from fuzzkern.execution.interpreter.shadow import ExactReference, ShadowRun, shadow_mode
 from fuzzkern.execution.runner import _Run, outcome_of, run_case
-from fuzzkern.execution.shadow import ExactReference, ShadowRun, shadow_mode
 from fuzzkern.judge.outcome import Verdict
 from fuzzkern.judge.verdict import failure_key
 from tests.unit.targets import shadow_kernels as k
@@ -165,7 +166,7 @@ def test_an_fp16_accumulator_is_a_precision_bug_at_its_line():
 
 @pytest.mark.parametrize("launcher", [k.two_pass])
 def test_a_passing_case_never_runs_the_shadow(launcher, monkeypatch):
-    from fuzzkern.execution import shadow
+    from fuzzkern.execution.interpreter import shadow
 
     def boom(*a, **kw):
         raise AssertionError("the shadow ran")
@@ -295,6 +296,43 @@ def test_a_cast_on_an_accumulating_line_is_accuracy_naming_the_cast_and_subnorma
     assert not facts["accumulates"] and facts["share"] > 0.5
 
 
+def rms_inline_bf16_case():
+    """The same Llama cast in bf16, under a tolerance of about one bf16 rounding (bf16's
+    default band holds the cast's 1-2 ulps): normal values, no subnormal range."""
+    t, inputs = rms_inline_case()
+    bf16 = {"x": (("M", "N"), "bfloat16"), "w": (("N",), "bfloat16")}
+    t = _target(k.rms_inline, k.rms_reference_fp32, bf16,
+                tolerance=fuzzkern.Tolerance(rtol=2**-9, atol=1e-5))
+    return t, {n: v.float().bfloat16() for n, v in inputs.items()}
+
+
+def test_the_llama_cast_is_one_accuracy_finding_in_fp16_and_bf16_in_both_modes():
+    """One root cause, one class: `(xf * rstd).to(x.dtype) * w` is accuracy naming that line
+    in fp16 (its values in fp16's subnormal range said) and in bf16 (nothing subnormal said),
+    one failure key, and the same when the outputs are judged as a compiled-only run's."""
+    keys = set()
+    for (t, inputs), subnormal in ((rms_inline_case(), True), (rms_inline_bf16_case(), False)):
+        dtype = "fp16" if subnormal else "bf16"
+        o = _judged(t, {"M": 2, "N": 256}, inputs)
+        assert o.verdict == Verdict.ACCURACY and not o.failed, o.message
+        assert "(xf * rstd).to(x.dtype) * w, mask=mask)`: rounds to " + dtype in o.message
+        assert ("values in fp16's subnormal range" in o.message) is subnormal, o.message
+        assert "subnormal" in o.message or not subnormal
+        assert "accumulate" not in o.message
+        keys.add(failure_key(o))
+        opts = {"modes": ["compiled"]}
+        spec = {n: TensorCase.build(tuple(v.shape), str(v.dtype).removeprefix("torch."))
+                for n, v in inputs.items()}
+        run = _Run(t, Case({"M": 2, "N": 256}, spec), opts, base=dict(inputs))
+        with interpreter_mode():
+            got = k.rms_inline(**{n: v.clone() for n, v in inputs.items()})
+        result = run._judge("compiled", run.reference(), (got,), {}, 0.0, None, None)
+        compiled = outcome_of(t, {"compiled": result}, opts, time.perf_counter())
+        assert compiled.verdict == Verdict.ACCURACY, compiled.message
+        keys.add(failure_key(compiled))
+    assert keys == {"accuracy @ root shadow_kernels.py:195"}
+
+
 def test_an_output_host_code_made_is_shadowed():
     """The launcher subtracts two fp16 row sums in torch: where they cancel, the output is far
     off, and the shadow (host code at float64) judges it: rounding at the kernel's store."""
@@ -313,7 +351,7 @@ def test_an_output_host_code_made_is_shadowed():
 
 
 def test_a_failure_of_the_shadow_itself_is_said_and_judged_as_before(monkeypatch):
-    from fuzzkern.execution import shadow
+    from fuzzkern.execution.interpreter import shadow
 
     def broken(*a, **kw):
         return [][1]  # the IndexError a shadow once raised
@@ -349,7 +387,7 @@ def test_an_unexplained_compiled_difference_accuses_no_race():
 def test_host_operations_keep_float64_in_the_shadow_memory():
     """x * 3 and an in-place += 0.1 in fp16 host code: the shadow holds their float64 values,
     memory their correct rounding, and each line is a rounding site."""
-    from fuzzkern.execution.shadow import HostShadow
+    from fuzzkern.execution.interpreter.shadow import HostShadow
 
     run = ShadowRun()
     x = torch.tensor([1.0, 2.0 ** -12, 3.0], dtype=torch.float16)
@@ -378,3 +416,31 @@ def test_a_narrow_sum_overflowing_to_inf_is_the_same_precision_bug():
     o = _judged(t, {"M": 2, "N": 64}, {"x": x})
     assert o.verdict == Verdict.PRECISION_BUG, o.message
     assert "`ms = tl.sum(x * x, axis=0) / N`" in o.message and "NaN/inf" in o.message
+    assert "it is inf at out[0] where the reference gives" in o.message, o.message
+    assert "off by 0 " not in o.message
+
+
+def test_the_root_lines_kind_decides_the_class_whatever_its_share():
+    """An fp16 accumulation named as the root is a precision-bug whether rounding there alone
+    gives 70% of one case's error or 39% of another's (Liger's group_norm `dB += tl.sum(g)`
+    came out both ways); a cast root stays accuracy at any share."""
+    from fuzzkern.judge.outcome import Comparison, Mismatch
+    from fuzzkern.judge.precision import ShadowFindings, judge_shadow
+
+    def real():
+        return Comparison(ok=False, mismatched=1, total=8, max_abs_error=0.01,
+                          max_rel_error=0.01, max_ulp_error=30,
+                          first=[Mismatch(output=0, index=(2,), got=1.0, expected=1.01)],
+                          tolerance="rtol=1e-3")
+
+    shadow_ok = Comparison(ok=True, mismatched=0, total=8, tolerance="rtol=1e-3")
+    statuses = set()
+    for share in (0.7, 0.39, 0.05):
+        for accumulates, line in ((True, "k.py:169 `dB += tl.sum(g)`: accumulates in fp16"),
+                                  (False, "k.py:12 `y = x.to(tl.float16)`: rounds to fp16")):
+            found = ShadowFindings(comparison=shadow_ok, where=(0, (2,)), error=0.01,
+                                   cause="line " + line, share=share, accumulates=accumulates)
+            status, c = judge_shadow(real(), found, limits=[])
+            statuses.add((accumulates, status))
+            assert line in c.explanation
+    assert statuses == {(True, "precision"), (False, "accuracy")}

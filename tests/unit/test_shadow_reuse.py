@@ -35,6 +35,29 @@ def test_a_smaller_error_of_the_same_signature_reuses_the_shadows_rounding():
     assert reused.max_abs_error == 0.015  # this case's own figures
 
 
+def test_a_reused_rounding_keeps_its_root_cause_one_finding():
+    """The root line the shadow named carries over: the reused case is the same finding
+    (failure_key) as the case the shadow ran on, not a second one without a root."""
+    import dataclasses
+
+    from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
+    from fuzzkern.judge.verdict import failure_key
+
+    cause = "line k.py:14 `y = (x * r).to(x.dtype) * w`: rounds to fp16"
+    judged = dataclasses.replace(_judged(0.01, 20), condition={"shadow": {
+        "cause": cause, "accumulates": False, "share": 0.9, "index": [5], "error": 0.01}})
+    seen = _RoundingSeen()
+    seen.record(KEY, "accuracy", judged)
+    reused = seen.reuse(KEY, _real(0.012, 24))
+    assert reused is not None and cause in reused.explanation
+    assert reused.condition["shadow"] == {"cause": cause, "accumulates": False, "share": 0.9,
+                                          "reused": True, "explained_abs": 0.01,
+                                          "explained_ulp": 20}
+    keys = {failure_key(Outcome(Verdict.ACCURACY, "", modes={
+        "interpret": ModeResult("interpret", "accuracy", comparison=c)})) for c in (judged, reused)}
+    assert keys == {"accuracy @ root k.py:14"}
+
+
 def test_larger_errors_nonfinite_values_other_signatures_and_failures_run_the_shadow():
     seen = _RoundingSeen()
     seen.record(KEY, "accuracy", _judged(0.01, 20))

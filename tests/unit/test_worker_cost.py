@@ -147,10 +147,14 @@ def test_a_quick_launch_reports_nothing_and_a_stuck_one_is_reported_while_it_run
         time.sleep(0.5)
         # the reporter thread reported program 1 done while program 2 ran, with its age
         assert len(events) == 1, events
-        kind, done, total, seconds, slowest, age = events[0]
+        kind, done, total, seconds, slowest, age, cpu, cpu_at = events[0]
         assert (kind, done, total) == ("progress", 1, 8)
-        assert 0.01 <= float(slowest) <= float(seconds) < 0.3
+        # the finished programs' time from the first one's start: one program, the slowest
+        assert 0.01 <= float(slowest) == float(seconds) < 0.3
         assert 0.0 < float(age) <= 0.5
+        # and what they took of the worker's CPU (asleep: next to nothing), and its CPU then
+        assert 0.0 <= float(cpu) < 0.005
+        assert float(cpu_at) <= time.process_time()
         meter.end()
         assert events[-1] == ["launch", False]  # the parent drops this launch's progress
     finally:

@@ -71,9 +71,9 @@ from triton.runtime.errors import InterpreterError
 from triton.runtime.jit import JITFunction, TensorWrapper
 
 from fuzzkern.errors import ForcedConfigError
-from fuzzkern.execution import fidelity as interp_fidelity
-from fuzzkern.execution.fidelity import FidelityInterpretedFunction
-from fuzzkern.execution.formats import widened_patches
+from fuzzkern.execution.interpreter import fidelity as interp_fidelity
+from fuzzkern.execution.interpreter.fidelity import FidelityInterpretedFunction
+from fuzzkern.execution.interpreter.formats import widened_patches
 from fuzzkern.execution.progress import LaunchMeter
 from fuzzkern.execution.stages import stage
 from fuzzkern.introspect import (

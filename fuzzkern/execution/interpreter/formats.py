@@ -4,7 +4,7 @@ tensors as the user gave them (docs/interpreter.md, "Low-precision dtypes as giv
 
 Triton's interpreter holds a bfloat16 value as its raw 16 bits and an fp8 value as its raw 8
 bits, and computes on those bits as if they were integers, so ``a + b`` of two bf16 tensors is
-wrong. While :func:`~fuzzkern.execution.interpreter.interpreter_mode` is active the patches of
+wrong. While :func:`~fuzzkern.execution.interpreter.core.interpreter_mode` is active the patches of
 :func:`widened_patches` hold such values as float32 numpy arrays under their real Triton dtype
 instead: a load reads the storage's own bits and widens them exactly, every float op whose
 result has a widened dtype rounds it to that dtype as the GPU does (round to nearest even),
@@ -12,7 +12,8 @@ casts round as compiled (to fp8: saturating to the largest finite value, the NVI
 ``cvt.rn.satfinite``), and a store writes the dtype's own bits. Host code (launchers, a
 library's own checks, ``torch.empty_like``) sees the bf16/fp8 tensors themselves.
 
-The float64 shadow (:mod:`fuzzkern.execution.shadow`) is the same mechanism with float64 for
+The float64 shadow (:mod:`fuzzkern.execution.interpreter.shadow`) is the same mechanism with
+float64 for
 every float dtype; both share the table, the conversions and :func:`real_dtypes`, under which
 memory ops see the storage's own numpy dtypes (a widened patch then passes straight through,
 so the shadow, installed above it, reads raw bits as it expects).
@@ -29,9 +30,9 @@ import torch
 import triton.language as tl
 import triton.runtime.interpreter as _interp
 
-__all__ = ["FP8", "MMA_K", "THREADS", "TL_OF", "TORCH_OF", "WIDENED", "Unrepresentable", "bits",
-           "is_float", "mma_dot", "narrow", "ordered_cumsum", "real_dtypes", "rounded",
-           "tree_sum", "widen", "widened_patches"]
+__all__ = ["FP8", "MMA_K", "MMA_K_8BIT", "THREADS", "TL_OF", "TORCH_OF", "WIDENED",
+           "Unrepresentable", "bits", "is_float", "mma_dot", "mma_k", "narrow", "ordered_cumsum",
+           "real_dtypes", "rounded", "tree_sum", "widen", "widened_patches"]
 
 _Handle = _interp.TensorHandle
 _Builder = _interp.InterpreterBuilder
@@ -285,7 +286,8 @@ def _dot(orig: Callable[..., Any]) -> Callable[..., Any]:
         if not _REAL[0] and _twin_input(d):
             # a narrow accumulator: rounded per K step, as a tensor core does
             out = mma_dot(widen(a.data, a.dtype.scalar), widen(b.data, b.dtype.scalar),
-                          widen(d.data, d.dtype.scalar), d.dtype.scalar)
+                          widen(d.data, d.dtype.scalar), d.dtype.scalar,
+                          mma_k(a.dtype.scalar))
             return _Handle(out.astype(d.data.dtype), d.dtype.scalar)
         if _REAL[0] or not (_widened(a) or _widened(b)):
             return _rounding(orig)(self, a, b, d, *rest)
@@ -306,8 +308,15 @@ def _dot(orig: Callable[..., Any]) -> Callable[..., Any]:
 #: across warps), every add rounded in the combine's dtype
 THREADS = 128
 #: a tensor-core MMA adds this many products of a K step exactly before it rounds to its
-#: accumulator
+#: accumulator: 16 for 16-bit operands (``mma.m16n8k16``, ``wgmma ... k16``), 32 for 8-bit
+#: ones (``mma.m16n8k32``, ``wgmma ... k32``)
 MMA_K = 16
+MMA_K_8BIT = 32
+
+
+def mma_k(operand: Any) -> int:
+    """The K step of the MMA instruction for operands of Triton dtype ``operand``."""
+    return MMA_K_8BIT if is_float(operand) and operand.primitive_bitwidth == 8 else MMA_K
 
 
 def narrow(dtype: Any) -> bool:
@@ -365,14 +374,15 @@ def ordered_cumsum(values: np.ndarray, axis: int, dtype: Any) -> np.ndarray:
     return np.moveaxis(out, -1, axis)
 
 
-def mma_dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, dtype: Any) -> np.ndarray:
+def mma_dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, dtype: Any,
+            step: int = MMA_K) -> np.ndarray:
     """``tl.dot`` into a narrow accumulator (``out_dtype=tl.float16``) as a tensor core does
-    it: products of each K step of :data:`MMA_K` summed exactly, then added to the
-    accumulator and rounded to ``dtype``. Float64."""
+    it: products of each K step of ``step`` (:func:`mma_k`: 16, or 32 for fp8 operands)
+    summed exactly, then added to the accumulator and rounded to ``dtype``. Float64."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     out = np.asarray(acc, np.float64)
-    for k in range(0, a.shape[-1], MMA_K):
-        out = rounded(np.matmul(a[..., k:k + MMA_K], b[..., k:k + MMA_K, :]) + out, dtype)
+    for k in range(0, a.shape[-1], step):
+        out = rounded(np.matmul(a[..., k:k + step], b[..., k:k + step, :]) + out, dtype)
     return out
 
 

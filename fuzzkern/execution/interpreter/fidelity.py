@@ -1,6 +1,6 @@
 """Compiled semantics where Triton's interpreter runs Python's (the gaps fuzzkern closes).
 
-Installed by :func:`fuzzkern.execution.interpreter.interpreter_mode` for the length of its
+Installed by :func:`fuzzkern.execution.interpreter.core.interpreter_mode` for the length of its
 block, on Triton 3.6 and 3.9, and removed on exit. Each gap, the compiled behaviour and the
 upstream issue are listed in docs/interpreter.md (generated from tests/fidelity/, the
 differential self-check that runs each construct in the interpreter and compiled).
@@ -19,7 +19,7 @@ differential self-check that runs each construct in the interpreter and compiled
   ``[2**31, 2**32)``.
 * **``tl.dtype`` in helpers.** A dtype passed to a ``@jit`` helper is a ``constexpr`` compiled,
   so ``DT.value`` works; the interpreter passes the bare dtype. ``tl.dtype`` gets ``value``;
-  int and float constexprs get it from :mod:`fuzzkern.execution.interpreter`, which passes
+  int and float constexprs get it from :mod:`fuzzkern.execution.interpreter.core`, which passes
   them to the kernel and its helpers as int/float subclasses with ``.value``.
 * **Interpreter limitations** (:func:`interpreter_limitation`): what the interpreter cannot
   run is told from what the kernel got wrong, so the case is ``unsupported``, not ``error``.
@@ -59,8 +59,8 @@ import triton.language.core as tl_core
 import triton.runtime.interpreter as _interp
 from triton.compiler.errors import CompilationError, UnsupportedLanguageConstruct
 
-from fuzzkern.execution import fastpath
-from fuzzkern.execution.coverage import PROBES, instrument
+from fuzzkern.execution.interpreter import fastpath
+from fuzzkern.execution.interpreter.coverage import PROBES, instrument
 
 __all__ = ["CompileError", "ConstFloat", "ConstInt", "FidelityRewriter",
            "InterpreterUnsupported", "LoopRange", "as_constexpr", "compile_refusal",

@@ -3,7 +3,8 @@
 
 In the interpreter every line of a ``@triton.jit`` function runs as Python, so coverage is
 measured exactly, by *source instrumentation*: when the interpreter rewrites a kernel or
-``@jit`` helper (:class:`fuzzkern.execution.fidelity.FidelityRewriter`, once per function and
+``@jit`` helper (:class:`fuzzkern.execution.interpreter.fidelity.FidelityRewriter`, once per
+function and
 process), :func:`instrument` adds probes to the rewritten AST, and only there:
 
 * a probe before each statement (line reached);
@@ -713,8 +714,11 @@ def _side_groups(s: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """The classes of site ``s`` that count, in groups (a while loop: its sides, then its trip
     counts). Only reachable ones: a mask or condition reached only ever with one lane (a scalar
     ``tl.where`` condition) has no partial class; a loop over ``range(cdiv(n, B))`` counts 0
-    trips only once a case reached it (an empty ``n``). A class reached always counts; data
-    from before these rules (no ``multi-lane``) counts every class."""
+    trips only once a case reached it (an empty ``n``); a ``mask=`` counts "every lane off"
+    only once a case reached it (it needs a program past the end of the data, which the usual
+    ``cdiv(n, BLOCK)`` grid never starts; a launcher that does start one reaches it). A class
+    reached always counts; data from before these rules (no ``multi-lane``) counts every
+    class."""
     kind = s["kind"]
     if kind == "while":
         return [_SIDES["while"], tuple(f"trips {x}" for x in _SIDES["loop"])]
@@ -724,6 +728,8 @@ def _side_groups(s: Mapping[str, Any]) -> list[tuple[str, ...]]:
         return [tuple(x for x in sides if x != sides[1] or s.get(x))]
     if kind == "loop" and s.get("op") == "cdiv" and not s.get("0"):
         return [sides[1:]]
+    if kind == "mask" and "multi-lane" in s and not s.get("none"):
+        return [sides[:2]]  # every lane off: a program past the end (see the docstring)
     return [sides]
 
 

@@ -42,7 +42,7 @@ import triton.runtime.interpreter as _interp
 from torch.overrides import TorchFunctionMode
 
 from fuzzkern.calls import call_with
-from fuzzkern.execution import fidelity, formats
+from fuzzkern.execution.interpreter import fidelity, formats
 
 __all__ = ["ExactReference", "HostShadow", "ShadowRun", "Site", "attribute", "find_shadow",
            "launch_shadow", "shadow_mode"]
@@ -88,8 +88,11 @@ class Site:
     #: the largest relative change rounding makes to one of its results, and that value
     worst_relative: float = 0.0
     worst_value: float = 0.0
-    #: whether some result it rounds lies in its dtype's subnormal range
-    subnormal: bool = False
+    #: the dtypes in whose subnormal range some result it rounds lies (fp16 of a Llama
+    #: RMSNorm's normalized values, not the fp32 products on the same line)
+    subnormal: set[str] = dataclasses.field(default_factory=set)
+    #: the bit width of each of ``dtypes``
+    widths: dict[str, int] = dataclasses.field(default_factory=dict)
     #: an add fed by its own earlier result, or a reduction/scan/dot, in a dtype narrower
     #: than float32
     accumulates: bool = False
@@ -108,12 +111,16 @@ class Site:
         """``ok_rmsnorm.py:14 `X = X.to(X_dtype)`` and what its rounding does."""
         where = f"{os.path.basename(self.file)}:{self.line}"
         code = f" `{self.source}`" if self.source else ""
-        dtypes = "/".join(sorted(self.dtypes)) or "float"
+        # the narrowest dtype first: `(xf * rstd).to(x.dtype) * w` rounds to fp16 (and its
+        # product in fp32)
+        order = sorted(self.dtypes, key=lambda d: (self.widths.get(d, 32), d))
+        dtypes = "/".join(order) or "float"
         what = (f"accumulates in {dtypes}" if self.accumulates else f"rounds to {dtypes}")
         if self.worst_relative > 0:
             what += f", up to {_percent(self.worst_relative)} of a value"
             if self.subnormal:
-                what += f" (values in {dtypes}'s subnormal range, e.g. {self.worst_value:.3g})"
+                tiny = "/".join(d for d in order if d in self.subnormal)
+                what += f" (values in {tiny}'s subnormal range, e.g. {self.worst_value:.3g})"
         return f"{where}{code}: {what}"
 
 
@@ -262,6 +269,7 @@ class ShadowRun:
         site.ops += 1
         name = str(out.dtype)
         site.dtypes.add(name)
+        site.widths[name] = out.dtype.primitive_bitwidth
         narrow = out.dtype.primitive_bitwidth < 32
         if narrow and (accumulation or any(
                 isinstance(h, _Handle) and h.attr.get("fk_op") == op for h in operands)):
@@ -278,7 +286,7 @@ class ShadowRun:
             site.worst_value = float(data.flat[i])
         tiny = _tiny(out.dtype)
         if tiny and bool(((np.abs(data) < tiny) & (data != 0) & (rel > 0)).any()):
-            site.subnormal = True
+            site.subnormal.add(name)
 
     # -- memory ---------------------------------------------------------------------------
     def _slots(self, addr: np.ndarray, dtype: Any, create: bool
@@ -286,7 +294,7 @@ class ShadowRun:
         """Per storage that ``addr`` (uint64 addresses) falls in: (its first byte, the lanes
         inside it, their element indices, its shadow slot: float64 values and valid mask, or
         None when it has none and ``create`` is off)."""
-        from fuzzkern.execution.interpreter import live_allocations
+        from fuzzkern.execution.interpreter.core import live_allocations
 
         size = max(1, dtype.primitive_bitwidth // 8)
         out = []
@@ -624,7 +632,8 @@ def _dot(orig: Callable[..., Any]) -> Callable[..., Any]:
             # narrow accumulator per K step, as a tensor core rounds it)
             ra, rb = (rounded(_f64(h), h.dtype.scalar) for h in (a, b))
             kind = d.dtype.scalar
-            acc = formats.mma_dot(ra, rb, _f64(d), kind) if formats.narrow(kind) else \
+            acc = formats.mma_dot(ra, rb, _f64(d), kind, formats.mma_k(a.dtype.scalar)) \
+                if formats.narrow(kind) else \
                 rounded(np.matmul(ra, rb) + _f64(d), kind)
             out = _Handle(acc, kind)
         return run.result(out, (d,), accumulation=True)
@@ -685,7 +694,8 @@ _SHAPE = ("create_splat", "create_broadcast", "create_expand_dims", "create_resh
 def _reduce_sum(orig: Callable[..., Any], scan: bool) -> Callable[..., Any]:
     """``ReduceOps.sum`` / ``ScanOps.cumsum``: a site that accumulates; rounded at it, the
     real reduction of the rounded terms in their dtype, along compiled code's tree
-    (:func:`~fuzzkern.execution.formats.tree_sum`, :func:`~fuzzkern.execution.formats.
+    (:func:`~fuzzkern.execution.interpreter.formats.tree_sum`,
+    :func:`~fuzzkern.execution.interpreter.formats.
     ordered_cumsum`)."""
 
     def reduce(self: Any, input: Any) -> Any:
@@ -771,7 +781,7 @@ def _implicit_cvt(orig: Callable[..., Any]) -> Callable[..., Any]:
 
 @contextlib.contextmanager
 def shadow_mode(run: ShadowRun) -> Iterator[ShadowRun]:
-    """Inside :func:`~fuzzkern.execution.interpreter.interpreter_mode` (bounds checks on: the
+    """Inside :func:`~fuzzkern.execution.interpreter.core.interpreter_mode` (bounds checks on: the
     shadow memory is keyed by the launch's allocations), run every launch as a shadow."""
     patches = _patches() + [(_interp, "_implicit_cvt", _implicit_cvt(_interp._implicit_cvt))]
     saved = [(obj, name, vars(obj).get(name, _MISSING)) for obj, name, _ in patches]
@@ -1019,11 +1029,12 @@ def attribute(launch: Callable[[ShadowRun], Any], exact: ShadowRun,
 
 def launch_shadow(run: Any, shadow: Any = None) -> list[tuple[torch.Tensor, torch.Tensor] | None]:
     """Launch ``run``'s case once more in the interpreter, on fresh inputs: as a float64 shadow
-    (``shadow``, a :class:`~fuzzkern.execution.shadow.ShadowRun`), or plainly (None). Per
+    (``shadow``, a :class:`~fuzzkern.execution.interpreter.shadow.ShadowRun`), or plainly (None).
+    Per
     output: (values as float64, which of them the shadow computed), None for a non-float
     output. Raises what the launch raises."""
     from fuzzkern.execution.interpret import _inputs
-    from fuzzkern.execution.interpreter import interpreter_mode
+    from fuzzkern.execution.interpreter.core import interpreter_mode
 
     tensors = _inputs(run)
     if shadow is not None:

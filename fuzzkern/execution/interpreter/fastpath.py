@@ -13,8 +13,9 @@ step) that layer is most of the cost, and part of it is work whose result is kno
 * ``tl.tensor.__init__`` builds its ``shape`` as a tuple of ``tl.constexpr`` per tensor: here
   once per shape.
 
-Installed by :func:`fuzzkern.execution.interpreter.interpreter_mode` (through
-:func:`fuzzkern.execution.fidelity.grouped_patches`) for the length of its block, on Triton
+Installed by :func:`fuzzkern.execution.interpreter.core.interpreter_mode` (through
+:func:`fuzzkern.execution.interpreter.fidelity.grouped_patches`) for the length of its block, on
+Triton
 3.6 and 3.9; figures in bench/RESULTS.md (``bench/interp_speed.py``).
 """
 
