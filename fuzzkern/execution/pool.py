@@ -41,7 +41,6 @@ from typing import Any
 
 from fuzzkern.execution import ahead, progress, stages
 from fuzzkern.execution.progress import PROGRESS_EVERY
-from fuzzkern.judge import recheck
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
 
 _PRELOAD = ["fuzzkern.execution._preload"]
@@ -367,6 +366,8 @@ def receive(conn: Any) -> Any:
     class or function is unpickled, so nothing a case's code sends runs here), at most
     :data:`~fuzzkern.judge.recheck.MESSAGE_BYTES` long. A connection that is not a
     ``multiprocessing`` one (a sanitized worker's JSON lines) reads its own way."""
+    from fuzzkern.judge import recheck  # (torch: imported when the first worker answers)
+
     if not isinstance(conn, Connection):
         return conn.recv()
     return recheck.loads(conn.recv_bytes(recheck.MESSAGE_BYTES))
@@ -1249,6 +1250,8 @@ class WorkerPool:
             return self._refused(e, start, clock)
         # the verdict is computed here, every pass compared again from the bytes the worker
         # compared (fuzzkern.judge.recheck): the worker runs the case's host code
+        from fuzzkern.judge import recheck
+
         began = time.perf_counter()
         target, case = self._own(ref, case_json)
         asked = options.get("modes") or ("interpret",)

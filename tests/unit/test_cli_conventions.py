@@ -122,7 +122,7 @@ def test_the_summary_never_wraps_a_row_on_a_narrow_screen(tmp_path):
     other = TargetResult("builtin.axpy", "fuzzkern.targets.builtin:axpy")
     other.cases, other.seconds = 99, 1.0
     other.failures = [SimpleNamespace(outcome=SimpleNamespace(verdict="kernel-bug", message=""),
-                                      found_at=None)]
+                                      found_at=None, shows=None, also=[])]
     for width in (60, 80, 140):
         console = Console(width=width, record=True, file=open(os.devnull, "w"))
         console.print(summary_table([r, other], "fuzzkern summary", width))
