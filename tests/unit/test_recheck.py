@@ -61,13 +61,20 @@ def _parent(c: Comparison, sent: dict[str, Any]) -> tuple[Outcome, list[str]]:
     return recheck.recheck(outcome, sent)
 
 
-def test_a_pass_by_the_sensitivity_is_confirmed():
+def _sensitive_pass():
+    """An fp16 axpy whose error only the sensitivity to alpha explains: (out, x, y, alpha, c,
+    sent)."""
     g = torch.Generator().manual_seed(0)
     x = (torch.randn(4096, generator=g) * 100).half()
     alpha = 2.718281828459045
     y = (-(alpha * x.double()) + torch.randn(4096, generator=g, dtype=F64) * 1e-2).half()
     out = (torch.tensor(alpha, dtype=torch.float32) * x.float() + y.float()).half()
     c, sent = _worker(out, lambda x, y, alpha: alpha * x + y, {"x": x, "y": y, "alpha": alpha})
+    return out, x, y, alpha, c, sent
+
+
+def test_a_pass_by_the_sensitivity_is_confirmed():
+    out, x, y, alpha, c, sent = _sensitive_pass()
     assert c.ok and compare((out,), ((alpha * x.double() + y.double()),)).ok is False
     assert sent["claims"]["interpret"]["facts"]["$dict"], "the oracle consulted no facts"
     outcome, refused = _parent(c, sent)
@@ -98,12 +105,7 @@ def test_a_pass_by_an_overflow_is_confirmed():
 def test_a_pass_the_facts_do_not_explain_is_refused():
     """The worker's facts are what its oracle consulted: with them dropped (a tampered
     worker that passed without consulting them), the parent's comparison fails."""
-    g = torch.Generator().manual_seed(0)
-    x = (torch.randn(4096, generator=g) * 100).half()
-    alpha = 2.718281828459045
-    y = (-(alpha * x.double()) + torch.randn(4096, generator=g, dtype=F64) * 1e-2).half()
-    out = (torch.tensor(alpha, dtype=torch.float32) * x.float() + y.float()).half()
-    c, sent = _worker(out, lambda x, y, alpha: alpha * x + y, {"x": x, "y": y, "alpha": alpha})
+    _, _, _, _, c, sent = _sensitive_pass()
     sent["claims"]["interpret"]["facts"] = {"$dict": {}}
     sent["claims"]["interpret"]["native"] = None
     outcome, refused = _parent(c, sent)
