@@ -382,14 +382,16 @@ class _Serial:
     def run_round(self, plan: list[tuple[_Slot, float]], first: bool,
                   finish: Callable[[_Slot, TargetResult], None]) -> None:
         for slot, share in plan:
-            last = [0.0]
+            last = [0.0, 0]  # when the last snapshot went out, and the failures it counted
             t0 = time.monotonic()
 
             def on_case(kind: str, piece: Any, outcome: Any, slot: _Slot = slot,
-                        last: list[float] = last, t0: float = t0) -> None:
+                        last: list[Any] = last, t0: float = t0) -> None:
                 now = time.monotonic()
-                if kind == "case" and now - last[0] >= PROGRESS_EVERY:
-                    last[0] = now
+                # a new failure is shown at once; otherwise at most every PROGRESS_EVERY
+                news = piece.found_so_far != last[1]
+                if kind == "case" and (news or now - last[0] >= PROGRESS_EVERY):
+                    last[0], last[1] = now, piece.found_so_far
                     self.emit("progress", slot.snapshot(
                         piece.cases, piece.found_so_far, piece.compiles,
                         tuple(piece.specializations), now - t0,
