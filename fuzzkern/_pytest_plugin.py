@@ -618,9 +618,27 @@ def _short_ids(paths: list[Any]) -> dict[Any, str]:
     return out
 
 
+#: target id -> the ref of the target of this session that has it
+_IDS = pytest.StashKey[dict[str, str]]()
+
+
+def _clash(collector: pytest.Module, loaded: Any) -> str | None:
+    """Why ``loaded`` cannot run in this session: another target collected before it has its
+    id (two files with one ``name=``), so the two would share corpus entries and database
+    keys, and one entry would fail under one and pass under the other (as ``fuzzkern run``
+    refuses them)."""
+    ids = collector.config.stash.setdefault(_IDS, {})
+    other = ids.setdefault(loaded.id, loaded.ref)
+    if other == loaded.ref:
+        return None
+    return (f"two targets are named {loaded.id!r} ({other} and {loaded.ref}); give one of "
+            "them another name= (names key the corpus and database)")
+
+
 def _items(collector: pytest.Module, name: str, loaded: Any, own: Any = None,
            problem: str | None = None) -> list[FuzzkernItem]:
-    corpus = [] if loaded is None else _corpus_items(collector, name, loaded, own)
+    problem = problem or (None if loaded is None else _clash(collector, loaded))
+    corpus = [] if loaded is None or problem else _corpus_items(collector, name, loaded, own)
     fuzz = _item(collector, name, "fuzz", loaded=loaded, kind="fuzz", fuzz_settings=own,
                  problem=problem)
     # Regression cases first: they are quick, and a known bug should fail before fuzzing.
@@ -672,7 +690,8 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
     present = {it.name for it in report.result if isinstance(it, FuzzkernItem)}
     out: list[Any] = []
     for it in report.result:
-        if isinstance(it, FuzzkernItem) and it.kind == "fuzz" and it.loaded is not None:
+        if isinstance(it, FuzzkernItem) and it.kind == "fuzz" and it.loaded is not None \
+                and not it.problem:
             name = it.name.split("[", 1)[0]
             out += [c for c in _corpus_items(collector, name, it.loaded, it.fuzz_settings)
                     if c.name not in present]

@@ -420,10 +420,9 @@ def _sha256_of_span(fh: Any, start: int, end: int) -> str:
     return digest.hexdigest()
 
 
-def check_storages(entry: Entry) -> None:
-    """Raise :class:`CorpusError` unless the entry's .safetensors file is a regular file no
-    bigger than the entry declares and holds, for every tensor input, a storage of the
-    recorded size whose sha256 matches the JSON (read in pieces: never the whole file)."""
+def _declared(entry: Entry) -> tuple[str, dict[str, int], int]:
+    """The entry's .safetensors path, the bytes it declares per input, and the most bytes the
+    file may hold."""
     from fuzzkern.case.model import torch_dtype
 
     path = entry.storages_path
@@ -431,7 +430,14 @@ def check_storages(entry: Entry) -> None:
         raise CorpusError(f"entry {entry.id} has no file")
     declared = {name: tc.storage_size * torch_dtype(tc.dtype).itemsize
                 for name, tc in entry.case.tensors.items()}
-    cap = 8 + limits.HEADER_BYTES + sum(declared.values())
+    return path, declared, 8 + limits.HEADER_BYTES + sum(declared.values())
+
+
+def check_storages(entry: Entry) -> None:
+    """Raise :class:`CorpusError` unless the entry's .safetensors file is a regular file no
+    bigger than the entry declares and holds, for every tensor input, a storage of the
+    recorded size whose sha256 matches the JSON (read in pieces: never the whole file)."""
+    path, declared, cap = _declared(entry)
     with limits.open_regular(path, cap, "the stored inputs",
                              "the size its entry declares") as (fh, size):
         header, base = _safetensors_header(fh, size, path)
@@ -448,6 +454,14 @@ def check_storages(entry: Entry) -> None:
             if _sha256_of_span(fh, base + start, base + end) != info.get("sha256"):
                 raise CorpusError(f"{path}: checksum mismatch for input {name!r}: the stored "
                                   "bytes are not the bytes the entry was saved with")
+
+
+def _stored_bytes(entry: Entry) -> bytes:
+    """The bytes of the entry's .safetensors file, checked (:func:`check_storages`) and read
+    only as a regular file of at most the size the entry declares."""
+    check_storages(entry)
+    path, _declared_bytes, cap = _declared(entry)
+    return limits.read_regular(path, cap, "the stored inputs", "the size its entry declares")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1183,19 +1197,21 @@ def upgrade(corpus_dir: str | os.PathLike[str], loaded: Iterable[LoadedTarget]) 
         if lt is None:
             out.append(f"left as it is: {path}: {not_declared(entry)}")
             continue
-        with open(path, "rb") as fh:
-            raw = json.loads(fh.read())
+        raw = json.loads(limits.read_regular(path, limits.current().entry_bytes, "the entry",
+                                             "entry_bytes"))
         old_form = any(k in raw.get("target", {}) for k in ("ref_relative", "launcher",
                                                              "reference"))
         if entry.target_id == lt.id and not old_form:
             continue
         new = dataclasses.replace(entry, target_id=lt.id, ref=lt.source,
                                   id=entry_id(lt.id, entry.verdict, entry.case))
+        try:  # (a link, FIFO or huge file as its inputs: never followed or read whole)
+            blob = _stored_bytes(entry)
+        except CorpusError as e:
+            out.append(f"left as it is: {e}")
+            continue
         folder = os.path.join(corpus_folder(corpus_dir), target_dirname(lt.id))
         os.makedirs(folder, exist_ok=True)
-        assert entry.storages_path is not None
-        with open(entry.storages_path, "rb") as fh:
-            blob = fh.read()
         with _locked(folder, time.monotonic() + LOCK_WAIT):
             _write_atomic(os.path.join(folder, f"{new.id}.safetensors"), blob)
             json_path = os.path.join(folder, f"{new.id}.json")

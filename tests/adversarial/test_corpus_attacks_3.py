@@ -1,0 +1,72 @@
+"""More attacks on keeping and replaying what a run found (issue 39), tried as a stranger's
+pull request or a new user's layout would make them: an old-form entry whose inputs file is a
+link to ``/dev/zero`` given to ``fuzzkern corpus upgrade``, and two test files whose targets
+share one ``name=`` collected by pytest. docs/corpus.md, "Untrusted corpora", is the table."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.adversarial.conftest import KERNELS, run, run_limited
+from tests.adversarial.test_corpus_attacks import _copy, _edit, _project_with, _rehashed
+
+
+@pytest.fixture(scope="module")
+def wrong_project(tmp_path_factory) -> Path:
+    """A project with one shrunk entry of ``wrong`` (a wrong value when N > 3)."""
+    return _project_with("wrong", tmp_path_factory)
+
+
+@pytest.mark.parametrize("kind", ["link to /dev/zero", "fifo"])
+def test_corpus_upgrade_never_reads_inputs_through_a_link(wrong_project, tmp_path, kind):
+    """An old-form entry (code locations stored, which ``corpus upgrade`` rewrites) whose
+    ``.safetensors`` is a link to ``/dev/zero``, or a FIFO: the upgrade names it in one line
+    and leaves it, exit 2, within memory and time limits (it read the inputs through the
+    link, whole, until memory ran out; a FIFO blocked it)."""
+    root, entry = _copy(wrong_project, tmp_path)
+    loc = {"module": "posix", "qualname": "system", "file": "kernels.py"}
+    _edit(entry, lambda d: d["target"].update(launcher=loc, reference=loc))
+    before = entry.read_text()
+    inputs = entry.with_suffix(".safetensors")
+    inputs.unlink()
+    if kind == "fifo":
+        os.mkfifo(inputs)
+    else:
+        inputs.symlink_to("/dev/zero")
+    res = run_limited(["corpus", "upgrade"], root, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr, res.stderr
+    (left,) = [ln for ln in res.stdout.splitlines() if ln.startswith("left as it is")]
+    why = "symbolic link" if kind != "fifo" else "not a regular file"
+    assert left.startswith(f"left as it is: {inputs}: refused: ") and why in left, res.stdout
+    assert entry.read_text() == before
+
+
+def test_two_test_files_with_one_target_name_share_no_entries(pytester, tmp_path):
+    """Two test files whose targets share one ``name=`` (a copied file): pytest collects
+    them both. Before, both replayed the corpus folder of that name, so the one entry showed
+    as still failing under one and passing under the other; now the second is an item that
+    fails saying so, and has no corpus items (``fuzzkern run`` refuses such targets too)."""
+    shutil.copy(KERNELS, pytester.path / "kernels.py")
+    res = run(["run", "kernels.py::wrong", "--budget", "150s", "--seed", "1", "--no-db", "-j",
+               "1", "-q", "--max-examples", "20"], pytester.path, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    (entry,) = sorted((pytester.path / "corpus").rglob("*.json"))
+    _rehashed(entry, lambda d: d["target"].update(id="dup"))
+    for name, variable in (("test_a.py", "wrong"), ("test_b.py", "fixed")):
+        (pytester.path / name).write_text(
+            "import fuzzkern\nfrom fuzzkern import strategies as fks\nfrom kernels import "
+            f"_X, _DIMS, {variable} as _t\n\n"
+            "dup = fuzzkern.Target(name='dup', launcher=_t.launcher, reference=_t.reference, "
+            "inputs=_X, dims=_DIMS)\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-v",
+                                           "--fuzzkern-max-examples", "5", "--fuzzkern-seed",
+                                           "1", "test_a.py", "test_b.py")
+    out = result.stdout.str()
+    assert "test_a.py::dup[corpus:" in out and "test_b.py::dup[corpus:" not in out, out
+    assert "test_b.py::dup[fuzz] FAILED" in out, out
+    assert "two targets are named 'dup'" in out, out
