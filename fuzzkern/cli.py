@@ -177,9 +177,10 @@ def main() -> None:
 @click.option("--heartbeat", type=float, default=30.0, show_default=True,
               help="Off a terminal (logs, CI): print a progress line every SECONDS (targets "
                    "running, cases, failures, time left); 0 turns it off.")
-@click.option("--corpus", "corpus_dir", default="corpus", show_default=True,
+@click.option("--corpus", "corpus_dir", default=None,
               help="Regression corpus folder: a target's entries replay before it is fuzzed, "
-                   "and each failure found is saved there.")
+                   "and each failure found is saved there (default: corpus/ in the project "
+                   "root, the folder of pyproject.toml, as the pytest plugin's; else ./corpus).")
 @click.option("--no-corpus", is_flag=True, help="Neither replay nor save corpus entries.")
 @click.option("--shrink-time", "shrink_text", default="auto", show_default=True,
               help="Time to shrink failures past the budget (the search ends at the budget; a "
@@ -296,7 +297,7 @@ class _RunArgs:
     strict_accuracy: bool
     quiet: bool
     heartbeat: float
-    corpus_dir: str
+    corpus_dir: str | None
     no_corpus: bool
     min_cases: int | None = None
     case_floor: int = 20
@@ -321,7 +322,7 @@ class _RunArgs:
             out += ["--assume-gpu", self.assume_gpu]
         if self.no_corpus:
             out.append("--no-corpus")
-        elif self.corpus_dir != "corpus":
+        elif self.corpus_dir is not None and self.corpus_dir != "corpus":
             out += ["--corpus", self.corpus_dir]
         return out
 
@@ -464,7 +465,7 @@ def _campaign(a: _RunArgs, seconds: float, modes: tuple[str, ...]
         budget=seconds, modes=modes, database=database, seed=a.seed,
         draw_seed=engine.new_draw_seed() if a.seed is None else None,
         max_examples=a.max_examples, timeout=a.timeout, debug=a.debug_kernels,
-        corpus=None if a.no_corpus else a.corpus_dir,
+        corpus=None if a.no_corpus else a.corpus_dir or loader.default_corpus(a.targets),
         checks={name: False for name in a.no_checks}, repeat_compiled=a.repeat_compiled,
         sanitize=sanitizer, max_failures=a.max_failures, amortize=a.amortize,
         strict_accuracy=a.strict_accuracy)
@@ -1153,7 +1154,8 @@ _TARGET_HELP = ("A file, module or folder defining the entries' targets (repeata
                    "default: per target).")
 def replay(paths: tuple[str, ...], sources: tuple[str, ...], ref: str | None,
            modes_text: str | None, timeout: float | None) -> None:
-    """Replay corpus entries: PATHS are entry .json files or folders (default: ./corpus).
+    """Replay corpus entries: PATHS are entry .json files or folders (default: corpus/ in the
+    project root, as the pytest plugin's; else ./corpus).
 
     Each entry replays against the target of that id among the declared target sources
     (--target, else [tool.fuzzkern] targets in pyproject.toml). Says per entry whether it
@@ -1171,9 +1173,10 @@ def replay(paths: tuple[str, ...], sources: tuple[str, ...], ref: str | None,
     modes = _modes(modes_text) if modes_text else None
     _check_timeout(timeout)
     _check_variables()
-    items = _replay_items(paths)
+    items = _replay_items(paths, sources)
     if not items:
-        click.echo(f"fuzzkern replay: no corpus entries in {', '.join(paths or ('corpus',))}")
+        click.echo("fuzzkern replay: no corpus entries in "
+                   + ", ".join(paths or (_default_corpus(sources),)))
         sys.exit(EXIT_OK)
     loaded, problems = _declared(sources, paths, ref)
     table = Table(title=f"fuzzkern replay ({len(items)} entries)")
@@ -1234,12 +1237,23 @@ def _check_variables() -> None:
         _fail_usage(str(e))
 
 
-def _replay_items(paths: tuple[str, ...]) -> list[tuple[str, Any]]:
-    """``(path, Entry or CorpusError)`` of every entry PATHS name (default: ./corpus)."""
+def _default_corpus(sources: tuple[str, ...] = ()) -> str:
+    """The corpus a command that names none reads (:func:`fuzzkern.target.loader.default_corpus`),
+    shown relative to the current folder where it is below it."""
+    from fuzzkern.report.text import shown_path
+    from fuzzkern.target import loader
+
+    return shown_path(loader.default_corpus(sources))
+
+
+def _replay_items(paths: tuple[str, ...], sources: tuple[str, ...] = ()
+                  ) -> list[tuple[str, Any]]:
+    """``(path, Entry or CorpusError)`` of every entry PATHS name (default: the project's
+    corpus, :func:`_default_corpus`)."""
     from fuzzkern.corpus import store as corpus
 
     items: list[tuple[str, Any]] = []
-    for path in paths or ("corpus",):
+    for path in paths or (_default_corpus(sources),):
         if os.path.isdir(path):
             items += corpus.scan(path)
         elif os.path.lexists(path) and not os.path.isdir(path):
@@ -1336,9 +1350,9 @@ def corpus_group() -> None:
 
 
 @corpus_group.command("upgrade")
-@click.argument("corpus_dir", default="corpus")
+@click.argument("corpus_dir", default=None, required=False)
 @click.option("-t", "--target", "sources", multiple=True, help=_TARGET_HELP)
-def corpus_upgrade(corpus_dir: str, sources: tuple[str, ...]) -> None:
+def corpus_upgrade(corpus_dir: str | None, sources: tuple[str, ...]) -> None:
     """Rewrite CORPUS_DIR's entries in the current form: entries saved under an id their
     target had before move to its current id, and code locations older fuzzkerns stored are
     dropped. Each new file is read back before the old one goes; an entry that cannot be
@@ -1346,6 +1360,7 @@ def corpus_upgrade(corpus_dir: str, sources: tuple[str, ...]) -> None:
     from fuzzkern.corpus import store as corpus
 
     _check_variables()
+    corpus_dir = corpus_dir or _default_corpus(sources)
     if not os.path.isdir(corpus_dir):
         _fail_usage(f"no such corpus folder: {corpus_dir}")
     loaded, problems = _declared(sources, (corpus_dir,))

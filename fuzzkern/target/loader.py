@@ -66,18 +66,35 @@ class LoadedTarget:
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", ".git")
 
 
-def project_root(path: str) -> str | None:
-    """The nearest folder at or above ``path`` holding one of :data:`ROOT_MARKERS`."""
+def project_root(path: str, markers: tuple[str, ...] = ROOT_MARKERS) -> str | None:
+    """The nearest folder at or above ``path`` holding one of ``markers``."""
     folder = os.path.realpath(path)
     if not os.path.isdir(folder):
         folder = os.path.dirname(folder)
     while True:
-        if any(os.path.exists(os.path.join(folder, m)) for m in ROOT_MARKERS):
+        if any(os.path.exists(os.path.join(folder, m)) for m in markers):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
         folder = parent
+
+
+def default_corpus(sources: tuple[str, ...] | list[str] = ()) -> str:
+    """The corpus folder when none is named: ``corpus`` in the folder of the project's
+    configuration (pyproject.toml, setup.py, setup.cfg, pytest.ini, tox.ini), as the pytest
+    plugin's ``<rootdir>/corpus``, wherever in the project a command runs; found from the
+    current folder, else from the first target file of ``sources`` (a run from outside the
+    project); else ``corpus`` in the current folder."""
+    config = tuple(m for m in ROOT_MARKERS if m != ".git")
+    root = project_root(os.getcwd(), config)
+    files = [f for f in (s.strip().partition("::")[0] for s in sources) if f.endswith(".py")
+             and os.path.isfile(f)]
+    if root is None and files:
+        root = project_root(files[0], config)
+    if root is None or root == os.path.realpath(os.getcwd()):
+        return "corpus"
+    return os.path.join(root, "corpus")
 
 
 def pyproject(root: str | None) -> dict[str, Any]:
@@ -257,11 +274,11 @@ def load(spec: str) -> list[LoadedTarget]:
     return targets
 
 
-def _module_file(spec: str) -> str | None:
+def _module_file(spec: str, root: str | None = None) -> str | None:
     """A module spec (``tests.test_fuzz::name``, as target ids read) that does not import,
-    naming a file of the current folder's project: the file spec that loads it
-    (``<root>/tests/test_fuzz.py::name``), so an id is accepted back even where the folder is
-    no package, or another ``tests`` package shadows it."""
+    naming a file of the current folder's project (or of ``root``'s): the file spec that
+    loads it (``<root>/tests/test_fuzz.py::name``), so an id is accepted back even where the
+    folder is no package, or another ``tests`` package shadows it."""
     if ".py" in spec or "/" in spec:
         return None
     modname, sep, name = spec.partition("::")
@@ -270,7 +287,8 @@ def _module_file(spec: str) -> str | None:
     parts = modname.split(".")
     if not all(p.isidentifier() for p in parts):
         return None
-    for base in dict.fromkeys([os.getcwd(), project_root(os.getcwd()) or os.getcwd()]):
+    for base in dict.fromkeys([os.getcwd(), project_root(os.getcwd()) or os.getcwd(),
+                               *([root] if root else [])]):
         path = os.path.join(base, *parts) + ".py"
         if os.path.isfile(path) and module_name(path) == modname:
             return path + (f"::{name}" if name else "")
@@ -292,8 +310,10 @@ def declared(specs: list[str] | tuple[str, ...], start: str = ".") -> tuple[
                 "(--target tests/test_fuzz.py), or list them under [tool.fuzzkern] targets = "
                 "[...] in pyproject.toml")
         assert root is not None
-        specs = [x if not (x.endswith(".py") or ".py::" in x or "/" in x)
-                 else os.path.join(root, x) for x in listed]
+        # paths are relative to the project root, and so are modules that are its files
+        # (``tests.test_fuzz::add``, as ids read), wherever the command runs
+        specs = [os.path.join(root, x) if x.endswith(".py") or ".py::" in x or "/" in x
+                 else _module_file(x, root) or x for x in listed]
     out: list[LoadedTarget] = []
     problems = []
     for spec in specs:

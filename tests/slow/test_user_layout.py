@@ -105,3 +105,58 @@ def test_pytest_run_and_every_printed_command_in_a_src_layout(tmp_path):
         script = _sh(f"{py} {shlex.quote(str(root / 'r.py'))}", elsewhere)
         assert script.returncode == 1 and "the failure reproduces" in script.stdout, \
             script.stdout + script.stderr
+
+
+def _monorepo(top):
+    """A monorepo: pyproject.toml two levels above the library ``libs/kern``, whose package
+    ``nskern`` is a namespace package (no ``__init__.py``) under ``src``; the targets are
+    declared in module form under ``[tool.fuzzkern]``."""
+    lib = top / "libs" / "kern"
+    (lib / "src" / "nskern").mkdir(parents=True)
+    (lib / "src" / "nskern" / "kern.py").write_text(KERNEL)
+    (lib / "tests").mkdir()
+    (lib / "tests" / "test_fuzz.py").write_text(TESTS.replace("mypkg.kern", "nskern.kern"))
+    (top / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\npythonpath = ["libs/kern/src"]\n\n[tool.fuzzkern]\n'
+        'targets = ["libs.kern.tests.test_fuzz::double_t"]\n')
+    return lib
+
+
+def test_a_monorepo_run_from_the_library_folder_keeps_one_corpus(tmp_path):
+    """pytest run from the library's folder (``--import-mode=importlib``) writes the entries
+    to ``<rootdir>/corpus``. Before, ``fuzzkern replay`` there said "no corpus entries in
+    corpus" and exited 0, and ``fuzzkern run`` replayed none of them and saved into a second
+    corpus; from outside the project, the module-form targets of pyproject.toml did not
+    import. Now every command, from the library's folder or outside, uses the project's one
+    corpus, and the printed commands work where they were printed."""
+    top = tmp_path / "mono"
+    lib = _monorepo(top)
+    py = shlex.quote(sys.executable)
+    res = _sh(f"{py} -m pytest tests/test_fuzz.py -p no:randomly -q --import-mode=importlib "
+              "--fuzzkern-seed 1 --fuzzkern-max-examples 60 --fuzzkern-budget 120s", lib)
+    assert res.returncode == 1, res.stdout + res.stderr
+    entries = sorted((top / "corpus").rglob("*.json"))
+    assert entries and {p.parent.name for p in entries} == {"libs.kern.tests.test_fuzz_double_t"}
+    res = _sh(f"{py} -m fuzzkern replay", lib)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert res.stdout.count("still failing") == len(entries), res.stdout
+    res = _sh(f"{py} -m fuzzkern run tests/test_fuzz.py --seed 2 --no-db -j 1 "
+              "--max-examples 20 --budget 120s", lib)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert f"corpus: {len(entries)} entries replayed" in res.stdout, res.stdout
+    assert not (lib / "corpus").exists()
+    replays = _printed(res.stdout, "to reproduce this failure: ")
+    repros = _printed(res.stdout, "reproduce without fuzzkern: ")
+    assert replays and repros, res.stdout
+    got = _sh(replays[0].replace("fuzzkern", f"{py} -m fuzzkern", 1), lib)
+    assert got.returncode == 1 and "still failing" in got.stdout, got.stdout + got.stderr
+    got = _sh(repros[0].replace("fuzzkern", f"{py} -m fuzzkern", 1) + " -o r.py", lib)
+    assert got.returncode == 0, got.stdout + got.stderr
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    script = _sh(f"{py} {shlex.quote(str(lib / 'r.py'))}", outside)
+    assert script.returncode == 1 and "the failure reproduces" in script.stdout, \
+        script.stdout + script.stderr
+    res = _sh(f"{py} -m fuzzkern replay {shlex.quote(str(top / 'corpus'))}", outside)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert res.stdout.count("still failing") == len(entries), res.stdout
