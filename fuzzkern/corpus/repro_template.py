@@ -768,6 +768,10 @@ def main(argv=None):
         if flat is None or hashlib.sha256(raw).hexdigest() != sha or flat.numel() != size:
             _say(f"input {name!r}: the stored bytes do not match the entry's checksum")
             return 2
+        if flat.dtype != getattr(torch, dtype) or flat.dim() != 1:
+            _say(f"input {name!r}: stored as {flat.dtype} of shape {tuple(flat.shape)}, but the "
+                 f"entry says {dtype} of {size} elements")
+            return 2
         originals[name] = flat.as_strided(shape, strides, offset)
         layout = "" if list(strides) == _dense_strides(shape) and offset == 0 and \
             size == originals[name].numel() else f" strides={tuple(strides)} offset={offset}"

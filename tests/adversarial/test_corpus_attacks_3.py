@@ -1,12 +1,14 @@
 """More attacks on keeping and replaying what a run found (issue 39), tried as a stranger's
 pull request or a new user's layout would make them: an old-form entry whose inputs file is a
-link to ``/dev/zero`` given to ``fuzzkern corpus upgrade``, and two test files whose targets
-share one ``name=`` collected by pytest. docs/corpus.md, "Untrusted corpora", is the table."""
+link to ``/dev/zero`` given to ``fuzzkern corpus upgrade``, two test files whose targets share
+one ``name=`` collected by pytest, inputs stored under another dtype. docs/corpus.md, "Untrusted corpora", is the table."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,25 @@ def test_two_test_files_with_one_target_name_share_no_entries(pytester, tmp_path
     assert "test_a.py::dup[corpus:" in out and "test_b.py::dup[corpus:" not in out, out
     assert "test_b.py::dup[fuzz] FAILED" in out, out
     assert "two targets are named 'dup'" in out, out
+
+
+def test_inputs_stored_under_another_dtype_are_refused_by_replay_and_reproducer(wrong_project,
+                                                                               tmp_path):
+    """The ``.safetensors`` rewritten with its float32 storage declared int32 in the header
+    (the same bytes, so the checksum holds): replay refuses it, and so does the reproducer
+    script, exit 2 (it ran the kernel on the bytes read as int32 and said "the failure
+    reproduces")."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    root, entry = _copy(wrong_project, tmp_path)
+    inputs = entry.with_suffix(".safetensors")
+    save_file({k: v.view(torch.int32) for k, v in load_file(inputs).items()}, inputs)
+    res = run(["replay", str(entry)], root)
+    assert res.returncode == 2 and "stored as torch.int32" in res.stdout, res.stdout
+    res = run(["repro", str(entry), "-o", "r.py"], root)
+    assert res.returncode == 0, res.stdout + res.stderr
+    script = subprocess.run([sys.executable, str(root / "r.py")], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert script.returncode == 2, script.stdout + script.stderr
+    assert "stored as torch.int32" in script.stdout, script.stdout
