@@ -1,7 +1,8 @@
 """More attacks on keeping and replaying what a run found (issue 39), tried as a stranger's
 pull request or a new user's layout would make them: an old-form entry whose inputs file is a
 link to ``/dev/zero`` given to ``fuzzkern corpus upgrade``, two test files whose targets share
-one ``name=`` collected by pytest, inputs stored under another dtype. docs/corpus.md, "Untrusted corpora", is the table."""
+one ``name=`` collected by pytest, inputs stored under another dtype, payloads in the hashed
+case. docs/corpus.md, "Untrusted corpora", is the table."""
 
 from __future__ import annotations
 
@@ -94,3 +95,39 @@ def test_inputs_stored_under_another_dtype_are_refused_by_replay_and_reproducer(
                             capture_output=True, text=True, timeout=300)
     assert script.returncode == 2, script.stdout + script.stderr
     assert "stored as torch.int32" in script.stdout, script.stdout
+
+
+#: each payload, if it ever ran as Python, creates the file named by {mark}
+CASE_PAYLOADS = [
+    '\'"""\n__import__("os").mknod({mark!r})\n#',
+    "\\N{{LATIN SMALL LETTER A}}\\\r\nopen({mark!r}, 'w').close() \ud800 \u2028 \x00",
+    "x\n# -*- coding: utf-7 -*-\n+AAo-open({mark!r}, 'w').close()",
+]
+
+
+@pytest.mark.parametrize("payload", CASE_PAYLOADS)
+def test_payloads_in_the_hashed_case_stay_data_in_the_reproducer(wrong_project, tmp_path,
+                                                                  payload):
+    """Payloads where an attacker who re-hashes the entry can put them: a dim's name, an
+    autotuned kernel's name and its config (quotes, backslashes, ``\\N{...}``, a lone
+    surrogate, line and paragraph separators, NUL, a coding line): the reproducer is ASCII,
+    embeds them as data, runs none of them, and still shows the failure."""
+    mark = tmp_path / "PWNED"
+    text = payload.format(mark=str(mark))
+    root, entry = _copy(wrong_project, tmp_path)
+
+    def change(d):
+        d["case"]["dims"][text] = 3
+        d["case"]["configs"] = {text: 0}
+        d["target"]["autotuners"] = [{"kernel": text, "index": 0, "count": 1, "config": text}]
+
+    entry = _rehashed(entry, change)
+    res = run(["repro", str(entry), "-o", str(tmp_path / "r.py")], root)
+    assert res.returncode == 0, res.stdout + res.stderr
+    source = (tmp_path / "r.py").read_bytes()
+    assert source.isascii()
+    proc = subprocess.run([sys.executable, str(tmp_path / "r.py")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert not mark.exists(), "a payload in the entry ran as code"
+    assert proc.returncode == 1 and "the failure reproduces" in proc.stdout, \
+        proc.stdout + proc.stderr
