@@ -180,7 +180,7 @@ def main() -> None:
 @click.option("--corpus", "corpus_dir", default=None,
               help="Regression corpus folder: a target's entries replay before it is fuzzed, "
                    "and each failure found is saved there (default: corpus/ in the project "
-                   "root, the folder of pyproject.toml, as the pytest plugin's; else ./corpus).")
+                   "root, pytest's rootdir, as the pytest plugin's; else ./corpus).")
 @click.option("--no-corpus", is_flag=True, help="Neither replay nor save corpus entries.")
 @click.option("--shrink-time", "shrink_text", default="auto", show_default=True,
               help="Time to shrink failures past the budget (the search ends at the budget; a "

@@ -80,18 +80,39 @@ def project_root(path: str, markers: tuple[str, ...] = ROOT_MARKERS) -> str | No
         folder = parent
 
 
+def _pytest_root(path: str) -> str | None:
+    """The nearest folder at or above ``path`` holding pytest's configuration (pytest.ini,
+    ``[tool.pytest.ini_options]`` in pyproject.toml, ``[pytest]`` in tox.ini, ``[tool:pytest]``
+    in setup.cfg): pytest's rootdir, where its plugin keeps the corpus; else the nearest
+    holding pyproject.toml, setup.py, setup.cfg or tox.ini."""
+    folder = project_root(path, ("pytest.ini",)) or ""
+    start = os.path.realpath(path)
+    while start and not (folder and start == folder):
+        if "ini_options" in pyproject(start).get("tool", {}).get("pytest", {}):
+            return start
+        for name, section in (("tox.ini", "[pytest]"), ("setup.cfg", "[tool:pytest]")):
+            try:
+                with open(os.path.join(start, name), encoding="utf-8", errors="replace") as fh:
+                    if section in fh.read():
+                        return start
+            except OSError:
+                pass
+        parent = os.path.dirname(start)
+        start = "" if parent == start else parent
+    return folder or project_root(path, tuple(m for m in ROOT_MARKERS if m != ".git"))
+
+
 def default_corpus(sources: tuple[str, ...] | list[str] = ()) -> str:
-    """The corpus folder when none is named: ``corpus`` in the folder of the project's
-    configuration (pyproject.toml, setup.py, setup.cfg, pytest.ini, tox.ini), as the pytest
-    plugin's ``<rootdir>/corpus``, wherever in the project a command runs; found from the
-    current folder, else from the first target file of ``sources`` (a run from outside the
-    project); else ``corpus`` in the current folder."""
-    config = tuple(m for m in ROOT_MARKERS if m != ".git")
-    root = project_root(os.getcwd(), config)
+    """The corpus folder when none is named: ``corpus`` in the project's root as pytest finds
+    its rootdir (:func:`_pytest_root`), the pytest plugin's ``<rootdir>/corpus``, wherever in
+    the project a command runs; found from the current folder, else from the first target
+    file of ``sources`` (a run from outside the project); else ``corpus`` in the current
+    folder."""
+    root = _pytest_root(os.getcwd())
     files = [f for f in (s.strip().partition("::")[0] for s in sources) if f.endswith(".py")
              and os.path.isfile(f)]
     if root is None and files:
-        root = project_root(files[0], config)
+        root = _pytest_root(files[0])
     if root is None or root == os.path.realpath(os.getcwd()):
         return "corpus"
     return os.path.join(root, "corpus")

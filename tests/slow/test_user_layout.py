@@ -160,3 +160,32 @@ def test_a_monorepo_run_from_the_library_folder_keeps_one_corpus(tmp_path):
     res = _sh(f"{py} -m fuzzkern replay {shlex.quote(str(top / 'corpus'))}", outside)
     assert res.returncode == 1, res.stdout + res.stderr
     assert res.stdout.count("still failing") == len(entries), res.stdout
+
+
+@pytest.mark.parametrize("layout", ["workspace member", "plain git", "outside"])
+def test_the_default_corpus_is_where_pytest_keeps_it(tmp_path, monkeypatch, layout):
+    """The corpus a command names none of is ``<rootdir>/corpus`` as pytest finds rootdir, from
+    pytest's own ``--co`` run in the same folder: a workspace member with a pyproject.toml of
+    its own but pytest's configuration at the top; a repository with only ``.git`` (pytest's
+    rootdir is then the current folder); a run from outside the project naming its file."""
+    from fuzzkern.target import loader
+
+    top = tmp_path / "top"
+    lib = _monorepo(top)
+    here, sources = lib, ()
+    if layout == "workspace member":
+        (lib / "pyproject.toml").write_text('[project]\nname = "kern"\nversion = "0"\n')
+    elif layout == "plain git":
+        (top / "pyproject.toml").unlink()
+        (top / ".git").mkdir()
+    else:
+        here = tmp_path / "outside"
+        here.mkdir()
+        sources = (str(lib / "tests" / "test_fuzz.py"),)
+    args = " ".join(shlex.quote(s) for s in sources) or "tests"
+    res = _sh(f"{shlex.quote(sys.executable)} -m pytest --co -p no:cacheprovider {args}", here)
+    (rootdir,) = [ln.split("rootdir: ", 1)[1].split(",")[0] for ln in res.stdout.splitlines()
+                  if ln.startswith("rootdir: ")]
+    monkeypatch.chdir(here)
+    assert os.path.realpath(os.path.abspath(loader.default_corpus(sources))) == \
+        os.path.realpath(os.path.join(rootdir, "corpus")), res.stdout
