@@ -492,15 +492,18 @@ def _child_slice(ref: str, opts: CampaignOptions, database_spec: str | None, sha
     with assumed_gpu(opts.assume_gpu):  # a target file may import a library that asks
         lt = loader.load(ref)[0]
     events = _child["events"]
-    last = [0.0]
+    last = [0.0, 0]  # when the last snapshot went out, and the failures it counted
     t0 = time.monotonic()
 
     def on_case(kind: str, piece: TargetResult, outcome: Any) -> None:
         now = time.monotonic()
-        if kind == "case" and now - last[0] >= PROGRESS_EVERY:
-            last[0] = now
-            events.put((ref, piece.cases, piece.compiles, tuple(piece.specializations),
-                        now - t0))
+        # a new failure is shown at once (as _Serial does); otherwise at most every
+        # PROGRESS_EVERY
+        news = piece.found_so_far != last[1]
+        if kind == "case" and (news or now - last[0] >= PROGRESS_EVERY):
+            last[0], last[1] = now, piece.found_so_far
+            events.put((ref, piece.cases, piece.found_so_far, len(piece.corpus_failing),
+                        piece.compiles, tuple(piece.specializations), now - t0))
 
     return fuzz_target(lt, _child["pool"], opts, share, on_case, replay_corpus=replay_corpus,
                        known=known)
@@ -679,12 +682,14 @@ class _Parallel:
     def _drain(self, by_ref: dict[str, _Slot]) -> None:
         while True:
             try:
-                ref, cases, compiles, specs, seconds = self.events.get_nowait()
+                (ref, cases, found, still_failing, compiles, specs,
+                 seconds) = self.events.get_nowait()
             except (queue_module.Empty, OSError, EOFError):
                 return
             slot = by_ref.get(ref)
             if slot is not None:
-                self.emit("progress", slot.snapshot(cases, 0, compiles, specs, seconds), None)
+                self.emit("progress", slot.snapshot(cases, found, compiles, specs, seconds,
+                                                    piece_still_failing=still_failing), None)
 
     def _processes(self) -> list[Any]:
         return list((getattr(self.executor, "_processes", None) or {}).values())

@@ -47,7 +47,9 @@ def _run(pytester, *args):
 
 def test_assume_gpu_answers_for_the_whole_session(pytester):
     pytester.makepyfile(test_sm=SM_COUNT)
-    args = ("--fuzzkern-max-examples", "3", "--fuzzkern-db", "none", "-p", "no:randomly")
+    # the case count binds, not the dev profile's 10 s (a loaded machine runs the same cases)
+    args = ("--fuzzkern-max-examples", "3", "--fuzzkern-budget", "120s", "--fuzzkern-db",
+            "none", "-p", "no:randomly")
     result = _run(pytester, *args, "--fuzzkern-assume-gpu", "h200")
     result.assert_outcomes(passed=2)
     without = _run(pytester, *args)

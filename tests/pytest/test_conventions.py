@@ -89,23 +89,24 @@ def test_every_item_prints_a_line_that_repeats_its_draws(pytester):
 
 
 def test_an_item_with_too_few_cases_warns_and_min_cases_fails_it(pytester):
-    # each case of add takes 0.1 s: half a second of budget runs fewer than 20, however fast
-    # the machine
+    # each case of add takes 0.1 s: 1.5 s of budget runs fewer than 20 however fast the
+    # machine, and at least one however loaded
     slow = TARGETS.replace("def add_ok(x, y):\n",
                            "def add_ok(x, y):\n    import time\n    time.sleep(0.1)\n")
     assert slow != TARGETS
     pytester.makepyfile(test_ops=slow)
     # asked for 3 cases and ran them: no warning
-    asked = _run(pytester, "-k", "add", "--fuzzkern-max-examples", "3", "-W", "error")
+    asked = _run(pytester, "-k", "add", "--fuzzkern-max-examples", "3", "--fuzzkern-budget",
+                 "120s", "-W", "error")
     asked.assert_outcomes(passed=1, deselected=2)
     few = _run(pytester, "-k", "add", "--fuzzkern-max-examples", "30", "--fuzzkern-budget",
-               "0.5s")
+               "1.5s")
     few.assert_outcomes(passed=1, deselected=2, warnings=1)
     few.stdout.fnmatch_lines(["*FewCasesWarning: test_ops::add ran * case* in * s, fewer than "
                               "20: it tested little; raise --fuzzkern-budget (--fuzzkern-min-"
                               "cases N makes this a failure)"])
     failed = _run(pytester, "-k", "add", "--fuzzkern-max-examples", "30", "--fuzzkern-budget",
-                  "0.5s", "--fuzzkern-min-cases", "25")
+                  "1.5s", "--fuzzkern-min-cases", "25")
     failed.assert_outcomes(failed=1, deselected=2)
     failed.stdout.fnmatch_lines(["FAILED test_ops.py::add[[]fuzz[]] - test_ops::add ran * "
                                  "fewer than --fuzzkern-min-cases 25: it tested little*"])

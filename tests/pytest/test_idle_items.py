@@ -55,7 +55,9 @@ def test_an_item_under_the_case_floor_gets_more_time_and_says_so(pytester):
     with open(SLOW, encoding="utf-8") as fh:
         pytester.makepyfile(test_slow=fh.read())
     loader._file_modules.clear()
-    result = pytester.runpytest("--fuzzkern-budget", "2s", "--fuzzkern-case-floor", "12",
+    # 0.3 s a case: at most 10 cases in 3 s however fast the machine (under the floor of 12),
+    # and time for the first one however loaded
+    result = pytester.runpytest("--fuzzkern-budget", "3s", "--fuzzkern-case-floor", "12",
                                 "--fuzzkern-db", "none", "-p", "no:cacheprovider", "-rP")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*case floor: test_slow::slow_add: * case(s) in its budget, "

@@ -43,12 +43,14 @@ twice_t = fuzzkern.Target(launcher=twice, reference=lambda x: 2 * x,
 def test_a_newcomer_with_triton_interpret_set_gets_coverage_and_cases(pytester, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     pytester.makepyfile(test_mykernels=USER_TEST)
-    result = pytester.runpytest_subprocess("-rP", "--fuzzkern-budget", "1s",
-                                           "--fuzzkern-case-floor", "8",
+    # 0.2 s a case: at most 10 cases in 2 s however fast the machine (under the floor of 12),
+    # and time for the first one however loaded
+    result = pytester.runpytest_subprocess("-rP", "--fuzzkern-budget", "2s",
+                                           "--fuzzkern-case-floor", "12",
                                            "--fuzzkern-db", "none", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     out = result.stdout.str()
     assert "not measured" not in out, out
     result.stdout.fnmatch_lines(["*test_mykernels::twice_t: *% (lines */6, branches */2*",
                                  "*case floor: test_mykernels::twice_t: * case(s) in its budget,"
-                                 " under the case floor 8: fuzzed * s more, * case(s)*"])
+                                 " under the case floor 12: fuzzed * s more, * case(s)*"])

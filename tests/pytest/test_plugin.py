@@ -495,7 +495,8 @@ def recording(x, y):
 ''' + "\n".join(
         f"t{i} = fuzzkern.Target(launcher=recording, reference=lambda x, y: x + y, "
         f"inputs=INPUTS, dims=DIMS, name='t{i}')" for i in range(4)))
-    result = pytester.runpytest_subprocess("--fuzzkern-max-examples", "1", "-n", "2")
+    result = pytester.runpytest_subprocess("--fuzzkern-max-examples", "1", "--fuzzkern-budget",
+                                           "120s", "-n", "2")
     result.assert_outcomes(passed=4)
     seen = {p.name: json.loads(p.read_text()) for p in record.iterdir()}
     assert seen == {"gw0": "0", "gw1": "1"}, seen

@@ -42,7 +42,9 @@ def _no_corpus():
 def test_a_failure_found_on_one_machine_replays_first_on_another(redis_url, tmp_path):
     no_corpus = _no_corpus()
     # Machine A fuzzes until it finds the bug and shrinks it; the failing case goes to Redis.
-    rc, first = _fuzzkern_run(tmp_path / "a", "--db", redis_url, "--budget", "120s", *no_corpus)
+    # (Its first failure ends it: the budget is only a cap for a loaded machine.)
+    rc, first = _fuzzkern_run(tmp_path / "a", "--db", redis_url, "--budget", "120s",
+                              "--max-failures", "1", *no_corpus)
     assert rc == 1, first
     (failure,) = first["failures"]
     assert failure["case"]["dims"] == {"N": 2}
@@ -109,7 +111,9 @@ def _keys(url):
 
 def test_pytest_sessions_share_the_redis_database(pytester, redis_url):
     pytester.makepyfile(test_ops=TARGET)
-    result = pytester.runpytest("--fuzzkern-db", redis_url, "--fuzzkern-max-examples", "5")
+    # the case count binds, not the dev profile's 10 s (a loaded machine runs the same cases)
+    result = pytester.runpytest("--fuzzkern-db", redis_url, "--fuzzkern-max-examples", "5",
+                                "--fuzzkern-budget", "120s")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"fuzzkern: *; database {redis_url}; corpus corpus"])
     assert _keys(redis_url), "the failing case was not saved to Redis"
@@ -189,7 +193,8 @@ def test_a_pytest_session_goes_on_when_its_redis_drops(pytester, redis_server, m
     pytester.makepyfile(test_ops=TARGET)
     pytester.makepyfile(test_first=TARGET)
     result = pytester.runpytest("--fuzzkern-db", redis_server.url, "--fuzzkern-max-examples",
-                                "5", "-p", "no:randomly", "test_first.py", "test_ops.py")
+                                "5", "--fuzzkern-budget", "120s", "-p", "no:randomly",
+                                "test_first.py", "test_ops.py")
     redis_server.proc.wait(10)
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed") == 2, result.stdout.str()  # the bug, found both times

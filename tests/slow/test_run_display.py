@@ -71,7 +71,8 @@ def test_html_report_in_headless_chromium(tmp_path):
                         "google-chrome-stable")
     res = subprocess.run(
         [sys.executable, "-m", "fuzzkern", "run", "fuzzkern.targets.builtin:vector_add",
-         "--budget", "5s", "--no-db", "--no-corpus", "--html", "report.html"],
+         "--budget", "120s", "--max-examples", "30", "--seed", "1", "--no-db", "--no-corpus",
+         "--html", "report.html"],
         cwd=tmp_path, capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stdout + res.stderr
     url = (tmp_path / "report.html").as_uri()

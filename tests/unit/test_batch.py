@@ -241,21 +241,23 @@ def test_the_parent_clock_restarts_at_each_launch_and_during_slow_checks(monkeyp
 
     events = []
     monkeypatch.setattr(progress, "_channel", events.append)
-    monkeypatch.setattr(batch, "RETIME", 0.05)
+    # (RETIME and the references' time are far apart: a loaded machine's pauses of tens of ms
+    # neither add a retime to fast checks nor one before the first slow reference)
+    monkeypatch.setattr(batch, "RETIME", 0.5)
     run_variants(_target(_double, lambda x: 2 * x), _case(), OPTIONS, 1e9, 4, device=CPU)
     assert events == [["variant", k] for k in (1, 2, 3, 4)]  # fast checks: launches only
 
     import time
 
     def slow(x):
-        time.sleep(0.03)
+        time.sleep(0.3)
         return 2 * x
 
     events.clear()
     run_variants(_target(_double, slow), _case(), OPTIONS, 1e9, 4, device=CPU)
     launches, checks = events[:4], events[4:]
     assert launches == [["variant", k] for k in (1, 2, 3, 4)]
-    # the references take 0.03 s each: the clock restarts at a variant every 0.05 s or so
+    # the references take 0.3 s each: the clock restarts at a variant every 0.5 s or so
     assert checks and all(e[0] == "variant" and 2 <= e[1] <= 4 for e in checks)
 
 

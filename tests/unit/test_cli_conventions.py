@@ -142,7 +142,8 @@ def test_coverage_in_the_summary_is_the_kernel_coverage_and_classes_are_apart(tm
     in the kernel coverage below (issue 43's second trial): one word, one concept. The
     coverage column and line give the kernel coverage; the specialization classes seen have
     a column of their own, ``classes``."""
-    res = _fuzzkern(tmp_path, ["run", "fuzzkern.targets.builtin:vector_add", "--budget", "5s",
+    # the case count binds, not the budget (a loaded machine runs the same 6 cases)
+    res = _fuzzkern(tmp_path, ["run", "fuzzkern.targets.builtin:vector_add", "--budget", "120s",
                                "--max-examples", "6", "--no-db", "--no-corpus", "--seed", "1",
                                "--heartbeat", "0"], env={"COLUMNS": "200"})
     assert res.returncode == 0, res.stdout + res.stderr

@@ -241,9 +241,10 @@ def test_a_run_reports_damaged_corpus_files_and_goes_on(tmp_path):
     (folder / "README.md").write_text("entries of the strided target")  # not worth a word
     p = WorkerPool()
     try:
-        opts = engine.CampaignOptions(budget=20.0, seed=0, database=None,
+        # ended by its first failure, not the clock (the budget is a cap for a loaded machine)
+        opts = engine.CampaignOptions(budget=120.0, seed=0, database=None, max_failures=1,
                                       corpus=str(corpus_dir), explain=False)
-        result = engine.fuzz_target(lt, p, opts, 20.0)
+        result = engine.fuzz_target(lt, p, opts, 120.0)
     finally:
         p.close()
     assert len(result.corpus_problems) == 1

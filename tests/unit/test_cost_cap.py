@@ -23,6 +23,9 @@ def test_a_small_budget_buys_many_cheap_cases_not_one_that_takes_minutes():
         # (a seed whose draws include sizes past the cap; seeded runs draw without the example
         # database since the "to repeat" line made them repeat exactly)
         opts = engine.CampaignOptions(budget=share, modes=("interpret",), seed=5)
+        # the worker started first (importing torch and Triton is no case's time, as in a run:
+        # fuzzkern.search.schedule warms it before the budget's clock starts)
+        pool.warm([lt.ref], {"modes": opts.modes, "assume_gpu": None})
         start = time.monotonic()
         result = engine.fuzz_target(lt, pool, opts, share)
         elapsed = time.monotonic() - start

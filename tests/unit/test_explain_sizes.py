@@ -50,7 +50,11 @@ def test_every_saved_failure_is_explained_even_past_the_budget(tmp_path):
         opts = engine.CampaignOptions(budget=1.0, modes=("interpret",), seed=2,
                                       corpus=str(tmp_path / "corpus"), max_failures=1)
         result = None
-        for _ in range(5):  # a few 1 s slices until one draws N > 20 (counted, not timed)
+        # the worker started first (no slice pays for importing torch and Triton), then 1 s
+        # slices of new seeds until one draws N > 20: a loaded machine runs few cases in each,
+        # so up to 30 slices (the first that finds it ends the loop)
+        pool.warm([lt.ref], {"modes": opts.modes, "assume_gpu": None})
+        for _ in range(30):
             result = engine.fuzz_target(lt, pool, opts, opts.budget)
             if result.failures:
                 break

@@ -22,6 +22,9 @@ def test_a_first_case_past_the_slice_share_is_cut_short_and_the_target_is_idle()
                                   modes=("interpret",))
     pool = WorkerPool()
     try:
+        # the worker started first (importing torch and Triton is no case's time, as in a run:
+        # fuzzkern.search.schedule warms it before the budget's clock starts)
+        pool.warm([lt.ref], {"modes": opts.modes, "assume_gpu": None})
         t0 = time.monotonic()
         result = engine.fuzz_target(lt, pool, opts, 4.0)
         took = time.monotonic() - t0

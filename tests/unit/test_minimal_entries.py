@@ -61,7 +61,9 @@ def test_replay_marks_an_unshrunk_entry_and_the_next_run_shrinks_it(tmp_path):
     replayed = _fuzzkern(tmp_path, "replay", "--target", PLAIN)
     assert replayed.returncode == 1, replayed.stdout
     assert "not minimal" in replayed.stdout, replayed.stdout
-    run = _fuzzkern(tmp_path, "run", PLAIN, "--budget", "20s", "--no-db", "--seed", "0",
+    # one case, then the shrink of the replayed entry: the budget (which also sets the shrink's
+    # time) is for a loaded machine
+    run = _fuzzkern(tmp_path, "run", PLAIN, "--budget", "120s", "--no-db", "--seed", "0",
                     "--max-examples", "1")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "was saved unshrunk; shrunk again to x=float32[2]" in run.stdout, run.stdout
@@ -74,13 +76,14 @@ def test_replay_marks_an_unshrunk_entry_and_the_next_run_shrinks_it(tmp_path):
 
 
 def test_the_run_says_how_long_it_may_shrink(tmp_path):
-    res = _fuzzkern(tmp_path, "run", "fuzzkern.targets.builtin:axpy", "--budget", "2s",
+    # two counted cases; the budget leaves a loaded machine time for them (2 s could run none)
+    res = _fuzzkern(tmp_path, "run", "fuzzkern.targets.builtin:axpy", "--budget", "15s",
                     "--no-db", "--no-corpus", "--max-examples", "2")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "budget 2s (+ up to 20 s to shrink failures)" in res.stdout, res.stdout
-    res = _fuzzkern(tmp_path, "run", "fuzzkern.targets.builtin:axpy", "--budget", "2s",
+    assert "budget 15s (+ up to 20 s to shrink failures)" in res.stdout, res.stdout
+    res = _fuzzkern(tmp_path, "run", "fuzzkern.targets.builtin:axpy", "--budget", "15s",
                     "--no-db", "--no-corpus", "--max-examples", "2", "--shrink-time", "0")
-    assert "budget 2s, modes" in res.stdout, res.stdout
-    res = _fuzzkern(tmp_path, "run", "fuzzkern.targets.builtin:axpy", "--budget", "2s",
+    assert "budget 15s, modes" in res.stdout, res.stdout
+    res = _fuzzkern(tmp_path, "run", "fuzzkern.targets.builtin:axpy", "--budget", "15s",
                     "--shrink-time", "soon")
     assert res.returncode == 2 and "--shrink-time" in res.stderr, res.stderr

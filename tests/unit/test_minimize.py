@@ -172,9 +172,10 @@ def test_the_engine_reports_and_saves_the_minimized_case(tmp_path):
     lt = _planted("bug_rowmax_zero_init")
     pool = WorkerPool()
     try:
-        opts = engine.CampaignOptions(budget=30.0, seed=0, database=None, explain=False,
-                                      corpus=str(tmp_path))
-        result = engine.fuzz_target(lt, pool, opts, 30.0)
+        # ended by its first failure, not the clock (the budget is a cap for a loaded machine)
+        opts = engine.CampaignOptions(budget=120.0, seed=0, database=None, explain=False,
+                                      corpus=str(tmp_path), max_failures=1)
+        result = engine.fuzz_target(lt, pool, opts, 120.0)
     finally:
         pool.close()
     (failure,) = result.failures

@@ -76,3 +76,23 @@ def test_a_failure_counts_while_it_is_being_shrunk():
     done = next(i for i, e in enumerate(events) if e[0] == "done")
     assert any(kind == "progress" and state == "running" and failures == 1
                for kind, state, failures in events[:done]), events
+
+
+def test_a_failure_counts_while_it_is_being_shrunk_in_parallel_processes():
+    """As above with -j 2: a fuzzing process reports a new failure at once, not only at its
+    slice's end (nor at the next tick, which a fast machine's whole slice can fit before)."""
+    import os
+
+    misbehaving = os.path.join(os.path.dirname(__file__), "targets", "misbehaving.py")
+    targets = loader.load(f"{misbehaving}::raises") + loader.load(
+        "fuzzkern.targets.builtin:vector_add")
+    events = []
+    opts = engine.CampaignOptions(budget=120.0, modes=("interpret",), database=None, seed=0,
+                                  max_examples=10)
+    schedule.run_campaign(targets, opts, jobs=2, on_event=lambda kind, obj, _: events.append(
+        (kind, obj.target_id, getattr(obj, "state", None), getattr(obj, "failures", None))))
+    mine = [(kind, state, failures) for kind, target, state, failures in events
+            if target.endswith("misbehaving::raises")]
+    done = next(i for i, e in enumerate(mine) if e[0] == "done")
+    assert any(kind == "progress" and state == "running" and failures == 1
+               for kind, state, failures in mine[:done]), mine

@@ -34,8 +34,10 @@ def _run(args, cwd, timeout=240):
 
 
 def test_clean_run_exits_0_and_writes_both_reports(tmp_path):
-    res = _run(["run", "fuzzkern.targets.builtin:vector_add", "--budget", "10s", "--no-db",
-                "--corpus", "corpus", "--report", "r.json", "--html", "r.html"], tmp_path)
+    # counted cases; the budget is for a loaded machine
+    res = _run(["run", "fuzzkern.targets.builtin:vector_add", "--budget", "120s", "--no-db",
+                "--max-examples", "30", "--corpus", "corpus", "--report", "r.json", "--html",
+                "r.html"], tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     (row,) = report["targets"]
@@ -47,8 +49,9 @@ def test_clean_run_exits_0_and_writes_both_reports(tmp_path):
 
 
 def test_failures_exit_1(tmp_path):
-    res = _run(["run", f"{MISBEHAVING}::raises", "--budget", "20s", "--no-db", "--corpus",
-                "corpus", "--seed", "0"], tmp_path)
+    # ended by its case count, not the clock (the budget is for a loaded machine)
+    res = _run(["run", f"{MISBEHAVING}::raises", "--budget", "120s", "--no-db", "--corpus",
+                "corpus", "--seed", "0", "--max-examples", "30"], tmp_path)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "error" in res.stdout and list((tmp_path / "corpus").rglob("*.json"))
 
@@ -316,7 +319,8 @@ asm = fuzzkern.Target(launcher=launch, reference=lambda x: x,
 
 def test_a_run_where_every_case_is_unsupported_exits_2_with_the_reason(tmp_path):
     (tmp_path / "asm_target.py").write_text(_UNSUPPORTED_FILE)
-    res = _run(["run", "asm_target.py", "--budget", "6s", "--no-db", "--no-corpus",
+    # (a skip ends the target at its first case: the budget is for a loaded machine)
+    res = _run(["run", "asm_target.py", "--budget", "120s", "--no-db", "--no-corpus",
                 "--report", "r.json", "-j", "1"], tmp_path)
     assert res.returncode == 2, res.stdout + res.stderr
     (line,) = res.stderr.strip().splitlines()

@@ -99,12 +99,13 @@ def test_an_unknown_duration_unit_names_the_unit(target_file):
 ])
 def test_a_launcher_that_breaks_its_contract_is_a_usage_error_at_once(target_file, name, says):
     start = time.monotonic()
-    res = _run(target_file.parent, "run", f"ops.py::{name}", "--budget", "60s", "--no-db",
+    res = _run(target_file.parent, "run", f"ops.py::{name}", "--budget", "600s", "--no-db",
                "--no-corpus", "-j", "1")
     elapsed = time.monotonic() - start
     shown = res.stdout + res.stderr
     assert res.returncode == 2, shown
     assert says in shown and "kernel-bug" not in shown, shown
     assert not os.path.exists(target_file.parent / "corpus")
-    # found on the first case: nothing was fuzzed or shrunk for the budget's 60 s
-    assert elapsed < 45, (elapsed, shown)
+    # found on the first case: nothing was fuzzed or shrunk for the budget's 600 s (the bound
+    # leaves a loaded machine minutes to start Python, torch and Triton)
+    assert elapsed < 150, (elapsed, shown)
