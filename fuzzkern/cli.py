@@ -6,7 +6,6 @@ configuration error.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -45,8 +44,14 @@ def _output_path(path: str | None, option: str) -> None:
     --junitxml does), so a run never ends with a traceback after its whole budget."""
     if not path:
         return
+    from fuzzkern.report.files import written_through
+
     if os.path.isdir(path):
         _fail_usage(f"{option} {path}: is a folder; expected a file name")
+    if written_through(path):  # /dev/null, a FIFO, a link: written through, never replaced
+        if not os.access(path, os.W_OK) and os.path.exists(path):
+            _fail_usage(f"{option} {path}: is not writable")
+        return
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -618,19 +623,16 @@ def _run_info(a: _RunArgs, done: _Done) -> dict[str, str]:
 
 
 def _write_text(path: str, option: str, text: Callable[[], str]) -> bool:
-    """Write ``text()`` to ``path`` atomically (a temporary file beside it, then a rename).
-    A file that cannot be written (a full disk, a file size limit) or a report that cannot be
-    made is one error line naming ``option``, and no temporary file is left; False then."""
-    tmp = f"{path}.tmp{os.getpid()}"
+    """Write ``text()`` to ``path`` (:func:`fuzzkern.report.files.write_named`: atomically,
+    or through a device, FIFO or link, never replacing it). A file that cannot be written (a
+    full disk, a file size limit) or a report that cannot be made is one error line naming
+    ``option``, and no temporary file is left; False then."""
+    from fuzzkern.report.files import write_named
+
     try:
-        body = text()
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(body)
-        os.replace(tmp, path)
+        write_named(path, text().encode("utf-8"))
         return True
     except (OSError, MemoryError, ValueError) as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         why = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}"
         click.echo(f"fuzzkern: error: {option}: cannot write {path}: {why}; what the run found "
                    "is above (and in the corpus, unless --no-corpus)", err=True)
@@ -1325,7 +1327,10 @@ def repro(entry_path: str, sources: tuple[str, ...], output: str | None) -> None
         click.echo(repro_module.script(entry, target), nl=False)
         return
     out = output or f"repro_{entry.id}.py"
-    repro_module.write(entry, target, out)
+    try:
+        repro_module.write(entry, target, out)
+    except OSError as e:
+        _fail_usage(f"-o {out}: cannot write the script: {e.strerror or e}")
     click.echo(f"wrote {out}: python {out}  (exit status 1 when the failure shows, 3 when "
                "another one does)")
 

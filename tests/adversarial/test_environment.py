@@ -119,3 +119,35 @@ def test_a_full_disk_while_reports_are_written(tmp_path, target, refused):
     assert not (project / ("r.json" if refused == "--report" else "r.html")).exists()
     assert list(project.glob("*.tmp*")) == []
     assert len(list((project / "corpus").rglob("*.json"))) == 1
+
+
+def test_reports_named_as_a_fifo_or_a_link_are_written_through(project, tmp_path):
+    """``--report`` a FIFO (``/dev/stdout`` piped, ``/dev/null``: not regular files) and
+    ``--html`` a symbolic link: each written through, never replaced by a rename (as root,
+    a rename over /dev/null makes it a regular file for the whole machine). A FIFO nobody
+    reads is one error line, not a hang; ``repro -o`` alike."""
+    import stat
+    import threading
+
+    fifo, link, real = project / "r.fifo", project / "r.html", tmp_path / "elsewhere.html"
+    os.mkfifo(fifo)
+    link.symlink_to(real)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    res = run_limited(["run", "kernels.py::wrong", *RUN, "--max-examples", "20", "--report",
+                       str(fifo), "--html", str(link)], project, timeout=180)
+    reader.join(30)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "fuzzkern: error" not in res.stderr, res.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and link.is_symlink()
+    assert got and b'"failures"' in got[0]
+    assert real.read_text().startswith("<!DOCTYPE html>")
+    assert list(project.glob("*.tmp*")) == []
+    # nobody reads the FIFO now: one line and exit 2 (the run itself found the bug: exit 1)
+    entry = next((project / "corpus").rglob("*.json"))
+    res = run_limited(["repro", str(entry), "--target", "kernels.py", "-o", str(fifo)],
+                      project, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "cannot write the script" in one_error_line(res.stderr)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
