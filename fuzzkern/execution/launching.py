@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from fuzzkern.errors import text_of
 from fuzzkern.target.declare import DEFAULT_CHECKS, Target
 
 
@@ -42,7 +43,7 @@ def short_traceback(e: BaseException, limit: int = 30) -> str:
 def exception_text(e: BaseException) -> str:
     """``"Type: message"``; an exception without a message (a bare ``assert``) gets the source
     line that raised it instead: ``"AssertionError: assert x.numel() < 10"``."""
-    message = str(e)
+    message = text_of(e)
     if not message.strip():
         frames = traceback.extract_tb(e.__traceback__)
         line = (frames[-1].line or "").strip() if frames else ""

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from fuzzkern.errors import text_of
 from fuzzkern.execution import ahead, progress, stages
 from fuzzkern.execution.progress import PROGRESS_EVERY
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
@@ -1422,7 +1423,7 @@ def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[st
     except BaseException as e:
         return Outcome(
             Verdict.ERROR,
-            f"fuzzkern worker error: {type(e).__name__}: {e}",
+            f"fuzzkern worker error: {type(e).__name__}: {text_of(e)}",
             {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
         ).to_json()
     finally:

@@ -379,3 +379,26 @@ def _loosens_tolerance(x):
 
 loosens_tolerance = fuzzkern.Target(launcher=_loosens_tolerance, reference=lambda x: x,
                                     inputs=_X, dims=_DIMS)
+
+
+class _Unprintable(Exception):
+    """An exception (or value) whose ``str`` and ``repr`` recurse without end."""
+
+    def __str__(self):
+        return str(self)
+
+    __repr__ = __str__
+
+
+def _raises_unprintable(x):
+    if x.shape[0] > 3:
+        raise _Unprintable()
+    return x * 1
+
+
+# a launcher raising an exception whose __str__ recurses: still the kernel's error
+raises_unprintable = fuzzkern.Target(launcher=_raises_unprintable, reference=lambda x: x,
+                                     inputs=_X, dims=_DIMS)
+# a launcher returning a value whose repr recurses: a usage error, said in one line
+returns_unprintable = fuzzkern.Target(launcher=lambda x: _Unprintable(), reference=lambda x: x,
+                                      inputs=_X, dims=_DIMS)

@@ -87,11 +87,13 @@ def test_a_killed_worker_takes_what_its_case_started_along(project):
 
 @pytest.mark.parametrize("target,verdict", [
     ("exits", "error"), ("kills_parent", "crash"), ("chdirs", "kernel-bug"),
-    ("monkeypatches", "kernel-bug"), ("floods", "kernel-bug"), ("ignores_signals", "hang")])
+    ("monkeypatches", "kernel-bug"), ("floods", "kernel-bug"), ("ignores_signals", "hang"),
+    ("raises_unprintable", "error")])
 def test_misbehaving_launchers_end_in_a_verdict(project, target, verdict):
     """What held: launchers that exit, kill their parent (the fork server), chdir, patch
-    torch's and numpy's comparisons, print 550 MB or ignore signals: a failure with its
-    verdict, saved where the run was started, short output, nothing left running."""
+    torch's and numpy's comparisons, print 550 MB, ignore signals or raise an exception whose
+    ``__str__`` recurses (once a fuzzkern-limit, status ok: the bug missed): a failure with
+    its verdict, saved where the run was started, short output, nothing left running."""
     mark = project / "mark"
     proc = start(["run", f"kernels.py::{target}", *RUN], project,
                  {"FUZZKERN_TEST_MARK": str(mark)})
@@ -107,6 +109,17 @@ def test_misbehaving_launchers_end_in_a_verdict(project, target, verdict):
     (entry,) = corpus_entries(project / "corpus")
     assert json.loads(entry.read_text())["verdict"] == verdict
     assert survivors(pids - {proc.pid}) == []
+
+
+def test_a_launcher_returning_an_unprintable_value_is_one_usage_error(project):
+    """A launcher returning a value whose ``repr`` recurses without end: the usage error
+    names it (once a fuzzkern-limit, status ok, exit 0)."""
+    res = run_limited(["run", "kernels.py::returns_unprintable", *RUN], project, timeout=180)
+    assert res.returncode == 2, res.stdout + res.stderr
+    out = " ".join(res.stdout.split())
+    assert "usage error: the launcher returned _Unprintable <repr() of a _Unprintable raised " \
+           "RecursionError>, not a tensor" in out, out
+    assert "fuzzkern-limit" not in out and "Traceback" not in res.stderr
 
 
 def test_a_full_disk_is_reported_and_the_failure_kept(project):
