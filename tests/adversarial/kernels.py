@@ -402,3 +402,15 @@ raises_unprintable = fuzzkern.Target(launcher=_raises_unprintable, reference=lam
 # a launcher returning a value whose repr recurses: a usage error, said in one line
 returns_unprintable = fuzzkern.Target(launcher=lambda x: _Unprintable(), reference=lambda x: x,
                                       inputs=_X, dims=_DIMS)
+
+
+def _returns_itself(x):
+    out = [x * 1]
+    out.append(out)
+    return out
+
+
+# a launcher returning a list that holds itself (flattening it never ended: the case ran until
+# the budget, "no case ran")
+returns_itself = fuzzkern.Target(launcher=_returns_itself, reference=lambda x: [x, [x]],
+                                 inputs=_X, dims=_DIMS)

@@ -111,14 +111,17 @@ def test_misbehaving_launchers_end_in_a_verdict(project, target, verdict):
     assert survivors(pids - {proc.pid}) == []
 
 
-def test_a_launcher_returning_an_unprintable_value_is_one_usage_error(project):
-    """A launcher returning a value whose ``repr`` recurses without end: the usage error
-    names it (once a fuzzkern-limit, status ok, exit 0)."""
-    res = run_limited(["run", "kernels.py::returns_unprintable", *RUN], project, timeout=180)
+@pytest.mark.parametrize("target,named", [
+    ("returns_unprintable", "_Unprintable <repr() of a _Unprintable raised RecursionError>"),
+    ("returns_itself", "list [tensor(")])
+def test_a_launcher_returning_a_hostile_value_is_one_usage_error(project, target, named):
+    """A launcher returning a value whose ``repr`` recurses without end (once a
+    fuzzkern-limit, status ok, exit 0), or a list that holds itself (once flattened without
+    end: the first case ran until the budget, "no case ran"): the usage error names it."""
+    res = run_limited(["run", f"kernels.py::{target}", *RUN], project, timeout=180)
     assert res.returncode == 2, res.stdout + res.stderr
     out = " ".join(res.stdout.split())
-    assert "usage error: the launcher returned _Unprintable <repr() of a _Unprintable raised " \
-           "RecursionError>, not a tensor" in out, out
+    assert f"usage error: the launcher returned {named}" in out, out
     assert "fuzzkern-limit" not in out and "Traceback" not in res.stderr
 
 
