@@ -109,11 +109,26 @@ class CpuMeter:
         except (OSError, IndexError, ValueError):
             return None
 
+    def stopped(self) -> bool:
+        """Whether the process is stopped (state ``T``: a SIGSTOP or SIGTSTP sent to it)."""
+        if self.fd is None:
+            return False
+        try:
+            return os.pread(self.fd, 1024, 0).rsplit(b")", 1)[1].split()[0] == b"T"
+        except (OSError, IndexError):
+            return False
+
     def close(self) -> None:
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
             self.fd = None
+
+
+#: seconds between looks at whether a case's worker was stopped from outside (SIGSTOP): it is
+#: sent SIGCONT, so its case goes on instead of waiting, unnoticed, for its timeout or the
+#: budget's end
+STOPPED_CHECK = 1.0
 
 
 @dataclass
@@ -1121,6 +1136,8 @@ class WorkerPool:
         self.killed = 0
         #: workers SIGKILLed mid-case whose case then ran again (:meth:`_again_if_killed`)
         self.outside_kills = 0
+        #: times a worker stopped from outside was resumed (:meth:`_resume_if_stopped`)
+        self.outside_stops = 0
         self._again = False
         #: a hard stop (``time.monotonic()``): a case still running then is cut short and
         #: :class:`StopTime` raised; None: none
@@ -1205,9 +1222,11 @@ class WorkerPool:
             if self.stop_at is not None:
                 wait = min(wait, max(0.0, self.stop_at - now))
             try:
-                ready = worker.conn.poll(wait)
+                ready = worker.conn.poll(min(wait, STOPPED_CHECK))
             except (EOFError, OSError):
                 ready = True
+            if not ready:
+                self._resume_if_stopped(worker)
             now = time.monotonic()
             if ready:
                 try:
@@ -1289,6 +1308,16 @@ class WorkerPool:
             return self._targets[ref], Case.from_json(case_json)
         except Exception:
             return None, None
+
+    def _resume_if_stopped(self, worker: Any) -> None:
+        """A worker stopped from outside (SIGSTOP: a person, a CI agent, a debugger's
+        attach) is sent SIGCONT: its case goes on, neither a hang nor a budget spent waiting."""
+        cpu = getattr(worker, "cpu", None)
+        if cpu is None or not cpu.stopped():
+            return
+        with contextlib.suppress(OSError):
+            os.kill(worker.process.pid, signal.SIGCONT)
+            self.outside_stops += 1
 
     def _refused(self, e: BaseException, start: float, clock: CaseClock) -> Outcome:
         """The worker sent what is not an outcome (a class or function to unpickle, a

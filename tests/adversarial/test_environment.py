@@ -82,6 +82,28 @@ def test_a_worker_killed_from_outside_is_replaced_and_the_run_goes_on(project, t
     assert "│ kernels::tells_its_pid │ ok │ 60 │ " in text, text  # every case asked for ran
 
 
+def test_a_worker_stopped_from_outside_is_resumed(project, tmp_path):
+    """One SIGSTOP to the worker mid-run (a person, a CI agent): it is sent SIGCONT and its
+    case goes on in the same worker. It once waited, unnoticed, for its 60 s timeout (a
+    ``hang``, the worker replaced) or for the budget's end (the run's cases lost)."""
+    mark = tmp_path / "pids"
+    proc = start(["run", "kernels.py::tells_its_pid", *RUN, "--max-examples", "60"], project,
+                 {"FUZZKERN_TEST_MARK": str(mark)})
+    try:
+        wait_for(lambda: mark.exists() and len(mark.read_text().split()) >= 5, 120,
+                 "five cases", proc)
+        os.kill(int(mark.read_text().split()[0]), signal.SIGSTOP)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out + err
+    assert len(set(mark.read_text().split())) == 1  # the one worker did every case
+    text = " ".join(out.split())
+    assert "hang" not in text and "slow" not in text, text
+    assert "│ kernels::tells_its_pid │ ok │ 60 │ " in text, text
+
 @pytest.mark.parametrize("target,refused", [("wrong", "--html"), ("chatty", "--report")])
 def test_a_full_disk_while_reports_are_written(tmp_path, target, refused):
     """A file size limit (RLIMIT_FSIZE, as a full disk: writes fail) between the sizes of the
