@@ -368,6 +368,10 @@ def _check_run(a: _RunArgs) -> tuple[float, tuple[str, ...]]:
                         "(torch.cuda.is_available() is False); use --modes interpret")
     _check_timeout(a.timeout)
     _check_timeout(a.compile_timeout, "--compile-timeout")
+    if not math.isfinite(a.heartbeat) or 0 < a.heartbeat < 1:  # nan: silently none; 1e-300:
+        # a line as fast as the console takes them, from a thread that never sleeps
+        raise click.BadParameter(f"expected 0 (off) or a number of seconds >= 1, got "
+                                 f"{a.heartbeat:g}", param_hint="--heartbeat")
     for value, least, what, option in (
             (a.heartbeat, 0, "a number of seconds", "--heartbeat"),
             (a.max_examples, 1, "a number of cases", "--max-examples"),

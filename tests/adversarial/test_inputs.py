@@ -46,6 +46,8 @@ def test_bad_target_files(tmp_path, source, expect):
     (["--budget", "9" * 400 + "h"], "--budget"),
     (["--db", "kernels.py"], "is a file"),
     (["--report", "."], "is a folder"),
+    (["--heartbeat", "nan"], "--heartbeat"),  # once: silently no heartbeat
+    (["--heartbeat", "1e-300"], "--heartbeat"),  # once: a thread printing without a pause
 ])
 def test_bad_options_up_front(project, args, expect):
     """Items 6 and 7: refused before any case runs, in one line."""
