@@ -61,6 +61,17 @@ def _output_path(path: str | None, option: str) -> None:
         _fail_usage(f"{option} {path}: the folder {folder} is not writable")
 
 
+def _corpus_path(path: str) -> None:
+    """Refuse up front a ``--corpus`` that cannot hold a corpus: an empty name (an unset
+    variable in CI: the run found and saved nothing, without a word) or a file (every
+    finding NOT SAVED after the whole budget)."""
+    if not path.strip():
+        _fail_usage("--corpus: an empty folder name; pass a folder, or --no-corpus to "
+                    "neither replay nor save entries")
+    if os.path.exists(path) and not os.path.isdir(path):
+        _fail_usage(f"--corpus {path}: is a file; expected a folder (or --no-corpus)")
+
+
 def _modes(text: str) -> tuple[str, ...]:
     from fuzzkern.target.declare import MODES
 
@@ -387,6 +398,8 @@ def _check_run(a: _RunArgs) -> tuple[float, tuple[str, ...]]:
                     f"{a.max_examples} lets a target run")
     _output_path(a.report_path, "--report")
     _output_path(a.html_path, "--html")
+    if not a.no_corpus:
+        _corpus_path(a.corpus_dir)
     from fuzzkern.testing import check_amortize
 
     try:
