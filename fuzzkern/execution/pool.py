@@ -31,6 +31,7 @@ import multiprocessing as mp
 import os
 import pickle
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -1441,15 +1442,29 @@ class WorkerPool:
             self._locks = None
 
 
+#: the recursion limit fuzzkern's own code runs under in a worker (a case may lower it)
+RECURSION_LIMIT = sys.getrecursionlimit()
+
+
 def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[str, Any]:
     """One case's outcome as JSON; a failure of the harness itself is an ``error`` outcome
     too, never silence. Afterwards nothing reports progress on the channel any more, so the
     outcome is the next thing the parent reads."""
     from fuzzkern.execution.runner import run_case_json
 
+    if sys.getrecursionlimit() < RECURSION_LIMIT:  # an earlier case lowered it
+        sys.setrecursionlimit(RECURSION_LIMIT)
     try:
         return run_case_json(ref, case_json, options)
     except BaseException as e:
+        lowered = sys.getrecursionlimit()
+        if lowered < RECURSION_LIMIT:  # the case's doing, not fuzzkern's: its finding
+            sys.setrecursionlimit(RECURSION_LIMIT)
+            words = (f"the case lowered the recursion limit to {lowered} "
+                     "(sys.setrecursionlimit), under which fuzzkern could not judge it "
+                     f"({type(e).__name__}: {text_of(e)[:200]})")
+            return Outcome(Verdict.ERROR, words,
+                           {"worker": ModeResult("worker", "error", error=words)}).to_json()
         return Outcome(
             Verdict.ERROR,
             f"fuzzkern worker error: {type(e).__name__}: {text_of(e)}",

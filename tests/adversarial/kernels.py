@@ -414,3 +414,14 @@ def _returns_itself(x):
 # the budget, "no case ran")
 returns_itself = fuzzkern.Target(launcher=_returns_itself, reference=lambda x: [x, [x]],
                                  inputs=_X, dims=_DIMS)
+
+
+def _lowers_recursion_limit(x):
+    sys.setrecursionlimit(80)  # the worker's own code runs under it after the launch
+    return _wrong(x)
+
+
+# host code lowering the recursion limit: once fuzzkern's own judging failed under it, a
+# fuzzkern-limit with status ok (the wrong value missed)
+lowers_recursion_limit = fuzzkern.Target(launcher=_lowers_recursion_limit,
+                                         reference=lambda x: x, inputs=_X, dims=_DIMS)
