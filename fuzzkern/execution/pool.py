@@ -126,9 +126,9 @@ class CpuMeter:
             self.fd = None
 
 
-#: seconds between looks at whether a case's worker was stopped from outside (SIGSTOP): it is
-#: sent SIGCONT, so its case goes on instead of waiting, unnoticed, for its timeout or the
-#: budget's end
+#: seconds between looks at whether a case's worker died (with its pipe still open: a process
+#: its case started holds it) or was stopped from outside (SIGSTOP: it is sent SIGCONT), so
+#: its case does not wait, unnoticed, for its timeout or the budget's end
 STOPPED_CHECK = 1.0
 
 
@@ -1226,6 +1226,11 @@ class WorkerPool:
                 ready = worker.conn.poll(min(wait, STOPPED_CHECK))
             except (EOFError, OSError):
                 ready = True
+            if not ready and not worker.alive():
+                # it died, but a process its case started holds its pipe open: no EOF comes
+                # (the case waited for its timeout, or the budget's end)
+                return self._again_if_killed(self._died(worker, start, clock),
+                                             (ref, case_json, options, timeout, cost_cap))
             if not ready:
                 self._resume_if_stopped(worker)
             now = time.monotonic()

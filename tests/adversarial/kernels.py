@@ -425,3 +425,24 @@ def _lowers_recursion_limit(x):
 # fuzzkern-limit with status ok (the wrong value missed)
 lowers_recursion_limit = fuzzkern.Target(launcher=_lowers_recursion_limit,
                                          reference=lambda x: x, inputs=_X, dims=_DIMS)
+
+
+def _exits_leaving_a_child(x):
+    # the worker ends while a child of its case (a new session) holds the worker's pipe open:
+    # no end of file comes to the parent
+    if x.shape[0] > 3:
+        if os.fork() == 0:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)  # not the test's output pipes: only this
+            for fd in (0, 1, 2):  # worker's own pipe is held
+                os.dup2(null, fd)
+            with open(os.environ["FUZZKERN_TEST_MARK"], "a") as fh:
+                fh.write(f"{os.getpid()}\n")
+            time.sleep(300)
+            os._exit(0)
+        os._exit(0)
+    return x * 1
+
+
+exits_leaving_a_child = fuzzkern.Target(launcher=_exits_leaving_a_child, reference=lambda x: x,
+                                        inputs=_X, dims=_DIMS)

@@ -6,9 +6,11 @@ time limits, with nothing left running."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import threading
 import time
@@ -124,6 +126,33 @@ def test_a_launcher_returning_a_hostile_value_is_one_usage_error(project, target
     out = " ".join(res.stdout.split())
     assert f"usage error: the launcher returned {named}" in out, out
     assert "fuzzkern-limit" not in out and "Traceback" not in res.stderr
+
+
+def test_a_worker_that_exits_while_a_child_holds_its_pipe_is_a_crash(project, tmp_path):
+    """A case that exits its worker while a process it started (a new session) holds the
+    worker's pipe open: no end of file comes, and the case once waited for its 60 s timeout
+    or the budget's end (a 60 s budget: the bug missed, status ok). Now a crash, found and
+    saved within the case count."""
+    import subprocess
+
+    from tests.adversarial.conftest import env, fuzzkern_cmd
+
+    mark, out = tmp_path / "children", tmp_path / "out"
+    e = {**env(), "FUZZKERN_TEST_MARK": str(mark)}
+    try:  # output to a file: the children hold the worker's copies of fuzzkern's stdout too
+        with open(out, "w") as fh:
+            rc = subprocess.run(fuzzkern_cmd() + ["run", "kernels.py::exits_leaving_a_child",
+                                                  *RUN], cwd=project, stdout=fh,
+                                stderr=subprocess.STDOUT, env=e, timeout=240).returncode
+    finally:
+        for pid in (mark.read_text().split() if mark.exists() else []):
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+    text = out.read_text()
+    assert rc == 1, text
+    assert "kernels::exits_leaving_a_child: crash" in text, text
+    (entry,) = corpus_entries(project / "corpus")
+    assert json.loads(entry.read_text())["case"]["dims"]["N"] == 4  # shrunk
 
 
 def test_a_full_disk_is_reported_and_the_failure_kept(project):
