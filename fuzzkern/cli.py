@@ -6,7 +6,6 @@ configuration error.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -45,8 +44,14 @@ def _output_path(path: str | None, option: str) -> None:
     --junitxml does), so a run never ends with a traceback after its whole budget."""
     if not path:
         return
+    from fuzzkern.report.files import written_through
+
     if os.path.isdir(path):
         _fail_usage(f"{option} {path}: is a folder; expected a file name")
+    if written_through(path):  # /dev/null, a FIFO, a link: written through, never replaced
+        if not os.access(path, os.W_OK) and os.path.exists(path):
+            _fail_usage(f"{option} {path}: is not writable")
+        return
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -54,6 +59,17 @@ def _output_path(path: str | None, option: str) -> None:
         _fail_usage(f"{option} {path}: cannot create the folder {folder}: {e.strerror or e}")
     if not os.access(folder, os.W_OK | os.X_OK):
         _fail_usage(f"{option} {path}: the folder {folder} is not writable")
+
+
+def _corpus_path(path: str) -> None:
+    """Refuse up front a ``--corpus`` that cannot hold a corpus: an empty name (an unset
+    variable in CI: the run found and saved nothing, without a word) or a file (every
+    finding NOT SAVED after the whole budget)."""
+    if not path.strip():
+        _fail_usage("--corpus: an empty folder name; pass a folder, or --no-corpus to "
+                    "neither replay nor save entries")
+    if os.path.exists(path) and not os.path.isdir(path):
+        _fail_usage(f"--corpus {path}: is a file; expected a folder (or --no-corpus)")
 
 
 def _modes(text: str) -> tuple[str, ...]:
@@ -364,6 +380,10 @@ def _check_run(a: _RunArgs) -> tuple[float, tuple[str, ...]]:
                         "(torch.cuda.is_available() is False); use --modes interpret")
     _check_timeout(a.timeout)
     _check_timeout(a.compile_timeout, "--compile-timeout")
+    if not math.isfinite(a.heartbeat) or 0 < a.heartbeat < 1:  # nan: silently none; 1e-300:
+        # a line as fast as the console takes them, from a thread that never sleeps
+        raise click.BadParameter(f"expected 0 (off) or a number of seconds >= 1, got "
+                                 f"{a.heartbeat:g}", param_hint="--heartbeat")
     for value, least, what, option in (
             (a.heartbeat, 0, "a number of seconds", "--heartbeat"),
             (a.max_examples, 1, "a number of cases", "--max-examples"),
@@ -379,6 +399,8 @@ def _check_run(a: _RunArgs) -> tuple[float, tuple[str, ...]]:
                     f"{a.max_examples} lets a target run")
     _output_path(a.report_path, "--report")
     _output_path(a.html_path, "--html")
+    if not a.no_corpus:
+        _corpus_path(a.corpus_dir)
     from fuzzkern.testing import check_amortize
 
     try:
@@ -619,19 +641,16 @@ def _run_info(a: _RunArgs, done: _Done) -> dict[str, str]:
 
 
 def _write_text(path: str, option: str, text: Callable[[], str]) -> bool:
-    """Write ``text()`` to ``path`` atomically (a temporary file beside it, then a rename).
-    A file that cannot be written (a full disk, a file size limit) or a report that cannot be
-    made is one error line naming ``option``, and no temporary file is left; False then."""
-    tmp = f"{path}.tmp{os.getpid()}"
+    """Write ``text()`` to ``path`` (:func:`fuzzkern.report.files.write_named`: atomically,
+    or through a device, FIFO or link, never replacing it). A file that cannot be written (a
+    full disk, a file size limit) or a report that cannot be made is one error line naming
+    ``option``, and no temporary file is left; False then."""
+    from fuzzkern.report.files import write_named
+
     try:
-        body = text()
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(body)
-        os.replace(tmp, path)
+        write_named(path, text().encode("utf-8"))
         return True
     except (OSError, MemoryError, ValueError) as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         why = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}"
         click.echo(f"fuzzkern: error: {option}: cannot write {path}: {why}; what the run found "
                    "is above (and in the corpus, unless --no-corpus)", err=True)
@@ -1339,7 +1358,10 @@ def repro(entry_path: str, sources: tuple[str, ...], output: str | None) -> None
         click.echo(repro_module.script(entry, target), nl=False)
         return
     out = output or f"repro_{entry.id}.py"
-    repro_module.write(entry, target, out)
+    try:
+        repro_module.write(entry, target, out)
+    except OSError as e:
+        _fail_usage(f"-o {out}: cannot write the script: {e.strerror or e}")
     click.echo(f"wrote {out}: python {out}  (exit status 1 when the failure shows, 3 when "
                "another one does)")
 

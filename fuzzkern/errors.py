@@ -7,6 +7,8 @@ an :class:`~fuzzkern.judge.outcome.Outcome`, never one of these exceptions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import hypothesis.errors
 
 
@@ -42,6 +44,17 @@ class BudgetError(FuzzkernError):
 def describe(name: str, value: object) -> str:
     """``name=value (type=T)``: the one way misuse messages name a bad value."""
     return f"{name}={value!r} (type={type(value).__name__})"
+
+
+def text_of(value: object, how: Callable[[object], str] = str) -> str:
+    """``how(value)`` (``str`` or ``repr``) of a value or exception the user's code made,
+    never raising: an exception whose ``__str__`` raises or recurses without end is still
+    a finding of the kernel, never a failure of fuzzkern's own code."""
+    try:
+        return how(value)
+    except Exception as e:  # RecursionError too
+        return (f"<{getattr(how, '__name__', 'str')}() of a {type(value).__name__} raised "
+                f"{type(e).__name__}>")
 
 
 class ForcedConfigError(FuzzkernError, IndexError):

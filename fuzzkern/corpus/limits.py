@@ -209,14 +209,21 @@ def _tensor(name: str, t: Any, limits: Limits) -> int:
     shape, strides = t.get("shape"), t.get("strides")
     if not isinstance(shape, list) or not isinstance(strides, list) or len(shape) != len(strides):
         raise _Bad(f"input {name!r}: shape and strides must be lists of one length")
+    if len(shape) > MAX_DIMS:
+        raise _Bad(f"input {name!r}: {len(shape)} dims, past the {MAX_DIMS} a tensor may have")
     dims = [_whole(n, f"input {name!r}: shape", 0) for n in shape]
     steps = [_whole(s, f"input {name!r}: strides", 0) for s in strides]
     offset = _whole(t.get("storage_offset"), f"input {name!r}: storage_offset", 0)
     size = _whole(t.get("storage_size"), f"input {name!r}: storage_size", 0)
     elements = math.prod(dims)
-    if elements > limits.tensor_elements:
-        raise _Bad(f"input {name!r}: shape {dims} has {elements} elements, past "
+    # a zero dim empties the view, but not what is computed from its other dims (a shape
+    # [2**62, 0] is refused like [2**62])
+    spanned = math.prod(n for n in dims if n)
+    if max(elements, spanned) > limits.tensor_elements:
+        raise _Bad(f"input {name!r}: shape {dims} has {max(elements, spanned)} elements"
+                   f"{'' if elements else ' besides its zero dims'}, past "
                    f"{_over('tensor_elements', limits)}")
+    _recipe(name, t, dims, steps, offset, size, limits)
     itemsize = torch_dtype(dtype).itemsize
     nbytes = size * itemsize
     if nbytes > limits.storage_bytes:
@@ -234,6 +241,55 @@ def _tensor(name: str, t: Any, limits: Limits) -> int:
         raise _Bad(f"input {name!r}: the view (shape {dims}, strides {steps}, offset {offset}) "
                    f"reaches element {last} of a storage of {size}")
     return max(nbytes, viewed)
+
+
+#: the most dims a tensor input may have (numpy's and torch's conversions refuse more)
+MAX_DIMS = 64
+
+
+def _recipe(name: str, t: Mapping[str, Any], dims: list[int], steps: list[int], offset: int,
+            size: int, limits: Limits) -> None:
+    """Check what a case rebuilds the tensor from when it changes (a shrink of an unshrunk
+    entry draws new values): its layout must give exactly its strides, offset and storage
+    size (a layout of steps ``[2**40]`` over a 9-element storage would allocate terabytes
+    once a dim shrinks), and its value recipe draws at most :data:`VARIANT_BLOCK` blocks of
+    the view's elements, within ``tensor_elements``."""
+    from fuzzkern.case.model import VARIANT_BLOCK, Layout, view_of
+    from fuzzkern.errors import CaseError
+
+    layout = t.get("layout")
+    if layout is not None:
+        if not isinstance(layout, Mapping):
+            raise _Bad(f"input {name!r}: a layout must be a JSON object")
+        lists = {k: layout.get(k, [] if k == "expanded" else None)
+                 for k in ("permutation", "steps", "starts", "expanded")}
+        if any(not isinstance(v, list) for v in lists.values()):
+            raise _Bad(f"input {name!r}: a layout's permutation, steps, starts and expanded "
+                       "must be lists")
+        for k, v in lists.items():
+            for n in v:
+                _whole(n, f"input {name!r}: layout {k}", 0)
+        _whole(layout.get("offset", 0), f"input {name!r}: layout offset", 0)
+        try:
+            made = view_of(tuple(dims), Layout.from_json(layout))
+        except (CaseError, IndexError, KeyError, TypeError, ValueError):
+            made = None
+        if made != (tuple(steps), offset, size):
+            raise _Bad(f"input {name!r}: its layout does not give its strides {steps}, offset "
+                       f"{offset} and storage size {size}")
+    values = t.get("values", {})
+    if not isinstance(values, Mapping):
+        raise _Bad(f"input {name!r}: values must be a JSON object")
+    _whole(values.get("seed", 0), f"input {name!r}: values seed", -2**63, 2**64 - 1)
+    block = values.get("block")
+    if block is not None:
+        if not isinstance(block, list) or len(block) != 2:
+            raise _Bad(f"input {name!r}: a values block must be [count, index]")
+        count = _whole(block[0], f"input {name!r}: values block count", 1, VARIANT_BLOCK)
+        _whole(block[1], f"input {name!r}: values block index", 0, count - 1)
+        if count * math.prod(dims) > limits.tensor_elements:
+            raise _Bad(f"input {name!r}: a values block of {count} x {math.prod(dims)} "
+                       f"elements is past {_over('tensor_elements', limits)}")
 
 
 def view_bytes(shape: list[int], itemsize: int) -> int:

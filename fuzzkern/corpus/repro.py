@@ -258,15 +258,18 @@ def _body() -> str:
 
 
 def write(entry: Entry, target: LoadedTarget, out_path: str) -> str:
-    """Write the reproducer of ``entry`` on ``target`` to ``out_path`` (atomically); returns
+    """Write the reproducer of ``entry`` on ``target`` to ``out_path`` (atomically, an
+    executable file; a device, FIFO or link is written through, never replaced); returns
     the path."""
-    from fuzzkern.corpus.store import _write_atomic
+    from fuzzkern.report.files import write_named, written_through
 
     text = script(entry, target, out_path)
+    if written_through(out_path):  # /dev/null, a FIFO, a link: written through, as it is
+        write_named(out_path, text.encode())
+        return out_path
     folder = os.path.dirname(os.path.abspath(out_path))
     os.makedirs(folder, exist_ok=True)
-    _write_atomic(os.path.abspath(out_path), text.encode())
-    os.chmod(out_path, os.stat(out_path).st_mode | 0o111)
+    write_named(os.path.abspath(out_path), text.encode(), 0o777)
     return out_path
 
 

@@ -677,6 +677,15 @@ def _hang(timeout):
     return _problem("hang", "launch", f"HANG: the launch ran past the timeout of {timeout:g} s")
 
 
+def _text_of(e):
+    """``str(e)`` of the user's exception, never raising (its ``__str__`` may raise or recurse
+    without end)."""
+    try:
+        return str(e)
+    except Exception as why:
+        return f"<str() of a {type(e).__name__} raised {type(why).__name__}>"
+
+
 def _raised(e, timeout):
     """The problem of a launch that raised ``e`` (a hang when the timer's exception is among
     its causes: Triton wraps exceptions); the traceback goes to stderr."""
@@ -690,7 +699,8 @@ def _raised(e, timeout):
     traceback.print_exc()
     frames = [f"{os.path.basename(f.filename)}:{f.lineno}"
               for f in traceback.extract_tb(e.__traceback__)]
-    first = str(e).splitlines()[0] if str(e) else ""
+    text = _text_of(e)
+    first = text.splitlines()[0] if text else ""
     return _problem("error", type(e).__name__, f"the launcher raised {type(e).__name__}: "
                     f"{first} (traceback on stderr)", frames)
 
@@ -886,5 +896,6 @@ if __name__ == "__main__":
         sys.exit(status)
     except Exception as e:  # the script's own problem, not the kernel's: never exit 1
         traceback.print_exc()
-        _say(f"error: this script could not reproduce the entry: {type(e).__name__}: {e}")
+        _say(f"error: this script could not reproduce the entry: {type(e).__name__}: "
+             f"{_text_of(e)}")
         sys.exit(2)

@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import datetime
@@ -325,6 +326,17 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"the non-JSON constant {name}")
 
 
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object with each key once: an entry that says ``"case"`` twice shows its
+    reviewer the first and would replay the second."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        counts = collections.Counter(k for k, _ in pairs)
+        twice = next(k for k, n in counts.items() if n > 1)
+        raise ValueError(f"the key {twice[:60]!r} twice in one object")
+    return out
+
+
 def load(path: str | os.PathLike[str]) -> Entry:
     """Load the entry at ``path`` (its JSON file). Raises :class:`CorpusError` naming the file
     and why: unreadable, not a regular file, past the size limit, truncated or malformed JSON,
@@ -334,7 +346,8 @@ def load(path: str | os.PathLike[str]) -> Entry:
     limits.check_folder(path)
     raw = limits.read_regular(path, caps.entry_bytes, "the entry", "entry_bytes")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant,
+                          object_pairs_hook=_no_duplicates)
     except UnicodeDecodeError as e:
         raise CorpusError(f"{path}: not a fuzzkern corpus entry (not UTF-8 text)") from e
     except json.JSONDecodeError as e:
@@ -380,7 +393,8 @@ def _safetensors_header(fh: Any, size: int, path: str) -> tuple[dict[str, Any], 
         raise CorpusError(f"{path}: refused: a safetensors header of {n} bytes (at most "
                           f"{limits.HEADER_BYTES})")
     try:
-        header = json.loads(fh.read(n).decode("utf-8"), parse_constant=_no_constant)
+        header = json.loads(fh.read(n).decode("utf-8"), parse_constant=_no_constant,
+                            object_pairs_hook=_no_duplicates)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise CorpusError(f"{path}: not a safetensors file ({type(e).__name__}: "
                           f"{str(e)[:200]})") from e

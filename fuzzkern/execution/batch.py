@@ -62,6 +62,7 @@ from typing import Any
 import torch
 
 from fuzzkern.case.model import Case
+from fuzzkern.errors import text_of
 from fuzzkern.execution.compiled import (
     Block,
     OnDevice,
@@ -418,7 +419,8 @@ def _twins(block: Block, placed: list[Any], ones: list[OnDevice], options: Mappi
 
 def _said(e: BaseException) -> str:
     """An exception in one line, for :attr:`fuzzkern.execution.references.Parity.off`."""
-    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]
+    text = text_of(e)
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"[:200]
 
 
 @dataclass

@@ -51,6 +51,7 @@ from typing import Any
 import torch
 
 from fuzzkern.case.model import rebuild_like
+from fuzzkern.errors import text_of
 from fuzzkern.execution import hygiene
 from fuzzkern.execution.hygiene import Allocations
 from fuzzkern.execution.stages import stage
@@ -156,7 +157,7 @@ def device_label(index: int) -> str:
 
 def is_device_fault(e: BaseException) -> bool:
     name = type(e).__name__
-    text = str(e)
+    text = text_of(e)
     return name == "AcceleratorError" or any(s in text for s in _DEVICE_FAULTS)
 
 
@@ -701,7 +702,8 @@ class OnDevice:
             asserted = [ln.strip() for ln in text.splitlines() if "Assertion" in ln][:3]
             if asserted:
                 info["device_output"] = asserted
-            return ModeResult("compiled", "crash", error=f"device fault: {type(e).__name__}: {e}"
+            return ModeResult("compiled", "crash",
+                              error=f"device fault: {type(e).__name__}: {text_of(e)}"
                               + "".join(f"\n{ln}" for ln in asserted),
                               detail=info, seconds=seconds)
         status = "precondition" if is_precondition(self.run.target, inner) else "error"
@@ -725,7 +727,7 @@ class OnDevice:
         except Exception as e:
             poisoned = is_device_fault(e)
             return ModeResult("compiled", "crash" if poisoned else "error",
-                              error=f"{type(e).__name__}: {e}",
+                              error=f"{type(e).__name__}: {text_of(e)}",
                               detail={**self.detail, "poisoned": poisoned,
                                       "stage": "copy to device"})
         self.start = time.perf_counter()

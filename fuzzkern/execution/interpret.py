@@ -18,6 +18,7 @@ import torch
 
 from fuzzkern.calls import call_with
 from fuzzkern.case.model import rebuild_like
+from fuzzkern.errors import text_of
 from fuzzkern.execution import hygiene
 from fuzzkern.execution.hygiene import poisoned_allocations
 from fuzzkern.execution.interpreter.coverage import recording
@@ -80,7 +81,7 @@ def run_interpreted(run: Any) -> ModeResult:
             return ModeResult("interpret", "oob-view" if isinstance(inner, OOBView) else "oob",
                               error=inner.describe() + at, detail=detail,
                               seconds=time.perf_counter() - start)
-        found = overflow_of(str(inner)) if isinstance(inner, AssertionError) else None
+        found = overflow_of(text_of(inner)) if isinstance(inner, AssertionError) else None
         if found is not None:
             x, y, z = current_program_id()
             overflow: dict[str, Any] = {**found, "program_id": [x, y, z]}
@@ -100,7 +101,7 @@ def run_interpreted(run: Any) -> ModeResult:
         status = "error"
         if is_precondition(run.target, inner) or is_precondition(run.target, e):
             status = "precondition"
-        elif interpreter_limitation(inner) or "not supported in interpreter" in str(e):
+        elif interpreter_limitation(inner) or "not supported in interpreter" in text_of(e):
             # Triton's interpreter, not the kernel: never an error, shrunk or saved
             status = "unsupported"
             if getattr(inner, "static", False):  # every case of the kernel: skip the target

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from fuzzkern.errors import text_of
 from fuzzkern.target.declare import DEFAULT_CHECKS, Target
 
 
@@ -42,7 +43,7 @@ def short_traceback(e: BaseException, limit: int = 30) -> str:
 def exception_text(e: BaseException) -> str:
     """``"Type: message"``; an exception without a message (a bare ``assert``) gets the source
     line that raised it instead: ``"AssertionError: assert x.numel() < 10"``."""
-    message = str(e)
+    message = text_of(e)
     if not message.strip():
         frames = traceback.extract_tb(e.__traceback__)
         line = (frames[-1].line or "").strip() if frames else ""
@@ -57,10 +58,17 @@ def exception_text(e: BaseException) -> str:
 OUTPUT_DEPTH = 32
 
 
+#: the most leaves a launcher's or reference's nested lists and tuples are flattened to: past
+#: it (or at a list that holds itself), the rest stays one leaf, the list itself: not a
+#: tensor, so a usage error that names it, never a worker that loops until the budget ends
+OUTPUT_LEAVES = 1 << 16
+
+
 def as_outputs(result: Any) -> tuple[Any, ...] | None:
     """A launcher's or reference's result as a tuple of outputs. Lists and tuples nested
-    deeper than :data:`OUTPUT_DEPTH` become the flat tuple of their leaves, in order (both
-    sides alike, so a wrong value deep inside is still found)."""
+    deeper than :data:`OUTPUT_DEPTH` (or holding more than :data:`OUTPUT_LEAVES` items in
+    all) become the flat tuple of their leaves, in order (both sides alike, so a wrong value
+    deep inside is still found)."""
     if result is None:
         return None
     if isinstance(result, torch.Tensor):
@@ -71,10 +79,14 @@ def as_outputs(result: Any) -> tuple[Any, ...] | None:
 
 
 def _depth(value: Any) -> int:
-    """How deep ``value``'s lists and tuples nest (iterative; stops past :data:`OUTPUT_DEPTH`)."""
-    deepest, todo = 0, [(value, 1)]
+    """How deep ``value``'s lists and tuples nest (iterative; stops past :data:`OUTPUT_DEPTH`,
+    or past :data:`OUTPUT_LEAVES` items in all: then it says one more than the depth)."""
+    deepest, todo, seen = 0, [(value, 1)], 0
     while todo:
         v, d = todo.pop()
+        seen += 1
+        if seen > OUTPUT_LEAVES:
+            return OUTPUT_DEPTH + 1
         if isinstance(v, (tuple, list)):
             deepest = max(deepest, d)
             if deepest > OUTPUT_DEPTH:
@@ -83,13 +95,25 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+_END = object()
+
+
 def _leaves(value: Any) -> tuple[Any, ...]:
-    """The non-list, non-tuple items of ``value``, depth first, in order (iterative)."""
-    out, todo = [], [value]
-    while todo:
-        v = todo.pop()
-        if isinstance(v, (tuple, list)):
-            todo.extend(reversed(v))
+    """The non-list, non-tuple items of ``value``, depth first, in order (iterative). A list
+    or tuple that holds itself, and every one met past :data:`OUTPUT_LEAVES` leaves, is a
+    leaf itself."""
+    out: list[Any] = []
+    stack, on_path = [(iter(value), id(value))], {id(value)}
+    while stack:
+        items, ident = stack[-1]
+        v = next(items, _END)
+        if v is _END:
+            stack.pop()
+            on_path.discard(ident)
+        elif (isinstance(v, (tuple, list)) and id(v) not in on_path
+              and len(out) < OUTPUT_LEAVES):
+            stack.append((iter(v), id(v)))
+            on_path.add(id(v))
         else:
             out.append(v)
     return tuple(out)

@@ -31,6 +31,7 @@ import multiprocessing as mp
 import os
 import pickle
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from fuzzkern.errors import text_of
 from fuzzkern.execution import ahead, progress, stages
 from fuzzkern.execution.progress import PROGRESS_EVERY
 from fuzzkern.judge.outcome import ModeResult, Outcome, Verdict
@@ -108,11 +110,26 @@ class CpuMeter:
         except (OSError, IndexError, ValueError):
             return None
 
+    def stopped(self) -> bool:
+        """Whether the process is stopped (state ``T``: a SIGSTOP or SIGTSTP sent to it)."""
+        if self.fd is None:
+            return False
+        try:
+            return os.pread(self.fd, 1024, 0).rsplit(b")", 1)[1].split()[0] == b"T"
+        except (OSError, IndexError):
+            return False
+
     def close(self) -> None:
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
             self.fd = None
+
+
+#: seconds between looks at whether a case's worker died (with its pipe still open: a process
+#: its case started holds it) or was stopped from outside (SIGSTOP: it is sent SIGCONT), so
+#: its case does not wait, unnoticed, for its timeout or the budget's end
+STOPPED_CHECK = 1.0
 
 
 @dataclass
@@ -1120,6 +1137,8 @@ class WorkerPool:
         self.killed = 0
         #: workers SIGKILLed mid-case whose case then ran again (:meth:`_again_if_killed`)
         self.outside_kills = 0
+        #: times a worker stopped from outside was resumed (:meth:`_resume_if_stopped`)
+        self.outside_stops = 0
         self._again = False
         #: a hard stop (``time.monotonic()``): a case still running then is cut short and
         #: :class:`StopTime` raised; None: none
@@ -1204,9 +1223,16 @@ class WorkerPool:
             if self.stop_at is not None:
                 wait = min(wait, max(0.0, self.stop_at - now))
             try:
-                ready = worker.conn.poll(wait)
+                ready = worker.conn.poll(min(wait, STOPPED_CHECK))
             except (EOFError, OSError):
                 ready = True
+            if not ready and not worker.alive():
+                # it died, but a process its case started holds its pipe open: no EOF comes
+                # (the case waited for its timeout, or the budget's end)
+                return self._again_if_killed(self._died(worker, start, clock),
+                                             (ref, case_json, options, timeout, cost_cap))
+            if not ready:
+                self._resume_if_stopped(worker)
             now = time.monotonic()
             if ready:
                 try:
@@ -1288,6 +1314,16 @@ class WorkerPool:
             return self._targets[ref], Case.from_json(case_json)
         except Exception:
             return None, None
+
+    def _resume_if_stopped(self, worker: Any) -> None:
+        """A worker stopped from outside (SIGSTOP: a person, a CI agent, a debugger's
+        attach) is sent SIGCONT: its case goes on, neither a hang nor a budget spent waiting."""
+        cpu = getattr(worker, "cpu", None)
+        if cpu is None or not cpu.stopped():
+            return
+        with contextlib.suppress(OSError):
+            os.kill(worker.process.pid, signal.SIGCONT)
+            self.outside_stops += 1
 
     def _refused(self, e: BaseException, start: float, clock: CaseClock) -> Outcome:
         """The worker sent what is not an outcome (a class or function to unpickle, a
@@ -1411,18 +1447,32 @@ class WorkerPool:
             self._locks = None
 
 
+#: the recursion limit fuzzkern's own code runs under in a worker (a case may lower it)
+RECURSION_LIMIT = sys.getrecursionlimit()
+
+
 def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[str, Any]:
     """One case's outcome as JSON; a failure of the harness itself is an ``error`` outcome
     too, never silence. Afterwards nothing reports progress on the channel any more, so the
     outcome is the next thing the parent reads."""
     from fuzzkern.execution.runner import run_case_json
 
+    if sys.getrecursionlimit() < RECURSION_LIMIT:  # an earlier case lowered it
+        sys.setrecursionlimit(RECURSION_LIMIT)
     try:
         return run_case_json(ref, case_json, options)
     except BaseException as e:
+        lowered = sys.getrecursionlimit()
+        if lowered < RECURSION_LIMIT:  # the case's doing, not fuzzkern's: its finding
+            sys.setrecursionlimit(RECURSION_LIMIT)
+            words = (f"the case lowered the recursion limit to {lowered} "
+                     "(sys.setrecursionlimit), under which fuzzkern could not judge it "
+                     f"({type(e).__name__}: {text_of(e)[:200]})")
+            return Outcome(Verdict.ERROR, words,
+                           {"worker": ModeResult("worker", "error", error=words)}).to_json()
         return Outcome(
             Verdict.ERROR,
-            f"fuzzkern worker error: {type(e).__name__}: {e}",
+            f"fuzzkern worker error: {type(e).__name__}: {text_of(e)}",
             {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
         ).to_json()
     finally:

@@ -29,6 +29,7 @@ import torch
 
 from fuzzkern.calls import call_with, names
 from fuzzkern.case.model import Case, materialize, rebuild_like
+from fuzzkern.errors import text_of
 from fuzzkern.execution import hygiene
 from fuzzkern.execution.hygiene import (
     Allocations,
@@ -271,7 +272,8 @@ class _Run:
         if expected is None:
             if self._reference_error is not None:
                 e = self._reference_error
-                return ModeResult(mode, "reference-error", error=f"{type(e).__name__}: {e}",
+                return ModeResult(mode, "reference-error",
+                                  error=f"{type(e).__name__}: {text_of(e)}",
                                   detail={**detail, "traceback": short_traceback(e)},
                                   seconds=seconds)
             outputs_desc = "nothing" if outputs is None else f"{len(outputs)} output(s)"
@@ -472,7 +474,7 @@ def shadow_failure(e: BaseException) -> str:
         tb = tb.tb_next
     where = ("" if tb is None else
              f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}")
-    return f"the shadow failed ({type(e).__name__}: {str(e)[:160]}{where})"
+    return f"the shadow failed ({type(e).__name__}: {text_of(e)[:160]}{where})"
 
 
 def flushed(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -76,6 +76,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fuzzkern.errors import text_of
 from fuzzkern.judge.conditioning import Evidence
 from fuzzkern.judge.outcome import Comparison, Mismatch, output_label
 from fuzzkern.target.declare import Tolerance
@@ -272,7 +273,7 @@ def _to_cpu_tensor(v: Any) -> torch.Tensor | None:
 def _describe_value(v: Any) -> str:
     if isinstance(v, torch.Tensor):
         return f"a {_dtype_name(v.dtype)} tensor of shape {tuple(v.shape)}"
-    return f"{type(v).__name__} {v!r}"[:80]
+    return f"{type(v).__name__} {text_of(v, repr)}"[:80]
 
 
 # -- tolerance text ---------------------------------------------------------------------------

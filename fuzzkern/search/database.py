@@ -121,16 +121,38 @@ class FolderDatabase(DirectoryBasedExampleDatabase):
     """Hypothesis's folder database, read as untrusted data: only regular files of at most
     :data:`VALUE_BYTES` below the folder's own real path are read, each opened without
     following a link (``O_NOFOLLOW``) or blocking (``O_NONBLOCK``, then ``fstat``). A FIFO, a
-    device or a link to ``/dev/zero`` in the folder is skipped, never read."""
+    device or a link to ``/dev/zero`` in the folder is skipped, never read. Nothing is
+    written, moved or removed through a key folder that is a link (to a folder outside the
+    database): such a key is left as it is."""
+
+    def _inside(self, key: bytes) -> bool:
+        """Whether ``key``'s folder is (or would be) a real folder right below the
+        database's own real folder, not a link to elsewhere."""
+        folder = self._key_path(key)
+        try:
+            return not os.path.islink(folder) and os.path.realpath(folder) == os.path.join(
+                os.path.realpath(self.path), folder.name)
+        except OSError:
+            return False
+
+    def save(self, key: bytes, value: bytes) -> None:
+        if self._inside(key):
+            super().save(key, value)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        if self._inside(key):
+            super().delete(key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        if self._inside(src) and self._inside(dest):
+            super().move(src, dest, value)
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         import stat
 
         folder = self._key_path(key)
         try:
-            real = os.path.realpath(self.path)
-            if os.path.islink(folder) or os.path.realpath(folder) != os.path.join(
-                    real, folder.name) or not folder.is_dir():
+            if not self._inside(key) or not folder.is_dir():
                 return
             names = os.listdir(folder)
         except OSError:

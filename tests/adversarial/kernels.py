@@ -379,3 +379,70 @@ def _loosens_tolerance(x):
 
 loosens_tolerance = fuzzkern.Target(launcher=_loosens_tolerance, reference=lambda x: x,
                                     inputs=_X, dims=_DIMS)
+
+
+class _Unprintable(Exception):
+    """An exception (or value) whose ``str`` and ``repr`` recurse without end."""
+
+    def __str__(self):
+        return str(self)
+
+    __repr__ = __str__
+
+
+def _raises_unprintable(x):
+    if x.shape[0] > 3:
+        raise _Unprintable()
+    return x * 1
+
+
+# a launcher raising an exception whose __str__ recurses: still the kernel's error
+raises_unprintable = fuzzkern.Target(launcher=_raises_unprintable, reference=lambda x: x,
+                                     inputs=_X, dims=_DIMS)
+# a launcher returning a value whose repr recurses: a usage error, said in one line
+returns_unprintable = fuzzkern.Target(launcher=lambda x: _Unprintable(), reference=lambda x: x,
+                                      inputs=_X, dims=_DIMS)
+
+
+def _returns_itself(x):
+    out = [x * 1]
+    out.append(out)
+    return out
+
+
+# a launcher returning a list that holds itself (flattening it never ended: the case ran until
+# the budget, "no case ran")
+returns_itself = fuzzkern.Target(launcher=_returns_itself, reference=lambda x: [x, [x]],
+                                 inputs=_X, dims=_DIMS)
+
+
+def _lowers_recursion_limit(x):
+    sys.setrecursionlimit(80)  # the worker's own code runs under it after the launch
+    return _wrong(x)
+
+
+# host code lowering the recursion limit: once fuzzkern's own judging failed under it, a
+# fuzzkern-limit with status ok (the wrong value missed)
+lowers_recursion_limit = fuzzkern.Target(launcher=_lowers_recursion_limit,
+                                         reference=lambda x: x, inputs=_X, dims=_DIMS)
+
+
+def _exits_leaving_a_child(x):
+    # the worker ends while a child of its case (a new session) holds the worker's pipe open:
+    # no end of file comes to the parent
+    if x.shape[0] > 3:
+        if os.fork() == 0:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)  # not the test's output pipes: only this
+            for fd in (0, 1, 2):  # worker's own pipe is held
+                os.dup2(null, fd)
+            with open(os.environ["FUZZKERN_TEST_MARK"], "a") as fh:
+                fh.write(f"{os.getpid()}\n")
+            time.sleep(300)
+            os._exit(0)
+        os._exit(0)
+    return x * 1
+
+
+exits_leaving_a_child = fuzzkern.Target(launcher=_exits_leaving_a_child, reference=lambda x: x,
+                                        inputs=_X, dims=_DIMS)

@@ -217,6 +217,9 @@ POISONS = {
     "a whole number as 4.5": lambda t: t.replace('"storage_size": 4', '"storage_size": 4.5'),
     "repeat_compiled 10**9": lambda t: t.replace('"debug": false',
                                                  '"debug": false, "repeat_compiled": 1000000000'),
+    # a key said twice: a reviewer reads the first, a replay once used the last
+    "a duplicate key": lambda t: t.replace('"verdict": "kernel-bug",',
+                                           '"verdict": "pass", "verdict": "kernel-bug",', 1),
 }
 
 #: what each poison's cannot-replay line says
@@ -229,6 +232,7 @@ POISON_REASONS = {
     "a dim of 1e300": "dims['N'] must be a whole number",
     "a whole number as 4.5": "storage_size must be a whole number",
     "repeat_compiled 10**9": "repeat_compiled must be a whole number in [1, 100]",
+    "a duplicate key": "the key 'verdict' twice in one object",
 }
 
 

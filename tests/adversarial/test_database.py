@@ -34,10 +34,13 @@ def _found(res, project: Path) -> None:
 
 
 @pytest.mark.parametrize("attack", ["fifo", "dev-zero", "key-folder-link"])
-def test_a_hostile_folder_database_is_skipped(project, attack):
+def test_a_hostile_folder_database_is_skipped(project, tmp_path, attack):
     """Every value file of a used database replaced: a FIFO (would block a read forever), a
-    link to /dev/zero (endless bytes), or each key folder a link to /dev (out of the folder).
-    The run reads none of them, finds the bug, and ends within its limits."""
+    link to /dev/zero (endless bytes), or each key folder a link to a folder outside the
+    database (once written through: Hypothesis saved the run's examples there). The run
+    reads and writes none of them, finds the bug, and ends within its limits."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
     db = project / "db"
     _found(run_limited([*RUN, "--db", str(db)], project, timeout=180), project)
     shutil.rmtree(project / "corpus")
@@ -46,7 +49,7 @@ def test_a_hostile_folder_database_is_skipped(project, attack):
     for key in keys:
         if attack == "key-folder-link":
             shutil.rmtree(key)
-            key.symlink_to("/dev")
+            key.symlink_to(outside)
             continue
         for value in list(key.iterdir()):
             value.unlink()
@@ -58,6 +61,7 @@ def test_a_hostile_folder_database_is_skipped(project, attack):
     res = run_limited([*RUN, "--db", str(db)], project, timeout=180)
     _found(res, project)
     assert time.monotonic() - began < 170
+    assert list(outside.iterdir()) == []
 
 
 class _OddRedis(_FakeRedis):

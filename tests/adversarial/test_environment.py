@@ -82,6 +82,28 @@ def test_a_worker_killed_from_outside_is_replaced_and_the_run_goes_on(project, t
     assert "│ kernels::tells_its_pid │ ok │ 60 │ " in text, text  # every case asked for ran
 
 
+def test_a_worker_stopped_from_outside_is_resumed(project, tmp_path):
+    """One SIGSTOP to the worker mid-run (a person, a CI agent): it is sent SIGCONT and its
+    case goes on in the same worker. It once waited, unnoticed, for its 60 s timeout (a
+    ``hang``, the worker replaced) or for the budget's end (the run's cases lost)."""
+    mark = tmp_path / "pids"
+    proc = start(["run", "kernels.py::tells_its_pid", *RUN, "--max-examples", "60"], project,
+                 {"FUZZKERN_TEST_MARK": str(mark)})
+    try:
+        wait_for(lambda: mark.exists() and len(mark.read_text().split()) >= 5, 120,
+                 "five cases", proc)
+        os.kill(int(mark.read_text().split()[0]), signal.SIGSTOP)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out + err
+    assert len(set(mark.read_text().split())) == 1  # the one worker did every case
+    text = " ".join(out.split())
+    assert "hang" not in text and "slow" not in text, text
+    assert "│ kernels::tells_its_pid │ ok │ 60 │ " in text, text
+
 @pytest.mark.parametrize("target,refused", [("wrong", "--html"), ("chatty", "--report")])
 def test_a_full_disk_while_reports_are_written(tmp_path, target, refused):
     """A file size limit (RLIMIT_FSIZE, as a full disk: writes fail) between the sizes of the
@@ -119,3 +141,35 @@ def test_a_full_disk_while_reports_are_written(tmp_path, target, refused):
     assert not (project / ("r.json" if refused == "--report" else "r.html")).exists()
     assert list(project.glob("*.tmp*")) == []
     assert len(list((project / "corpus").rglob("*.json"))) == 1
+
+
+def test_reports_named_as_a_fifo_or_a_link_are_written_through(project, tmp_path):
+    """``--report`` a FIFO (``/dev/stdout`` piped, ``/dev/null``: not regular files) and
+    ``--html`` a symbolic link: each written through, never replaced by a rename (as root,
+    a rename over /dev/null makes it a regular file for the whole machine). A FIFO nobody
+    reads is one error line, not a hang; ``repro -o`` alike."""
+    import stat
+    import threading
+
+    fifo, link, real = project / "r.fifo", project / "r.html", tmp_path / "elsewhere.html"
+    os.mkfifo(fifo)
+    link.symlink_to(real)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    res = run_limited(["run", "kernels.py::wrong", *RUN, "--max-examples", "20", "--report",
+                       str(fifo), "--html", str(link)], project, timeout=180)
+    reader.join(30)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "fuzzkern: error" not in res.stderr, res.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and link.is_symlink()
+    assert got and b'"failures"' in got[0]
+    assert real.read_text().startswith("<!DOCTYPE html>")
+    assert list(project.glob("*.tmp*")) == []
+    # nobody reads the FIFO now: one line and exit 2 (the run itself found the bug: exit 1)
+    entry = next((project / "corpus").rglob("*.json"))
+    res = run_limited(["repro", str(entry), "--target", "kernels.py", "-o", str(fifo)],
+                      project, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "cannot write the script" in one_error_line(res.stderr)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)

@@ -46,6 +46,10 @@ def test_bad_target_files(tmp_path, source, expect):
     (["--budget", "9" * 400 + "h"], "--budget"),
     (["--db", "kernels.py"], "is a file"),
     (["--report", "."], "is a folder"),
+    (["--heartbeat", "nan"], "--heartbeat"),  # once: silently no heartbeat
+    (["--heartbeat", "1e-300"], "--heartbeat"),  # once: a thread printing without a pause
+    (["--corpus", ""], "--corpus: an empty folder name"),  # once: nothing saved, no word
+    (["--corpus", "kernels.py"], "is a file"),  # once: NOT SAVED after the whole budget
 ])
 def test_bad_options_up_front(project, args, expect):
     """Items 6 and 7: refused before any case runs, in one line."""

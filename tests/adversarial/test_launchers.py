@@ -6,9 +6,11 @@ time limits, with nothing left running."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import threading
 import time
@@ -87,11 +89,14 @@ def test_a_killed_worker_takes_what_its_case_started_along(project):
 
 @pytest.mark.parametrize("target,verdict", [
     ("exits", "error"), ("kills_parent", "crash"), ("chdirs", "kernel-bug"),
-    ("monkeypatches", "kernel-bug"), ("floods", "kernel-bug"), ("ignores_signals", "hang")])
+    ("monkeypatches", "kernel-bug"), ("floods", "kernel-bug"), ("ignores_signals", "hang"),
+    ("raises_unprintable", "error"), ("lowers_recursion_limit", "error")])
 def test_misbehaving_launchers_end_in_a_verdict(project, target, verdict):
     """What held: launchers that exit, kill their parent (the fork server), chdir, patch
-    torch's and numpy's comparisons, print 550 MB or ignore signals: a failure with its
-    verdict, saved where the run was started, short output, nothing left running."""
+    torch's and numpy's comparisons, print 550 MB, ignore signals or raise an exception whose
+    ``__str__`` recurses or lower the recursion limit (each once a fuzzkern-limit, status
+    ok: the bug missed): a failure with its verdict, saved where the run was started, short
+    output, nothing left running."""
     mark = project / "mark"
     proc = start(["run", f"kernels.py::{target}", *RUN], project,
                  {"FUZZKERN_TEST_MARK": str(mark)})
@@ -107,6 +112,47 @@ def test_misbehaving_launchers_end_in_a_verdict(project, target, verdict):
     (entry,) = corpus_entries(project / "corpus")
     assert json.loads(entry.read_text())["verdict"] == verdict
     assert survivors(pids - {proc.pid}) == []
+
+
+@pytest.mark.parametrize("target,named", [
+    ("returns_unprintable", "_Unprintable <repr() of a _Unprintable raised RecursionError>"),
+    ("returns_itself", "list [tensor(")])
+def test_a_launcher_returning_a_hostile_value_is_one_usage_error(project, target, named):
+    """A launcher returning a value whose ``repr`` recurses without end (once a
+    fuzzkern-limit, status ok, exit 0), or a list that holds itself (once flattened without
+    end: the first case ran until the budget, "no case ran"): the usage error names it."""
+    res = run_limited(["run", f"kernels.py::{target}", *RUN], project, timeout=180)
+    assert res.returncode == 2, res.stdout + res.stderr
+    out = " ".join(res.stdout.split())
+    assert f"usage error: the launcher returned {named}" in out, out
+    assert "fuzzkern-limit" not in out and "Traceback" not in res.stderr
+
+
+def test_a_worker_that_exits_while_a_child_holds_its_pipe_is_a_crash(project, tmp_path):
+    """A case that exits its worker while a process it started (a new session) holds the
+    worker's pipe open: no end of file comes, and the case once waited for its 60 s timeout
+    or the budget's end (a 60 s budget: the bug missed, status ok). Now a crash, found and
+    saved within the case count."""
+    import subprocess
+
+    from tests.adversarial.conftest import env, fuzzkern_cmd
+
+    mark, out = tmp_path / "children", tmp_path / "out"
+    e = {**env(), "FUZZKERN_TEST_MARK": str(mark)}
+    try:  # output to a file: the children hold the worker's copies of fuzzkern's stdout too
+        with open(out, "w") as fh:
+            rc = subprocess.run(fuzzkern_cmd() + ["run", "kernels.py::exits_leaving_a_child",
+                                                  *RUN], cwd=project, stdout=fh,
+                                stderr=subprocess.STDOUT, env=e, timeout=240).returncode
+    finally:
+        for pid in (mark.read_text().split() if mark.exists() else []):
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+    text = out.read_text()
+    assert rc == 1, text
+    assert "kernels::exits_leaving_a_child: crash" in text, text
+    (entry,) = corpus_entries(project / "corpus")
+    assert json.loads(entry.read_text())["case"]["dims"]["N"] == 4  # shrunk
 
 
 def test_a_full_disk_is_reported_and_the_failure_kept(project):

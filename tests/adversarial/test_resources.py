@@ -111,3 +111,38 @@ def test_outputs_nested_3000_deep_still_find_the_bug(tmp_path):
     (entry,) = corpus_entries(tmp_path / "corpus")
     d = json.loads(entry.read_text())
     assert d["verdict"] == "kernel-bug" and d["case"]["dims"]["N"] == 4
+
+
+def _unshrunk_recipe(change):
+    """An unshrunk entry (its next run shrinks it: new values drawn from its recipe, dims
+    lowered) whose recipe ``change`` edits."""
+    def edit(d):
+        d["shrunk"] = False
+        change(d["case"]["inputs"]["x"]["tensor"])
+    return edit
+
+
+@pytest.mark.parametrize("change,expect", [
+    # a layout that does not give the view's strides: a dim lowered by the shrinker rebuilt
+    # the storage from it, 2**40 elements apart
+    (lambda x: x["layout"].update(steps=[2**40]), "its layout does not give its strides"),
+    # values drawn in a block of 2**40 copies of the view when regenerated
+    (lambda x: x["values"].update(block=[2**40, 0]), "values block count must be in [1, 32]"),
+    # a zero dim hides a huge one from the element count (numpy refused it in the worker)
+    (lambda x: x.update(shape=[2**62, 0], strides=[1, 1], layout=None),
+     "has 4611686018427387904 elements besides its zero dims"),
+    (lambda x: x.update(shape=[4] + [1] * 70, strides=[1] * 71, layout=None),
+     "71 dims, past the 64"),
+])
+def test_a_recipe_that_allocates_when_rebuilt_is_refused(wrong_project, tmp_path, change,
+                                                          expect):
+    """What a case is rebuilt from when it changes (its layout, its value recipe), and the
+    dims a zero dim hides, are checked with the view: one cannot-replay line, exit 2,
+    within the memory limit."""
+    root, entry = _copy(wrong_project, tmp_path)
+    entry = _rehashed(entry, _unshrunk_recipe(change))
+    res = run_limited(["replay"], root, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    one_error_line(res.stderr)
+    _target, _verdict, status, reason = rows(res.stdout)[entry.name]
+    assert status == "cannot replay" and expect in reason, res.stdout

@@ -59,6 +59,7 @@ import triton.language.core as tl_core
 import triton.runtime.interpreter as _interp
 from triton.compiler.errors import CompilationError, UnsupportedLanguageConstruct
 
+from fuzzkern.errors import text_of
 from fuzzkern.execution.interpreter import fastpath
 from fuzzkern.execution.interpreter.coverage import PROBES, instrument
 
@@ -109,7 +110,7 @@ def interpreter_limitation(e: BaseException) -> bool:
     unsupported. Such a case is ``unsupported``, never ``error``: not shrunk, not saved."""
     if isinstance(e, NotImplementedError):
         return True
-    text = str(e)
+    text = text_of(e)
     if isinstance(e, AttributeError) and "'InterpreterBuilder' object has no attribute" in text:
         return True
     if isinstance(e, (ValueError, TypeError)) and _raised_in_interpreter(e):
@@ -718,7 +719,7 @@ def compile_refusal(e: BaseException) -> str | None:
     if isinstance(e, CompilationError):
         return str(getattr(e, "error_message", None) or e)
     if isinstance(e, (ValueError, TypeError, AssertionError, NotImplementedError)):
-        text = str(e)
+        text = text_of(e)
         if _raised_in_language(e) and any(words in text for words in _REFUSALS):
             return text
     return None
