@@ -399,7 +399,7 @@ def _check_run(a: _RunArgs) -> tuple[float, tuple[str, ...]]:
                     f"{a.max_examples} lets a target run")
     _output_path(a.report_path, "--report")
     _output_path(a.html_path, "--html")
-    if not a.no_corpus:
+    if not a.no_corpus and a.corpus_dir is not None:  # (None: the project's corpus/)
         _corpus_path(a.corpus_dir)
     from fuzzkern.testing import check_amortize
 
