@@ -49,8 +49,9 @@ starts after it, so no target's first slice pays for it.
 
 ``on_start(seconds)`` is called once, with the start-up's seconds, when the budget's clock
 starts. Events (``on_event(kind, obj, outcome)``): ``"progress"`` with a :class:`Progress` (at most
-every 0.2 s per running slice, and at slice ends), ``"done"`` with a target's final merged
-:class:`~fuzzkern.search.engine.TargetResult` when it leaves the campaign.
+every 0.2 s per running slice, at once when a slice finds a new failure, and at slice ends),
+``"done"`` with a target's final merged :class:`~fuzzkern.search.engine.TargetResult` when it
+leaves the campaign.
 """
 
 from __future__ import annotations
