@@ -446,3 +446,13 @@ def _exits_leaving_a_child(x):
 
 exits_leaving_a_child = fuzzkern.Target(launcher=_exits_leaving_a_child, reference=lambda x: x,
                                         inputs=_X, dims=_DIMS)
+
+
+def _raises_escapes(x):
+    if x.shape[0] > 3:  # a new terminal title, a cleared screen, red text
+        raise ValueError("BAD\x1b]0;PWNED\x07\x1b[2J\x1b[31mRED")
+    return x * 1
+
+
+raises_escapes = fuzzkern.Target(launcher=_raises_escapes, reference=lambda x: x, inputs=_X,
+                                 dims=_DIMS)
