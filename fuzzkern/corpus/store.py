@@ -213,6 +213,7 @@ def _from_json(d: Any, where: str) -> Entry:
     limits.check_case(d.get("case"), limits.current(), where)
     _check_fields(d, where)
     try:
+        d = _bounded_texts(d)
         d = decode_document(d)
         target = _data_only(dict(d["target"]))
         case = Case.from_json(d["case"])
@@ -226,7 +227,7 @@ def _from_json(d: Any, where: str) -> Entry:
             case=case,
             outcome=outcome,
             modes=tuple(d.get("modes", ())),
-            explanations=[str(x) for x in d.get("explanations", [])],
+            explanations=[str(x) for x in d.get("explanations", [])[:EXPLANATIONS]],
             inputs={str(k): dict(v) for k, v in d.get("inputs", {}).items()},
             environment=dict(d.get("environment", {})),
             target=target,
@@ -247,6 +248,20 @@ def _from_json(d: Any, where: str) -> Entry:
         raise CorpusError(f"{where}: refused: its id {entry.id} is not the hash of its target, "
                           f"verdict and case ({want}): an entry edited or written by hand")
     return entry
+
+
+#: the most explanations an entry's failure is shown and saved again with (fuzzkern writes a
+#: handful; an entry of 100000 printed 100000 lines at every run that replayed it)
+EXPLANATIONS = 32
+
+
+def _bounded_texts(d: dict[str, Any]) -> dict[str, Any]:
+    """Raw entry ``d`` with every text but its case's (whose scalars its id hashes) cut to
+    8 KiB, head and tail, as a worker cuts an outcome's: a 10 MB explanation or message in an
+    entry is never printed, reported or saved again whole."""
+    from fuzzkern.execution.pool import bounded
+
+    return {k: v if k == "case" else bounded(v) for k, v in d.items()}
 
 
 #: what an entry keeps of where an autotuned kernel's config came from: data, no locations

@@ -146,3 +146,23 @@ def test_a_recipe_that_allocates_when_rebuilt_is_refused(wrong_project, tmp_path
     one_error_line(res.stderr)
     _target, _verdict, status, reason = rows(res.stdout)[entry.name]
     assert status == "cannot replay" and expect in reason, res.stdout
+
+
+def test_an_entry_with_huge_texts_prints_and_reports_them_cut(wrong_project, tmp_path):
+    """An entry (within entry_bytes) with a 6 MB explanation, 100000 more and a 4 MB
+    message: the run that replays it still finds the failure, and its output and JSON report
+    stay small (it once printed 11 MB at every run)."""
+    from tests.adversarial.test_corpus_attacks import RUN
+
+    root, entry = _copy(wrong_project, tmp_path)
+
+    def change(d):
+        d["explanations"] = ["EXPL " + "x" * (6 << 20)] + ["y"] * 100_000
+        d["message"] = "M" * (4 << 20)
+        d["outcome"]["message"] = "O" * (4 << 20)
+    _edit(entry, change)
+    res = run_limited([*RUN, "--report", "r.json"], root, timeout=300)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "still fails" in res.stdout and "EXPL xxx" in res.stdout
+    assert len(res.stdout) + len(res.stderr) < 200_000
+    assert (root / "r.json").stat().st_size < 400_000
