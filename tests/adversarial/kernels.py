@@ -456,3 +456,10 @@ def _raises_escapes(x):
 
 raises_escapes = fuzzkern.Target(launcher=_raises_escapes, reference=lambda x: x, inputs=_X,
                                  dims=_DIMS)
+
+
+# `wrong` with a scalar input (a corpus entry may hold a 10 MB string there)
+wrong_tagged = fuzzkern.Target(
+    launcher=lambda x, tag: _wrong_above_3(x), reference=lambda x, tag: x,
+    inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"]), tag=st.just("t")),
+    dims=_DIMS)

@@ -166,3 +166,18 @@ def test_an_entry_with_huge_texts_prints_and_reports_them_cut(wrong_project, tmp
     assert "still fails" in res.stdout and "EXPL xxx" in res.stdout
     assert len(res.stdout) + len(res.stderr) < 200_000
     assert (root / "r.json").stat().st_size < 400_000
+
+
+def test_a_huge_scalar_in_an_entry_is_shown_cut(tmp_path_factory, tmp_path):
+    """An entry whose scalar input is a 10 MB string (its id hashes it: a consistent entry):
+    replayed by `fuzzkern run`, still failing, its case shown cut (it once printed the
+    string whole in the case's description)."""
+    from tests.adversarial.test_corpus_attacks import _project_with
+
+    root, entry = _copy(_project_with("wrong_tagged", tmp_path_factory), tmp_path)
+    entry = _rehashed(entry, lambda d: d["case"]["inputs"]["tag"].update(scalar="s" * 10**7))
+    res = run_limited(["run", "kernels.py::wrong_tagged", "--budget", "150s", "--seed", "1",
+                       "--no-db", "-j", "1", "-q", "--max-examples", "10"], root, timeout=300)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "still fails" in res.stdout and "[10000002 characters]" in res.stdout
+    assert len(res.stdout) + len(res.stderr) < 200_000
