@@ -463,3 +463,18 @@ wrong_tagged = fuzzkern.Target(
     launcher=lambda x, tag: _wrong_above_3(x), reference=lambda x, tag: x,
     inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"]), tag=st.just("t")),
     dims=_DIMS)
+
+
+class _NoTorchFunctions(torch.Tensor):
+    """A tensor subclass whose every torch function raises."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        raise RuntimeError("no torch function for this tensor")
+
+
+# a launcher returning such a tensor: every case once escaped the worker's judging in the
+# case's own code, a fuzzkern-limit (status ok, exit 0, the bug missed)
+returns_hostile_subclass = fuzzkern.Target(
+    launcher=lambda x: _wrong_above_3(x).as_subclass(_NoTorchFunctions),
+    reference=lambda x: x, inputs=_X, dims=_DIMS)
