@@ -319,6 +319,21 @@ def test_target_files_named_html_and_statistics_shadow_nothing(tmp_path):
     assert script.returncode == 1 and "the failure reproduces" in script.stdout
 
 
+
+def test_target_files_named_copy_and_code_break_no_worker(tmp_path):
+    """``copy.py`` and ``code.py`` in the folder fuzzkern runs from: the workers' fork server
+    runs as ``python -c``, which put that folder first on its sys.path, so torch's ``import
+    copy`` got the target file in the server's preload and every case was a ``crash`` (saved
+    to the corpus). Both bugs are found as what they are."""
+    for name in ("copy", "code"):
+        (tmp_path / f"{name}.py").write_text(STDLIB_NAMED)
+    res = run(["run", "copy.py", "code.py", "--budget", "60s", "--seed", "1", "--no-db",
+               "-j", "1", "-q", "--max-examples", "30"], tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and "crash" not in res.stdout, res.stdout + res.stderr
+    for name in ("copy", "code"):
+        assert f"{name}::wrong: kernel-bug" in res.stdout, res.stdout
+
 # -- unshrunk entries of one failure, written by several processes ------------------------------
 
 SAVE = textwrap.dedent("""

@@ -17,7 +17,7 @@ __all__ = ["wrong_project"]  # a fixture, shared with the corpus attacks
 def _stride_0(elements: int, dtype: str | None = None):
     def change(d):
         x = d["case"]["inputs"]["x"]["tensor"]
-        x.update(shape=[elements], strides=[0])
+        x.update(shape=[elements], strides=[0], layout=None)  # (no layout cuts it)
         if dtype:
             x["dtype"] = dtype
     return change
