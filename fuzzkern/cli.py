@@ -1133,6 +1133,8 @@ class _Display:
 
 def _print_corpus(console: Console, results: list[Any]) -> None:
     """What the corpus replay before fuzzing gave, and files that could not be used."""
+    from fuzzkern.report.text import printable
+
     replayed = sum(r.replayed for r in results)
     still = sum(len(r.corpus_failing) for r in results)
     passing = [p for r in results for p in r.corpus_passing]
@@ -1144,7 +1146,8 @@ def _print_corpus(console: Console, results: list[Any]) -> None:
                       markup=False)
     for r in results:
         for problem in r.corpus_problems:
-            console.print(Text.assemble(("corpus:", "yellow"), f" {problem}"), highlight=False)
+            console.print(Text.assemble(("corpus:", "yellow"), f" {printable(problem)}"),
+                          highlight=False)
 
 
 def _shown(path: str) -> str:
@@ -1185,6 +1188,7 @@ def replay(paths: tuple[str, ...], sources: tuple[str, ...], ref: str | None,
     """
     from fuzzkern.corpus import store as corpus
     from fuzzkern.execution.pool import WorkerPool
+    from fuzzkern.report.text import printable
 
     console = Console(highlight=False)
     if not console.is_terminal:
@@ -1211,9 +1215,11 @@ def replay(paths: tuple[str, ...], sources: tuple[str, ...], ref: str | None,
                 counts[r.status] += 1
             style = {"still-failing": "red", "now-passing": "green"}.get(r.status, "yellow")
             status = r.status.replace("-", " ") + (" here" if r.here else "")
-            table.add_row(Text(_shown(path)), Text(entry.target_id if r.entry else "?"),
-                          Text(entry.verdict if r.entry else "?"), Text(status, style=style),
-                          Text(r.reason.splitlines()[0] if r.reason else ""))
+            table.add_row(Text(_shown(path)),
+                          Text(printable(entry.target_id) if r.entry else "?"),
+                          Text(printable(entry.verdict) if r.entry else "?"),
+                          Text(status, style=style),
+                          Text(printable(r.reason.splitlines()[0]) if r.reason else ""))
     finally:
         pool.close()
     console.print(table)

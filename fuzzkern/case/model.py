@@ -388,6 +388,19 @@ class TensorCase:
         return tc
 
 
+#: characters of a scalar input's ``repr`` a case's description shows (a 10 MB string from a
+#: corpus entry is not printed whole)
+SCALAR_CHARS = 200
+
+
+def _shown(v: Any) -> str:
+    """``repr(v)`` of a scalar input, cut to :data:`SCALAR_CHARS` around a note."""
+    text = repr(v)
+    if len(text) <= SCALAR_CHARS:
+        return text
+    return f"{text[:SCALAR_CHARS - 40]}...[{len(text)} characters]...{text[-20:]}"
+
+
 @dataclass(frozen=True)
 class Case:
     """Everything one kernel launch gets, as data.
@@ -417,7 +430,7 @@ class Case:
         """The case in words: shapes, layouts, dtypes, values, scalars and configs."""
         parts = []
         for name, v in self.inputs.items():
-            parts.append(f"{name}={v.describe() if isinstance(v, TensorCase) else repr(v)}")
+            parts.append(f"{name}={v.describe() if isinstance(v, TensorCase) else _shown(v)}")
         for name, idx in self.configs.items():
             parts.append(f"{name}.config[{idx}]")
         parts += [f"{k}={v!r}" for k, v in sorted(self.compile.items())]

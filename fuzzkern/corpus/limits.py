@@ -223,7 +223,6 @@ def _tensor(name: str, t: Any, limits: Limits) -> int:
         raise _Bad(f"input {name!r}: shape {dims} has {max(elements, spanned)} elements"
                    f"{'' if elements else ' besides its zero dims'}, past "
                    f"{_over('tensor_elements', limits)}")
-    _recipe(name, t, dims, steps, offset, size, limits)
     itemsize = torch_dtype(dtype).itemsize
     nbytes = size * itemsize
     if nbytes > limits.storage_bytes:
@@ -240,6 +239,7 @@ def _tensor(name: str, t: Any, limits: Limits) -> int:
     if elements and last >= size:
         raise _Bad(f"input {name!r}: the view (shape {dims}, strides {steps}, offset {offset}) "
                    f"reaches element {last} of a storage of {size}")
+    _recipe(name, t, dims, steps, offset, size, limits)
     return max(nbytes, viewed)
 
 

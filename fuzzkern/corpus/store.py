@@ -213,6 +213,7 @@ def _from_json(d: Any, where: str) -> Entry:
     limits.check_case(d.get("case"), limits.current(), where)
     _check_fields(d, where)
     try:
+        d = _bounded_texts(d)
         d = decode_document(d)
         target = _data_only(dict(d["target"]))
         case = Case.from_json(d["case"])
@@ -226,7 +227,7 @@ def _from_json(d: Any, where: str) -> Entry:
             case=case,
             outcome=outcome,
             modes=tuple(d.get("modes", ())),
-            explanations=[str(x) for x in d.get("explanations", [])],
+            explanations=[str(x) for x in d.get("explanations", [])[:EXPLANATIONS]],
             inputs={str(k): dict(v) for k, v in d.get("inputs", {}).items()},
             environment=dict(d.get("environment", {})),
             target=target,
@@ -247,6 +248,20 @@ def _from_json(d: Any, where: str) -> Entry:
         raise CorpusError(f"{where}: refused: its id {entry.id} is not the hash of its target, "
                           f"verdict and case ({want}): an entry edited or written by hand")
     return entry
+
+
+#: the most explanations an entry's failure is shown and saved again with (fuzzkern writes a
+#: handful; an entry of 100000 printed 100000 lines at every run that replayed it)
+EXPLANATIONS = 32
+
+
+def _bounded_texts(d: dict[str, Any]) -> dict[str, Any]:
+    """Raw entry ``d`` with every text but its case's (whose scalars its id hashes) cut to
+    8 KiB, head and tail, as a worker cuts an outcome's: a 10 MB explanation or message in an
+    entry is never printed, reported or saved again whole."""
+    from fuzzkern.execution.pool import bounded
+
+    return {k: v if k == "case" else bounded(v) for k, v in d.items()}
 
 
 #: what an entry keeps of where an autotuned kernel's config came from: data, no locations
@@ -910,38 +925,48 @@ def _folders(corpus_dir: str, ids: set[str] | None) -> list[str]:
 def _scan_folder(folder: str, top: bool, ids: set[str] | None
                  ) -> list[tuple[str, Entry | CorpusError]]:
     out: list[tuple[str, Entry | CorpusError]] = []
-    with os.scandir(folder) as it:
-        items = sorted(it, key=lambda d: d.name)
+    try:
+        with os.scandir(folder) as it:
+            items = sorted(it, key=lambda d: d.name)
+    except OSError as e:  # a folder fuzzkern may not read (chmod 000, /proc/1/cwd)
+        return [(folder, CorpusError(f"{folder}: cannot read the folder: {e.strerror or e}"))]
     for item in items:
         path, name = os.path.join(folder, item.name), item.name
         if name.startswith(".") or name in _QUIET:
             continue
-        if item.is_symlink():  # (an entry's .safetensors link: its replay says so)
-            if name.endswith(".json") or item.is_dir() or not (
-                    top or name.endswith(".safetensors")):
-                dangling = "" if os.path.exists(path) else " (dangling)"
-                out.append((path, CorpusError(f"{path}: refused: a symbolic link{dangling} "
-                                              "(corpus files and folders must not be links)")))
-            continue
-        if item.is_dir() or name.endswith(".safetensors"):
-            continue
-        if not item.is_file():
-            out.append((path, CorpusError(f"{path}: refused: not a regular file (a device, "
-                                          "FIFO or socket)")))
-        elif not name.endswith(".json"):
-            if not top:
-                out.append((path, CorpusError(f"{path}: not a corpus file (entries are "
-                                              "<id>.json with <id>.safetensors)")))
-        else:
-            try:
-                entry = load(path)
-            except CorpusError as e:
-                out.append((path, e))
-                continue
-            if ids is not None and entry.target_id not in ids:
-                continue  # another target whose id maps to the same folder name
-            out.append((path, entry))
+        try:
+            out += _scan_item(item, path, name, top, ids)
+        except OSError as e:
+            out.append((path, CorpusError(f"{path}: cannot read it: {e.strerror or e}")))
     return out
+
+
+def _scan_item(item: os.DirEntry[str], path: str, name: str, top: bool, ids: set[str] | None
+               ) -> list[tuple[str, Entry | CorpusError]]:
+    """What :func:`_scan_folder` makes of one of its folder's items: nothing, a refusal or
+    an entry."""
+    if item.is_symlink():  # (an entry's .safetensors link: its replay says so)
+        if name.endswith(".json") or item.is_dir() or not (
+                top or name.endswith(".safetensors")):
+            dangling = "" if os.path.exists(path) else " (dangling)"
+            return [(path, CorpusError(f"{path}: refused: a symbolic link{dangling} (corpus "
+                                       "files and folders must not be links)"))]
+        return []
+    if item.is_dir() or name.endswith(".safetensors"):
+        return []
+    if not item.is_file():
+        return [(path, CorpusError(f"{path}: refused: not a regular file (a device, FIFO or "
+                                   "socket)"))]
+    if not name.endswith(".json"):
+        return [] if top else [(path, CorpusError(
+            f"{path}: not a corpus file (entries are <id>.json with <id>.safetensors)"))]
+    try:
+        entry = load(path)
+    except CorpusError as e:
+        return [(path, e)]
+    if ids is not None and entry.target_id not in ids:
+        return []  # another target whose id maps to the same folder name
+    return [(path, entry)]
 
 
 def scan(corpus_dir: str | os.PathLike[str], target_id: str | None = None,

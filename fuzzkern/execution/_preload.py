@@ -4,7 +4,14 @@ Nothing here may run torch or triton code: the server forks workers, and a forke
 process that started torch's thread pools or a CUDA context is unsafe.
 """
 
-from fuzzkern.execution.pool import die_with_parent
+import os
+
+from fuzzkern.execution.pool import SAFEPATH_MARK, die_with_parent
+
+# PYTHONSAFEPATH kept the current folder off this server's sys.path (fuzzkern.execution.pool.
+# _start_forkserver); the processes a case starts must not inherit it
+if os.environ.pop(SAFEPATH_MARK, None):
+    os.environ.pop("PYTHONSAFEPATH", None)
 
 # The fork server dies with the fuzzkern process that started it (PR_SET_PDEATHSIG), and its
 # workers die with it: SIGKILL of fuzzkern leaves no process behind.

@@ -393,7 +393,32 @@ def receive(conn: Any) -> Any:
 def _context() -> Any:
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(_PRELOAD)
+    _start_forkserver()
     return ctx
+
+
+#: set in the fork server's environment when fuzzkern set PYTHONSAFEPATH there: its preload
+#: (fuzzkern.execution._preload) takes both out again, so no worker passes them on
+SAFEPATH_MARK = "FUZZKERN_SAFEPATH_SET"
+
+
+def _start_forkserver() -> None:
+    """Start the fork server (once) without the current folder on its ``sys.path``: it runs
+    as ``python -c``, which puts the current folder first, so a project file named like a
+    standard-library module (``code.py``, ``copy.py``) replaced that module in the server's
+    preload and in every worker forked from it (every case a ``crash``). PYTHONSAFEPATH
+    (Python 3.11) keeps the folder out."""
+    from multiprocessing import forkserver
+
+    added = "PYTHONSAFEPATH" not in os.environ
+    if added:
+        os.environ["PYTHONSAFEPATH"] = os.environ[SAFEPATH_MARK] = "1"
+    try:
+        forkserver.ensure_running()
+    finally:
+        if added:
+            os.environ.pop("PYTHONSAFEPATH", None)
+            os.environ.pop(SAFEPATH_MARK, None)
 
 
 def die_with_parent(parent: int | None = None) -> None:

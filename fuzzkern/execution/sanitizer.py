@@ -126,11 +126,16 @@ def probe(timeout: float = 300.0) -> str:
     return path
 
 
+#: the sanitized worker's command: ``-P`` keeps the current folder off its sys.path (a
+#: project's copy.py would replace the standard library's, as in the fork server)
+WORKER = [sys.executable, "-P", "-m", "fuzzkern.execution._sanitized_worker"]
+
+
 def memcheck_command(sanitizer: str, log_path: str) -> list[str]:
     """The command line of one sanitized worker."""
     return [sanitizer, "--tool", "memcheck", "--log-file", log_path, "--print-limit", "100",
             "--report-api-errors", "no", "--show-backtrace", "device",
-            sys.executable, "-m", "fuzzkern.execution._sanitized_worker"]
+            *WORKER]
 
 
 # -- memcheck's report -------------------------------------------------------------------------
@@ -303,7 +308,7 @@ class SanitizedWorker:
                 raise ValueError("pass sanitizer= (the compute-sanitizer path) or prefix=")
             cmd = memcheck_command(sanitizer, self.log_path)
         else:
-            cmd = [*prefix, sys.executable, "-m", "fuzzkern.execution._sanitized_worker"]
+            cmd = [*prefix, *WORKER]
         self._log_offset = 0
         self.late_report_wait = late_report_wait
         popen = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

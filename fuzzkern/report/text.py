@@ -126,7 +126,7 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
         if not_saved:
             lines.append(f"NOT SAVED: {not_saved}")
         lines.append(f"to repeat: {rerun_command(ref or failure.target_id, seed, cases)}")
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def not_saved_reason(failure: Failure) -> str | None:
@@ -186,12 +186,25 @@ def accuracy_text(target_id: str, case: Any, outcome: Any, shows: Any = None) ->
 
 
 def shown_path(path: str) -> str:
-    """``path`` relative to the current folder when it is below it."""
+    """``path`` relative to the current folder when it is below it (:func:`printable`)."""
     try:
         rel = os.path.relpath(path)
     except ValueError:  # pragma: no cover - another drive
-        return path
-    return path if rel.startswith("..") else rel
+        return printable(path)
+    return printable(path if rel.startswith("..") else rel)
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab written as its escape
+    (``\\x1b``): a file name or a message from a corpus entry or a kernel's host code never
+    sends the terminal an escape sequence (a new title, a cleared screen).
+
+    >>> printable("a" + chr(27) + "[2Jb")
+    'a\\\\x1b[2Jb'
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else ascii(ch)[1:-1] for ch in text)
 
 
 def gpu_summary(devices: Mapping[str, int]) -> str:

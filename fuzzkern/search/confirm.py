@@ -86,8 +86,15 @@ def confirm(ref: str, case: Case, outcome: Outcome, pool: WorkerPool,
     what = outcome.message.removeprefix("fuzzkern worker error: ").splitlines()[0][:240]
     if harness is not None and not what.startswith(("SystemExit", "KeyboardInterrupt")):
         # (the runner turns whatever the launcher and kernel raise into a mode's result: what
-        # escapes it is fuzzkern's to handle, wherever it was raised)
-        words = raised_at(str(harness.error or "")).words()
+        # escapes it is fuzzkern's to handle, unless the case's own code raised it: a tensor
+        # subclass whose every torch function raises, returned as an output, made every case
+        # a fuzzkern-limit, the run green with the bug missed)
+        site = raised_at(str(harness.error or ""))
+        words = site.words()
+        if site.own and not site.by_fuzzkern:
+            return Confirmation(line=f"{words}: in the case's own code, while fuzzkern's "
+                                "worker handled the case's results (the case's error, not "
+                                "fuzzkern's)")
         return Confirmation(limit=f"fuzzkern's own worker code failed on this case ({what}"
                             f"{'; ' + words if words else ''}): a fuzzkern defect, not the "
                             "kernel's")

@@ -446,3 +446,35 @@ def _exits_leaving_a_child(x):
 
 exits_leaving_a_child = fuzzkern.Target(launcher=_exits_leaving_a_child, reference=lambda x: x,
                                         inputs=_X, dims=_DIMS)
+
+
+def _raises_escapes(x):
+    if x.shape[0] > 3:  # a new terminal title, a cleared screen, red text
+        raise ValueError("BAD\x1b]0;PWNED\x07\x1b[2J\x1b[31mRED")
+    return x * 1
+
+
+raises_escapes = fuzzkern.Target(launcher=_raises_escapes, reference=lambda x: x, inputs=_X,
+                                 dims=_DIMS)
+
+
+# `wrong` with a scalar input (a corpus entry may hold a 10 MB string there)
+wrong_tagged = fuzzkern.Target(
+    launcher=lambda x, tag: _wrong_above_3(x), reference=lambda x, tag: x,
+    inputs=fks.inputs(x=fks.tensors(("N",), dtypes=["float32"]), tag=st.just("t")),
+    dims=_DIMS)
+
+
+class _NoTorchFunctions(torch.Tensor):
+    """A tensor subclass whose every torch function raises."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        raise RuntimeError("no torch function for this tensor")
+
+
+# a launcher returning such a tensor: every case once escaped the worker's judging in the
+# case's own code, a fuzzkern-limit (status ok, exit 0, the bug missed)
+returns_hostile_subclass = fuzzkern.Target(
+    launcher=lambda x: _wrong_above_3(x).as_subclass(_NoTorchFunctions),
+    reference=lambda x: x, inputs=_X, dims=_DIMS)

@@ -319,6 +319,21 @@ def test_target_files_named_html_and_statistics_shadow_nothing(tmp_path):
     assert script.returncode == 1 and "the failure reproduces" in script.stdout
 
 
+
+def test_target_files_named_copy_and_code_break_no_worker(tmp_path):
+    """``copy.py`` and ``code.py`` in the folder fuzzkern runs from: the workers' fork server
+    runs as ``python -c``, which put that folder first on its sys.path, so torch's ``import
+    copy`` got the target file in the server's preload and every case was a ``crash`` (saved
+    to the corpus). Both bugs are found as what they are."""
+    for name in ("copy", "code"):
+        (tmp_path / f"{name}.py").write_text(STDLIB_NAMED)
+    res = run(["run", "copy.py", "code.py", "--budget", "60s", "--seed", "1", "--no-db",
+               "-j", "1", "-q", "--max-examples", "30"], tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and "crash" not in res.stdout, res.stdout + res.stderr
+    for name in ("copy", "code"):
+        assert f"{name}::wrong: kernel-bug" in res.stdout, res.stdout
+
 # -- unshrunk entries of one failure, written by several processes ------------------------------
 
 SAVE = textwrap.dedent("""
@@ -491,3 +506,60 @@ def test_a_failed_import_says_what_to_install_or_which_folder_is_missing(tmp_pat
         with pytest.raises(TargetError) as e:
             loader.load(str(target))
         assert len(str(e.value).splitlines()) == 1 and hint in str(e.value), str(e.value)
+
+
+def test_a_folder_or_file_that_cannot_be_read_is_one_refused_item(tmp_path, monkeypatch):
+    """A corpus folder fuzzkern may not read (chmod 000 for another user; `fuzzkern replay /`
+    met /proc/1/cwd) and an item whose type cannot be read: each one refused item, never a
+    traceback (it was PermissionError out of `fuzzkern replay`)."""
+    import os
+
+    from fuzzkern.corpus import store
+
+    corpus = tmp_path / "corpus"
+    locked = corpus / store.target_dirname("kernels::wrong")
+    locked.mkdir(parents=True)
+    (corpus / "open").mkdir()
+    (corpus / "open" / "odd.json").write_text("{}")
+    real_scandir = os.scandir
+
+    class Unreadable:  # an item whose type cannot be read
+        def __init__(self, entry):
+            self.name, self.path = entry.name, entry.path
+
+        def is_symlink(self):
+            raise PermissionError(13, "Permission denied")
+
+        def is_dir(self, **kw):  # (what os.walk asks)
+            return False
+
+    class Listing:  # os.scandir's iterator, one item of it unreadable
+        def __init__(self, path):
+            self.it = real_scandir(path)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.it.close()
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            e = next(self.it)
+            return Unreadable(e) if e.name == "odd.json" else e
+
+        def close(self):
+            self.it.close()
+
+    def scandir(path):
+        if str(path) == str(locked):
+            raise PermissionError(13, "Permission denied")
+        return Listing(path)
+
+    monkeypatch.setattr(store.os, "scandir", scandir)
+    found = {os.path.basename(p): str(e) for p, e in store.scan(corpus)}
+    assert "cannot read it: Permission denied" in found["odd.json"], found
+    (path, error), = store.scan(corpus, "kernels::wrong")  # what `fuzzkern run` reads
+    assert path == str(locked) and "cannot read the folder: Permission denied" in str(error)

@@ -137,3 +137,23 @@ def test_malformed_entries_one_line_and_non_zero(tmp_path, content):
     res = run(["repro", str(folder / "e.json")], tmp_path)
     assert res.returncode == 2
     one_error_line(res.stderr)
+
+
+def test_terminal_escapes_never_reach_the_terminal(tmp_path):
+    """A kernel's message with terminal escape sequences (a new title, a cleared screen),
+    and a corpus file whose name holds them (from a pull request): `fuzzkern run` and
+    `fuzzkern replay` print each escaped (``\\x1b``), never the bytes."""
+    shutil.copy(KERNELS, tmp_path / "kernels.py")
+    res = run(["run", "kernels.py::raises_escapes", "--budget", "120s", "--seed", "1",
+               "--no-db", "-j", "1", "-q", "--max-examples", "20"], tmp_path, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "\\x1b]0;PWNED" in res.stdout and "\x1b" not in res.stdout + res.stderr
+    folder = tmp_path / "corpus" / "evil\x1b]0;PWNED\x07"
+    folder.mkdir()
+    (folder / "x\x1b[2Jy.json").write_text('{"format": 1}')
+    res = run(["replay", "--target", "kernels.py"], tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr  # the kernel's entry still fails
+    assert "evil\\x1b]0;PWNED\\x07/x\\x1b[2Jy.json" in res.stdout
+    assert "\\x1b]0;PWNED" in res.stdout.split("raises_escapes", 1)[1]
+    for res_text in (res.stdout, res.stderr):
+        assert "\x1b" not in res_text and "\x07" not in res_text

@@ -90,13 +90,14 @@ def test_a_killed_worker_takes_what_its_case_started_along(project):
 @pytest.mark.parametrize("target,verdict", [
     ("exits", "error"), ("kills_parent", "crash"), ("chdirs", "kernel-bug"),
     ("monkeypatches", "kernel-bug"), ("floods", "kernel-bug"), ("ignores_signals", "hang"),
-    ("raises_unprintable", "error"), ("lowers_recursion_limit", "error")])
+    ("raises_unprintable", "error"), ("lowers_recursion_limit", "error"),
+    ("returns_hostile_subclass", "error")])
 def test_misbehaving_launchers_end_in_a_verdict(project, target, verdict):
     """What held: launchers that exit, kill their parent (the fork server), chdir, patch
     torch's and numpy's comparisons, print 550 MB, ignore signals or raise an exception whose
-    ``__str__`` recurses or lower the recursion limit (each once a fuzzkern-limit, status
-    ok: the bug missed): a failure with its verdict, saved where the run was started, short
-    output, nothing left running."""
+    ``__str__`` recurses, lower the recursion limit or return a tensor whose every torch
+    function raises (each once a fuzzkern-limit, status ok: the bug missed): a failure with
+    its verdict, saved where the run was started, short output, nothing left running."""
     mark = project / "mark"
     proc = start(["run", f"kernels.py::{target}", *RUN], project,
                  {"FUZZKERN_TEST_MARK": str(mark)})

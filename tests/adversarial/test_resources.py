@@ -17,7 +17,7 @@ __all__ = ["wrong_project"]  # a fixture, shared with the corpus attacks
 def _stride_0(elements: int, dtype: str | None = None):
     def change(d):
         x = d["case"]["inputs"]["x"]["tensor"]
-        x.update(shape=[elements], strides=[0])
+        x.update(shape=[elements], strides=[0], layout=None)  # (no layout cuts it)
         if dtype:
             x["dtype"] = dtype
     return change
@@ -146,3 +146,38 @@ def test_a_recipe_that_allocates_when_rebuilt_is_refused(wrong_project, tmp_path
     one_error_line(res.stderr)
     _target, _verdict, status, reason = rows(res.stdout)[entry.name]
     assert status == "cannot replay" and expect in reason, res.stdout
+
+
+def test_an_entry_with_huge_texts_prints_and_reports_them_cut(wrong_project, tmp_path):
+    """An entry (within entry_bytes) with a 6 MB explanation, 100000 more and a 4 MB
+    message: the run that replays it still finds the failure, and its output and JSON report
+    stay small (it once printed 11 MB at every run)."""
+    from tests.adversarial.test_corpus_attacks import RUN
+
+    root, entry = _copy(wrong_project, tmp_path)
+
+    def change(d):
+        d["explanations"] = ["EXPL " + "x" * (6 << 20)] + ["y"] * 100_000
+        d["message"] = "M" * (4 << 20)
+        d["outcome"]["message"] = "O" * (4 << 20)
+    _edit(entry, change)
+    res = run_limited([*RUN, "--report", "r.json"], root, timeout=300)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "still fails" in res.stdout and "EXPL xxx" in res.stdout
+    assert len(res.stdout) + len(res.stderr) < 200_000
+    assert (root / "r.json").stat().st_size < 400_000
+
+
+def test_a_huge_scalar_in_an_entry_is_shown_cut(tmp_path_factory, tmp_path):
+    """An entry whose scalar input is a 10 MB string (its id hashes it: a consistent entry):
+    replayed by `fuzzkern run`, still failing, its case shown cut (it once printed the
+    string whole in the case's description)."""
+    from tests.adversarial.test_corpus_attacks import _project_with
+
+    root, entry = _copy(_project_with("wrong_tagged", tmp_path_factory), tmp_path)
+    entry = _rehashed(entry, lambda d: d["case"]["inputs"]["tag"].update(scalar="s" * 10**7))
+    res = run_limited(["run", "kernels.py::wrong_tagged", "--budget", "150s", "--seed", "1",
+                       "--no-db", "-j", "1", "-q", "--max-examples", "10"], root, timeout=300)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "still fails" in res.stdout and "[10000002 characters]" in res.stdout
+    assert len(res.stdout) + len(res.stderr) < 200_000
