@@ -47,9 +47,12 @@ class TopUp:
 
     def text(self) -> str:
         reached = "reached" if self.after >= self.floor else "still under"
+        # the added cases come from seeds past the run's: its seed and case count draw the
+        # budget's cases again and others in place of these
         return (f"{self.target_id}: {self.before} case(s) in its budget, under the case floor "
                 f"{self.floor}: fuzzed {self.seconds:.0f} s more, {self.after} case(s) "
-                f"({reached} the floor)")
+                f"({reached} the floor); the {self.after - self.before} added case(s) are "
+                "fresh draws that 'to repeat' does not draw again")
 
 
 def short(r: TargetResult, floor: int, max_examples: int | None) -> int:

@@ -40,6 +40,9 @@ def test_a_target_under_the_floor_is_fuzzed_up_to_it():
     assert not result.failures and result.error is None
     assert "under the case floor 30: fuzzed" in topup.text() and "(reached the floor)" in \
         topup.text()
+    # the added cases are drawn from other seeds: the line says the repeat does not redraw them
+    assert (f"the {topup.after - topup.before} added case(s) are fresh draws that 'to repeat' "
+            "does not draw again") in topup.text()
 
 
 def test_a_finished_or_failing_target_gets_no_more_time():
