@@ -44,7 +44,7 @@ def _output_path(path: str | None, option: str) -> None:
     --junitxml does), so a run never ends with a traceback after its whole budget."""
     if not path:
         return
-    from fuzzkern.report.files import written_through
+    from fuzzkern.files import written_through
 
     if os.path.isdir(path):
         _fail_usage(f"{option} {path}: is a folder; expected a file name")
@@ -641,11 +641,11 @@ def _run_info(a: _RunArgs, done: _Done) -> dict[str, str]:
 
 
 def _write_text(path: str, option: str, text: Callable[[], str]) -> bool:
-    """Write ``text()`` to ``path`` (:func:`fuzzkern.report.files.write_named`: atomically,
+    """Write ``text()`` to ``path`` (:func:`fuzzkern.files.write_named`: atomically,
     or through a device, FIFO or link, never replacing it). A file that cannot be written (a
     full disk, a file size limit) or a report that cannot be made is one error line naming
     ``option``, and no temporary file is left; False then."""
-    from fuzzkern.report.files import write_named
+    from fuzzkern.files import write_named
 
     try:
         write_named(path, text().encode("utf-8"))

@@ -261,7 +261,7 @@ def write(entry: Entry, target: LoadedTarget, out_path: str) -> str:
     """Write the reproducer of ``entry`` on ``target`` to ``out_path`` (atomically, an
     executable file; a device, FIFO or link is written through, never replaced); returns
     the path."""
-    from fuzzkern.report.files import write_named, written_through
+    from fuzzkern.files import write_named, written_through
 
     text = script(entry, target, out_path)
     if written_through(out_path):  # /dev/null, a FIFO, a link: written through, as it is

@@ -105,13 +105,13 @@ def _pytest_root(path: str) -> str | None:
 def default_corpus(sources: tuple[str, ...] | list[str] = ()) -> str:
     """The corpus folder when none is named: ``corpus`` in the project's root as pytest finds
     its rootdir (:func:`_pytest_root`), the pytest plugin's ``<rootdir>/corpus``, wherever in
-    the project a command runs; found from the current folder, else from the first target
-    file of ``sources`` (a run from outside the project); else ``corpus`` in the current
-    folder."""
+    the project a command runs; found from the current folder, else (a run from outside any
+    project, whose current folder holds no ``corpus`` of its own) from the first target file
+    of ``sources``; else ``corpus`` in the current folder."""
     root = _pytest_root(os.getcwd())
     files = [f for f in (s.strip().partition("::")[0] for s in sources) if f.endswith(".py")
              and os.path.isfile(f)]
-    if root is None and files:
+    if root is None and files and not os.path.isdir("corpus"):
         root = _pytest_root(files[0])
     if root is None or root == os.path.realpath(os.getcwd()):
         return "corpus"

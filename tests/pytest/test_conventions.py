@@ -93,7 +93,8 @@ def test_every_item_prints_a_line_that_repeats_its_draws(pytester):
 
 def test_an_item_with_too_few_cases_warns_and_min_cases_fails_it(pytester):
     # each case of add takes 0.1 s: 1.5 s of budget runs fewer than 20 however fast the
-    # machine, and at least one however loaded
+    # machine, and at least one however loaded; without the case floor, which would fuzz on
+    # toward 20 cases for up to the budget again (and reach them on a fast machine)
     slow = TARGETS.replace("def add_ok(x, y):\n",
                            "def add_ok(x, y):\n    import time\n    time.sleep(0.1)\n")
     assert slow != TARGETS
@@ -103,13 +104,13 @@ def test_an_item_with_too_few_cases_warns_and_min_cases_fails_it(pytester):
                  "120s", "-W", "error")
     asked.assert_outcomes(passed=1, deselected=2)
     few = _run(pytester, "-k", "add", "--fuzzkern-max-examples", "30", "--fuzzkern-budget",
-               "1.5s")
+               "1.5s", "--fuzzkern-case-floor", "0")
     few.assert_outcomes(passed=1, deselected=2, warnings=1)
     few.stdout.fnmatch_lines(["*FewCasesWarning: test_ops::add ran * case* in * s, fewer than "
                               "20: it tested little; raise --fuzzkern-budget (--fuzzkern-min-"
                               "cases N makes this a failure)"])
     failed = _run(pytester, "-k", "add", "--fuzzkern-max-examples", "30", "--fuzzkern-budget",
-                  "1.5s", "--fuzzkern-min-cases", "25")
+                  "1.5s", "--fuzzkern-min-cases", "25", "--fuzzkern-case-floor", "0")
     failed.assert_outcomes(failed=1, deselected=2)
     failed.stdout.fnmatch_lines(["FAILED test_ops.py::add[[]fuzz[]] - test_ops::add ran * "
                                  "fewer than --fuzzkern-min-cases 25: it tested little*"])

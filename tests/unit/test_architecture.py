@@ -23,7 +23,7 @@ PACKAGE = ROOT / "fuzzkern"
 #: from a stage after it. docs/architecture.md describes each stage in this order.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("fuzzkern.errors", "fuzzkern._version", "fuzzkern.calls", "fuzzkern.introspect",
-              "fuzzkern.gpus")),
+              "fuzzkern.gpus", "fuzzkern.files")),
     ("case", ("fuzzkern.case",)),
     ("strategies", ("fuzzkern.strategies",)),
     ("target", ("fuzzkern.target",)),
