@@ -57,25 +57,30 @@ def test_a_bad_variable_is_a_usage_error_in_pytest(pytester, monkeypatch, name, 
     assert "Traceback" not in text and "INTERNALERROR" not in text
 
 
-def test_a_worker_killed_from_outside_is_replaced_and_the_run_goes_on(project, tmp_path):
-    """One SIGKILL to the worker mid-run (as an OOM killer or a CI agent sends): the worker is
-    replaced, its case runs again, the run does every case it was asked for (no early stop),
-    finds nothing false and exits 0."""
+def _signal_the_worker(project, tmp_path, signum):
+    """Run tells_its_pid for 60 cases, send ``signum`` to its first worker after five cases;
+    the run's returncode, output and the pids its cases ran in."""
     mark = tmp_path / "pids"
     proc = start(["run", "kernels.py::tells_its_pid", *RUN, "--max-examples", "60"], project,
                  {"FUZZKERN_TEST_MARK": str(mark)})
     try:
         wait_for(lambda: mark.exists() and len(mark.read_text().split()) >= 5, 120,
                  "five cases", proc)
-        first = int(mark.read_text().split()[0])
-        os.kill(first, signal.SIGKILL)
+        os.kill(int(mark.read_text().split()[0]), signum)
         out, err = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 0, out + err
-    pids = mark.read_text().split()
+    return proc.returncode, out, err, mark.read_text().split()
+
+
+def test_a_worker_killed_from_outside_is_replaced_and_the_run_goes_on(project, tmp_path):
+    """One SIGKILL to the worker mid-run (as an OOM killer or a CI agent sends): the worker is
+    replaced, its case runs again, the run does every case it was asked for (no early stop),
+    finds nothing false and exits 0."""
+    returncode, out, err, pids = _signal_the_worker(project, tmp_path, signal.SIGKILL)
+    assert returncode == 0, out + err
     assert len(set(pids)) >= 2  # a new worker took over
     text = " ".join(out.split())
     assert "fuzzkern-limit" not in text and "crash" not in text, text
@@ -86,20 +91,9 @@ def test_a_worker_stopped_from_outside_is_resumed(project, tmp_path):
     """One SIGSTOP to the worker mid-run (a person, a CI agent): it is sent SIGCONT and its
     case goes on in the same worker. It once waited, unnoticed, for its 60 s timeout (a
     ``hang``, the worker replaced) or for the budget's end (the run's cases lost)."""
-    mark = tmp_path / "pids"
-    proc = start(["run", "kernels.py::tells_its_pid", *RUN, "--max-examples", "60"], project,
-                 {"FUZZKERN_TEST_MARK": str(mark)})
-    try:
-        wait_for(lambda: mark.exists() and len(mark.read_text().split()) >= 5, 120,
-                 "five cases", proc)
-        os.kill(int(mark.read_text().split()[0]), signal.SIGSTOP)
-        out, err = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0, out + err
-    assert len(set(mark.read_text().split())) == 1  # the one worker did every case
+    returncode, out, err, pids = _signal_the_worker(project, tmp_path, signal.SIGSTOP)
+    assert returncode == 0, out + err
+    assert len(set(pids)) == 1  # the one worker did every case
     text = " ".join(out.split())
     assert "hang" not in text and "slow" not in text, text
     assert "│ kernels::tells_its_pid │ ok │ 60 │ " in text, text
