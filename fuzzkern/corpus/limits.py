@@ -72,8 +72,9 @@ _UNITS = {"": 1, "KiB": KiB, "MiB": MiB, "GiB": GiB}
 
 
 def parse_limits(text: str) -> Limits:
-    """:class:`Limits` from ``name=value`` pairs separated by commas (sizes in bytes, or with
-    ``KiB``, ``MiB``, ``GiB``); names left out keep their defaults."""
+    """:class:`Limits` from ``name=value`` pairs separated by commas (``*_bytes`` sizes in
+    bytes, or with ``KiB``, ``MiB``, ``GiB``; the others plain counts); names left out keep
+    their defaults."""
     names = [f.name for f in dataclasses.fields(Limits)]
     values: dict[str, int] = {}
     for part in (p for p in text.split(",") if p.strip()):
@@ -83,9 +84,12 @@ def parse_limits(text: str) -> Limits:
             raise FuzzkernError(f"{LIMITS_VARIABLE}: unknown limit {name!r} (expected "
                                 f"{', '.join(names)})")
         m = _SIZE.fullmatch(value) if eq else None
-        if m is None or int(m[1]) < 1:
+        in_bytes = name.endswith("_bytes")
+        if m is None or int(m[1]) < 1 or (m[2] and not in_bytes):
+            what = ("of bytes: optionally with KiB, MiB or GiB" if in_bytes else
+                    "of levels" if name == "depth" else "of elements")
             raise FuzzkernError(f"{LIMITS_VARIABLE}: {name} must be a positive whole number "
-                                f"(of bytes: optionally with KiB, MiB or GiB), got {value!r}")
+                                f"({what}), got {value!r}")
         values[name] = int(m[1]) * _UNITS[m[2]]
     return Limits(**values)
 

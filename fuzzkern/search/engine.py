@@ -82,6 +82,8 @@ def parse_budget(text: str) -> float:
     pos = 0
     total = 0.0
     units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
+    order = list(units)
+    last = -1  # the index in ``order`` of the last unit read: each unit once, largest first
     if not s:
         raise BudgetError("empty budget; expected a duration like 90s, 10m or 1h")
     while pos < len(s):
@@ -90,6 +92,13 @@ def parse_budget(text: str) -> float:
             raise BudgetError(
                 f"Expected a duration like 90s, 10m, 1h or 1h30m but got budget={text!r}."
             )
+        if m.group(2) is None and last >= 0:
+            raise BudgetError(f"budget={str(text).strip()!r}: give the unit of "
+                              f"{m.group(1)!r} (1h30m, not 1h30)")
+        if order.index(m.group(2)) <= last:
+            raise BudgetError(f"budget={str(text).strip()!r}: each unit once, largest first "
+                              "(1h30m, 10m30s), not repeated or out of order")
+        last = order.index(m.group(2))
         total += float(m.group(1)) * units[m.group(2)]
         pos = m.end()
         if m.group(2) is None and pos < len(s):

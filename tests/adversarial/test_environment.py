@@ -21,6 +21,7 @@ BAD_VARIABLES = [
     ("FUZZKERN_AHEAD", "9" * 30, "at most"),
     ("FUZZKERN_CORPUS_LIMITS", "speed=3", "unknown limit 'speed'"),
     ("FUZZKERN_CORPUS_LIMITS", "depth=1e3", "depth must be"),
+    ("FUZZKERN_CORPUS_LIMITS", "depth=2KiB", "depth must be a positive whole number (of levels)"),
     ("FUZZKERN_GPUS", "two", "FUZZKERN_GPUS"),
     ("FUZZKERN_PROFILE", "fastest", "profile='fastest'"),
     ("FUZZKERN_AHEAD", "4\n--evil", "one line"),
