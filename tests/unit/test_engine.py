@@ -29,13 +29,15 @@ def _fuzz(name, budget=120.0, **kw):
 
 @pytest.mark.parametrize(
     "text, seconds",
-    [("90s", 90), ("10m", 600), ("1h", 3600), ("1h30m", 5400), ("45", 45), ("250ms", 0.25), ("1h2m3s", 3723)],
+    [("90s", 90), ("10m", 600), ("1h", 3600), ("1h30m", 5400), ("45", 45), ("250ms", 0.25),
+     ("1h2m3s", 3723)],
 )
 def test_parse_budget(text, seconds):
     assert parse_budget(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "10x", "-5s", "0s", "5 m s", "10m10m", "30s1m", "1h1h", "5s5", "1h30"])
+@pytest.mark.parametrize("text", ["", "abc", "10x", "-5s", "0s", "5 m s",
+                                  "10m10m", "30s1m", "1h1h", "5s5", "1h30"])
 def test_parse_budget_rejects(text):
     with pytest.raises(BudgetError):
         parse_budget(text)
