@@ -18,9 +18,18 @@ the case's timeout (docs/verdicts.md, "Timeouts").
 ``import fuzzkern`` imports neither torch nor triton: these functions import them when called.
 """
 
+import os as _os
+import sys as _sys
 from typing import TYPE_CHECKING, Any
 
-from fuzzkern.errors import FuzzkernError, InvalidArgument
+try:
+    _os.getcwd()
+except FileNotFoundError:  # Hypothesis, imported next, reads the current folder on import
+    _sys.stderr.write("fuzzkern: error: the current folder no longer exists (removed while a "
+                      "shell stood in it): cd to a folder that exists\n")
+    raise SystemExit(2) from None
+
+from fuzzkern.errors import FuzzkernError, InvalidArgument  # noqa: E402
 from fuzzkern.execution.progress import compile_phase
 from fuzzkern.target.declare import Target, Tolerance
 from fuzzkern.testing import fuzz_test

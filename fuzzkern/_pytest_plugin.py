@@ -23,6 +23,7 @@ already loads, and imports the engine inside the hooks that need it.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -607,8 +608,11 @@ def _item(collector: pytest.Module, name: str, param: str, **kwargs: Any) -> Fuz
 
 def _short_ids(paths: list[Any]) -> dict[Any, str]:
     """File stem (a content hash) cut to 8 characters, longer where two would clash: stable
-    as long as the files are."""
-    stems = {p: Path(p).stem for p in paths}
+    as long as the files are. A stem of other characters (a file that is no entry, named by
+    anyone) has each character but letters, digits, ``_``, ``.`` and ``-`` written as ``xHH``:
+    a newline, ``::`` or ``[`` never makes a node id of more lines or parts."""
+    stems = {p: re.sub(r"[^A-Za-z0-9_.-]", lambda m: f"x{ord(m[0]):02x}", Path(p).stem)
+             for p in paths}
     out = {}
     for p, stem in stems.items():
         n = 8

@@ -1216,8 +1216,8 @@ def replay(paths: tuple[str, ...], sources: tuple[str, ...], ref: str | None,
             style = {"still-failing": "red", "now-passing": "green"}.get(r.status, "yellow")
             status = r.status.replace("-", " ") + (" here" if r.here else "")
             table.add_row(Text(_shown(path)),
-                          Text(printable(entry.target_id) if r.entry else "?"),
-                          Text(printable(entry.verdict) if r.entry else "?"),
+                          Text(printable(entry.target_id, keep="") if r.entry else "?"),
+                          Text(printable(entry.verdict, keep="") if r.entry else "?"),
                           Text(status, style=style),
                           Text(printable(r.reason.splitlines()[0]) if r.reason else ""))
     finally:

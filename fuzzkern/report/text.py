@@ -186,25 +186,29 @@ def accuracy_text(target_id: str, case: Any, outcome: Any, shows: Any = None) ->
 
 
 def shown_path(path: str) -> str:
-    """``path`` relative to the current folder when it is below it (:func:`printable`)."""
+    """``path`` relative to the current folder when it is below it, on one line
+    (:func:`printable`, newlines escaped too: a file named ``"a\\nPASSED"`` never prints a
+    line of its own)."""
     try:
         rel = os.path.relpath(path)
     except ValueError:  # pragma: no cover - another drive
-        return printable(path)
-    return printable(path if rel.startswith("..") else rel)
+        return printable(path, keep="")
+    return printable(path if rel.startswith("..") else rel, keep="")
 
 
-def printable(text: str) -> str:
-    """``text`` with every control character but newline and tab written as its escape
-    (``\\x1b``): a file name or a message from a corpus entry or a kernel's host code never
-    sends the terminal an escape sequence (a new title, a cleared screen).
+def printable(text: str, keep: str = "\n\t") -> str:
+    """``text`` with every control character but those in ``keep`` (newline and tab) written
+    as its escape (``\\x1b``): a file name or a message from a corpus entry or a kernel's host
+    code never sends the terminal an escape sequence (a new title, a cleared screen).
 
     >>> printable("a" + chr(27) + "[2Jb")
     'a\\\\x1b[2Jb'
+    >>> printable("a\\nb", keep="")
+    'a\\\\nb'
     """
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else ascii(ch)[1:-1] for ch in text)
+    return "".join(ch if ch.isprintable() or ch in keep else ascii(ch)[1:-1] for ch in text)
 
 
 def gpu_summary(devices: Mapping[str, int]) -> str:

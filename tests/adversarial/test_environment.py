@@ -6,11 +6,20 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.adversarial.conftest import KERNELS, one_error_line, run_limited, start, wait_for
+from tests.adversarial.conftest import (
+    KERNELS,
+    env,
+    fuzzkern_cmd,
+    one_error_line,
+    run_limited,
+    start,
+    wait_for,
+)
 
 #: a short run: a case count, not seconds, decides what it does (the budget is for a busy CI)
 RUN = ["--budget", "120s", "--seed", "1", "--no-db", "-j", "1", "-q"]
@@ -168,3 +177,15 @@ def test_reports_named_as_a_fifo_or_a_link_are_written_through(project, tmp_path
     assert res.returncode == 2, res.stdout + res.stderr
     assert "cannot write the script" in one_error_line(res.stderr)
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_a_removed_current_folder_is_one_line(tmp_path):
+    """The folder a shell stands in is removed (a CI workspace cleaned under it): `fuzzkern
+    run` says so in one line, exit 2 (Hypothesis read the folder on import: a traceback)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && exec "$@"'
+    res = subprocess.run(["sh", "-c", script, "sh", *fuzzkern_cmd(), "run", "x.py::y"],
+                         capture_output=True, text=True, timeout=120, env=env())
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "current folder no longer exists" in one_error_line(res.stderr)

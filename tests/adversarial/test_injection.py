@@ -157,3 +157,23 @@ def test_terminal_escapes_never_reach_the_terminal(tmp_path):
     assert "\\x1b]0;PWNED" in res.stdout.split("raises_escapes", 1)[1]
     for res_text in (res.stdout, res.stderr):
         assert "\x1b" not in res_text and "\x07" not in res_text
+
+
+def test_a_file_name_with_a_newline_stays_on_one_line(tmp_path):
+    """A corpus file named ``"x\\nPASSED ..."`` (from a pull request) would print a line of its
+    own, one that reads as a result: `fuzzkern replay` shows the name with ``\\n`` escaped in
+    its one row, and pytest's item for it has a one-line node id of plain characters."""
+    shutil.copy(KERNELS, tmp_path / "test_k.py")
+    folder = tmp_path / "corpus" / "test_k_wrong"
+    folder.mkdir(parents=True)
+    (folder / "x\nPASSED all entries.json").write_text("{}")
+    res = run(["replay", "--target", "test_k.py"], tmp_path)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "x\\nPASSED all entries.json" in res.stdout
+    assert not any(line.startswith("PASSED") for line in res.stdout.splitlines())
+    res = subprocess.run([sys.executable, "-m", "pytest", "test_k.py", "-k", "wrong and corpus",
+                          "-p", "no:cacheprovider", "-q", "-rf"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600)
+    assert "1 failed" in res.stdout, res.stdout + res.stderr
+    (failed,) = [line for line in res.stdout.splitlines() if line.startswith("FAILED")]
+    assert failed.startswith("FAILED test_k.py::wrong[corpus:xx0aPASS]"), failed
