@@ -189,3 +189,37 @@ def test_a_removed_current_folder_is_one_line(tmp_path):
                          capture_output=True, text=True, timeout=120, env=env())
     assert res.returncode == 2, res.stdout + res.stderr
     assert "current folder no longer exists" in one_error_line(res.stderr)
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A folder fuzzkern cannot write in: a read-only tmpfs as root (permission bits do not
+    stop root), mode 555 otherwise."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        yield folder
+        folder.chmod(0o755)
+        return
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"root here cannot mount a read-only tmpfs: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_read_only_corpus_loses_no_finding(project, read_only_folder):
+    """A corpus on a read-only file system (a CI cache mounted read-only): the run fuzzes on,
+    prints the finding whole with NOT SAVED and why, and exits 1 (a finding), not a
+    traceback."""
+    res = run_limited(["run", "kernels.py::wrong", *RUN, "--max-failures", "1",
+                       "--corpus", str(read_only_folder)], project, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "NOT SAVED: could not write it to" in res.stdout, res.stdout
+    assert "Traceback" not in res.stdout + res.stderr
+    assert "kernel-bug" in res.stdout and "to repeat: fuzzkern run kernels.py::wrong" in res.stdout
+    assert os.listdir(read_only_folder) == []
