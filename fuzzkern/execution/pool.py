@@ -618,6 +618,8 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
             result["output"] = text
             result["output_bytes"] = total
         result["timings"] = stages.finish(timer)
+        if not restore_limits()[1]:  # a hard limit the case lowered: the next case needs
+            result["replace_worker"] = True  # a worker of fuzzkern's limits
         replaced = _judge_replaced(judge)
         if replaced:  # the verdict came from the case's own code: a failure, and a new worker
             result = bounded(Outcome(
@@ -1294,7 +1296,8 @@ class WorkerPool:
         worker.cases += 1
         self.killed += int(result.pop("killed", 0) or 0)
         sent = result.pop("transcript", None)
-        replace = bool(result.pop("replace_worker", False))  # its case replaced the judge
+        # its case replaced the judge, or lowered a hard limit of its worker
+        replace = bool(result.pop("replace_worker", False))
         try:
             outcome = Outcome.from_json(result)
         except Exception as e:  # not an outcome: what a tampered worker may send
@@ -1472,26 +1475,80 @@ class WorkerPool:
             self._locks = None
 
 
-#: the recursion limit fuzzkern's own code runs under in a worker (a case may lower it)
-RECURSION_LIMIT = sys.getrecursionlimit()
+#: the ``resource`` limits a case may lower (``resource.setrlimit``) under which fuzzkern's own
+#: code in its worker then fails (8 open files: the judge cannot import a module)
+_RLIMITS = ("RLIMIT_NOFILE", "RLIMIT_STACK", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_FSIZE",
+            "RLIMIT_NPROC", "RLIMIT_CPU")
+
+
+def _process_limits() -> dict[str, Any]:
+    """The recursion limit and the :data:`_RLIMITS` (soft, hard) of this process."""
+    import resource
+
+    out: dict[str, Any] = {"the recursion limit": sys.getrecursionlimit()}
+    for name in _RLIMITS:
+        if hasattr(resource, name):
+            out[name] = resource.getrlimit(getattr(resource, name))
+    return out
+
+
+#: the limits fuzzkern's own code runs under in a worker (a case may lower them)
+PROCESS_LIMITS = _process_limits()
+
+
+def restore_limits() -> tuple[list[str], bool]:
+    """Each limit of :data:`PROCESS_LIMITS` a case lowered, in words (``RLIMIT_NOFILE to
+    (8, 8)``), each set back; and whether every one could be (an unprivileged process cannot
+    raise a hard limit again: its worker must be replaced)."""
+    import resource
+
+    def below(now: Any, then: Any) -> bool:
+        if isinstance(now, int):
+            return bool(now < then)
+        inf = resource.RLIM_INFINITY
+        return any(n != inf and (t == inf or n < t) for n, t in zip(now, then, strict=True))
+
+    lowered, restored = [], True
+    for name, then in PROCESS_LIMITS.items():
+        now = _process_limits_now(name)
+        if now is None or not below(now, then):
+            continue
+        lowered.append(f"the recursion limit to {now} (sys.setrecursionlimit)" if isinstance(
+            now, int) else f"resource.{name} to {now} (resource.setrlimit)")
+        try:
+            if name == "the recursion limit":
+                sys.setrecursionlimit(then)
+            else:
+                resource.setrlimit(getattr(resource, name), then)
+        except (ValueError, OSError):
+            restored = False
+    return lowered, restored
+
+
+def _process_limits_now(name: str) -> Any:
+    import resource
+
+    if name == "the recursion limit":
+        return sys.getrecursionlimit()
+    return resource.getrlimit(getattr(resource, name)) if hasattr(resource, name) else None
 
 
 def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[str, Any]:
     """One case's outcome as JSON; a failure of the harness itself is an ``error`` outcome
     too, never silence. Afterwards nothing reports progress on the channel any more, so the
-    outcome is the next thing the parent reads."""
+    outcome is the next thing the parent reads. A failure of fuzzkern's code after the case
+    lowered a limit of the process (the recursion limit, open files, stack, memory: see
+    :func:`restore_limits`) is the case's ``error``; the limits are set back either way."""
     from fuzzkern.execution.runner import run_case_json
 
-    if sys.getrecursionlimit() < RECURSION_LIMIT:  # an earlier case lowered it
-        sys.setrecursionlimit(RECURSION_LIMIT)
+    restore_limits()  # an earlier case lowered one
     try:
         return run_case_json(ref, case_json, options)
     except BaseException as e:
-        lowered = sys.getrecursionlimit()
-        if lowered < RECURSION_LIMIT:  # the case's doing, not fuzzkern's: its finding
-            sys.setrecursionlimit(RECURSION_LIMIT)
-            words = (f"the case lowered the recursion limit to {lowered} "
-                     "(sys.setrecursionlimit), under which fuzzkern could not judge it "
+        lowered, _ = restore_limits()
+        if lowered:  # the case's doing, not fuzzkern's: its finding
+            words = (f"the case lowered {', '.join(lowered)}, under which fuzzkern could "
+                     "not judge it "
                      f"({type(e).__name__}: {text_of(e)[:200]})")
             return Outcome(Verdict.ERROR, words,
                            {"worker": ModeResult("worker", "error", error=words)}).to_json()

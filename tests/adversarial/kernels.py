@@ -427,6 +427,19 @@ lowers_recursion_limit = fuzzkern.Target(launcher=_lowers_recursion_limit,
                                          reference=lambda x: x, inputs=_X, dims=_DIMS)
 
 
+def _lowers_open_files(x):
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (8, 8))  # fuzzkern's judge then cannot import
+    return _wrong(x)
+
+
+# host code lowering the open-file limit of its worker: once a fuzzkern-limit, status ok
+# (the wrong value missed); the hard limit stays lowered unless the worker is replaced
+lowers_open_files = fuzzkern.Target(launcher=_lowers_open_files, reference=lambda x: x,
+                                    inputs=_X, dims=_DIMS)
+
+
 def _exits_leaving_a_child(x):
     # the worker ends while a child of its case (a new session) holds the worker's pipe open:
     # no end of file comes to the parent

@@ -91,12 +91,13 @@ def test_a_killed_worker_takes_what_its_case_started_along(project):
     ("exits", "error"), ("kills_parent", "crash"), ("chdirs", "kernel-bug"),
     ("monkeypatches", "kernel-bug"), ("floods", "kernel-bug"), ("ignores_signals", "hang"),
     ("raises_unprintable", "error"), ("lowers_recursion_limit", "error"),
-    ("returns_hostile_subclass", "error")])
+    ("lowers_open_files", "error"), ("returns_hostile_subclass", "error")])
 def test_misbehaving_launchers_end_in_a_verdict(project, target, verdict):
     """What held: launchers that exit, kill their parent (the fork server), chdir, patch
     torch's and numpy's comparisons, print 550 MB, ignore signals or raise an exception whose
-    ``__str__`` recurses, lower the recursion limit or return a tensor whose every torch
-    function raises (each once a fuzzkern-limit, status ok: the bug missed): a failure with
+    ``__str__`` recurses, lower the recursion limit or the open-file limit
+    (``resource.setrlimit``, the hard one too) or return a tensor whose every torch function
+    raises (each once a fuzzkern-limit, status ok: the bug missed): a failure with
     its verdict, saved where the run was started, short output, nothing left running."""
     mark = project / "mark"
     proc = start(["run", f"kernels.py::{target}", *RUN], project,
@@ -258,3 +259,33 @@ def test_a_launcher_that_replaces_the_comparison_is_a_failure(project):
     out = " ".join(res.stdout.split())
     assert "replaced fuzzkern's own fuzzkern.judge.oracle.compare" in out, out
     assert len(corpus_entries(project / "corpus")) == 1
+
+
+def test_limits_a_case_lowers_are_set_back_or_the_worker_replaced():
+    """What a case lowers of its worker's process limits (the recursion limit, open files),
+    in this process: each named in words and set back; a hard limit an unprivileged process
+    cannot raise again says so (the pool then replaces the worker)."""
+    import resource
+    import subprocess
+    import sys
+
+    from fuzzkern.execution.pool import restore_limits
+
+    before = resource.getrlimit(resource.RLIMIT_NOFILE), sys.getrecursionlimit()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, before[0][1]))
+    sys.setrecursionlimit(200)
+    lowered, restored = restore_limits()
+    assert (resource.getrlimit(resource.RLIMIT_NOFILE), sys.getrecursionlimit()) == before
+    assert restored and lowered == ["the recursion limit to 200 (sys.setrecursionlimit)",
+                                    f"resource.RLIMIT_NOFILE to (64, {before[0][1]}) "
+                                    "(resource.setrlimit)"]
+    assert restore_limits() == ([], True)
+    # a hard limit lowered: only a process with CAP_SYS_RESOURCE raises it again (root here
+    # has not); the answer says whether it did (if not, the pool starts a new worker)
+    code = ("import resource; from fuzzkern.execution.pool import restore_limits; "
+            "s, h = resource.getrlimit(resource.RLIMIT_NOFILE); "
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (64, 128)); "
+            "print(restore_limits()[1], resource.getrlimit(resource.RLIMIT_NOFILE) == (s, h))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert out[0] == out[1], out
