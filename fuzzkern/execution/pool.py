@@ -414,11 +414,31 @@ def _start_forkserver() -> None:
     if added:
         os.environ["PYTHONSAFEPATH"] = os.environ[SAFEPATH_MARK] = "1"
     try:
-        forkserver.ensure_running()
+        with interrupts_held():
+            forkserver.ensure_running()
     finally:
         if added:
             os.environ.pop("PYTHONSAFEPATH", None)
             os.environ.pop(SAFEPATH_MARK, None)
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """SIGINT blocked in this thread while the fork server starts (or restarts: a case may
+    kill it): the server inherits the blocked signal, and so do the workers and watchdogs it
+    forks. Ctrl-C reaches every process of the group; the server, which imports torch before
+    it ignores SIGINT, printed a KeyboardInterrupt traceback and died ("fuzzkern: aborted").
+    Here a Ctrl-C meanwhile waits until the block ends, then interrupts the run as always.
+    (multiprocessing's resource tracker starts its own process the same way, and unblocks
+    SIGINT when it has: it is started first.)"""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def die_with_parent(parent: int | None = None) -> None:
@@ -815,6 +835,9 @@ def _watchdog_main(worker: int, owner: int) -> None:
     5.3+), so it costs no CPU; without them there is no watchdog."""
     import select
 
+    # Ctrl-C reaches the whole process group: this process ends with the worker, never on
+    # an interrupt (a KeyboardInterrupt here printed a traceback on every Ctrl-C)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         fds = [os.pidfd_open(owner), os.pidfd_open(worker)]
     except (AttributeError, OSError):  # pragma: no cover - an old kernel, or gone already
@@ -841,7 +864,8 @@ class Worker:
         ctx = _context()
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_worker_main, args=(child, dict(env or {})), daemon=True)
-        self.process.start()
+        with interrupts_held():  # (the fork server, if it must start again)
+            self.process.start()
         child.close()
         self.cases = 0
         #: the worker's CPU time, for its cases' clocks (:class:`CaseClock`)
@@ -849,7 +873,8 @@ class Worker:
         #: ends the worker's process tree if this process dies first (:func:`_watchdog_main`)
         self.watchdog = ctx.Process(target=_watchdog_main, args=(self.process.pid, os.getpid()),
                                     daemon=True)
-        self.watchdog.start()
+        with interrupts_held():
+            self.watchdog.start()
 
     def _end_watchdog(self) -> None:
         self.watchdog.join(1)  # it ends by itself once the worker has

@@ -38,12 +38,12 @@ def run(args: list[str], cwd: Path, timeout: float = 120, **kw) -> subprocess.Co
                           timeout=timeout, env=kw.pop("env", env()), **kw)
 
 
-def start(args: list[str], cwd: Path, extra_env: dict[str, str] | None = None
-          ) -> subprocess.Popen:
+def start(args: list[str], cwd: Path, extra_env: dict[str, str] | None = None,
+          **kw) -> subprocess.Popen:
     e = env()
     e.update(extra_env or {})
     return subprocess.Popen(fuzzkern_cmd() + args, cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=e)
+                            stderr=subprocess.PIPE, text=True, env=e, **kw)
 
 
 def descendants(root: int) -> set[int]:

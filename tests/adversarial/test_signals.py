@@ -46,6 +46,26 @@ def test_kill_while_a_case_spins_leaves_no_process(project, sig):
         proc.kill()
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_to_the_whole_group_is_one_line(project, jobs):
+    """Ctrl-C on a terminal sends SIGINT to every process of the group, workers and their
+    watchdogs too: the run stops as on a SIGINT to fuzzkern alone (exit 130, the summary),
+    with no traceback (each watchdog printed a KeyboardInterrupt one) and nothing left."""
+    proc = start(["run", "kernels.py::spins", "kernels.py::wrong", "--budget", "120s",
+                  "--no-db", "-j", jobs], project, start_new_session=True)
+    try:
+        wait_for(lambda: worker_spinning(proc.pid), 90, "a spinning worker", proc)
+        pids = descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "interrupted by SIGINT" in err and "fuzzkern summary" in out
+    assert survivors(pids - {proc.pid}) == []
+
+
 def test_sigkill_with_two_processes_leaves_nothing_running_or_writing(project):
     """Item 3: with -j 2, SIGKILL of the parent ends both fuzzing processes and their workers
     at once: none finishes its slice or writes the corpus afterwards."""
