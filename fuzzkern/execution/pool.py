@@ -591,6 +591,11 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
     die_with_parent()
     # What a case starts stays below this worker, setsid or not, and ends with the case.
     become_subreaper()
+    # A process group of its own: a case's `os.killpg(0, SIGKILL)` (a library's clean-up of
+    # "my process group") ends this worker and what it started, not fuzzkern with its
+    # findings unsaved. (Its stdin is /dev/null: a group off the terminal reads nothing.)
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
     # Ctrl-C reaches the whole process group: the parent decides what an interrupt means (it
     # kills this worker when it stops); a KeyboardInterrupt here would read as a kernel error.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

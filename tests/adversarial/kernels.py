@@ -440,6 +440,17 @@ lowers_open_files = fuzzkern.Target(launcher=_lowers_open_files, reference=lambd
                                     inputs=_X, dims=_DIMS)
 
 
+def _kills_its_group(x):
+    if x.shape[0] > 3:
+        os.killpg(0, signal.SIGKILL)  # a library's clean-up of "my process group"
+    return x * 1
+
+
+# host code SIGKILLing its own process group: once fuzzkern's too (exit 137, nothing saved)
+kills_its_group = fuzzkern.Target(launcher=_kills_its_group, reference=lambda x: x, inputs=_X,
+                                  dims=_DIMS)
+
+
 def _exits_leaving_a_child(x):
     # the worker ends while a child of its case (a new session) holds the worker's pipe open:
     # no end of file comes to the parent

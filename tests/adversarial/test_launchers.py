@@ -289,3 +289,16 @@ def test_limits_a_case_lowers_are_set_back_or_the_worker_replaced():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout.split()
     assert out[0] == out[1], out
+
+
+def test_a_case_that_kills_its_process_group_is_a_crash(project):
+    """`os.killpg(0, SIGKILL)` in a case (a library cleaning up "its" process group) killed
+    fuzzkern with it: exit 137, the bug unsaved. Workers have process groups of their own:
+    a crash, found and saved. (fuzzkern runs in a session of its own here, so that a
+    regression kills it, not this test.)"""
+    proc = start(["run", "kernels.py::kills_its_group", *RUN], project, start_new_session=True)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, out + err
+    assert "kernels::kills_its_group: crash" in out, out
+    (entry,) = corpus_entries(project / "corpus")
+    assert json.loads(entry.read_text())["case"]["dims"]["N"] == 4
