@@ -92,6 +92,10 @@ def parse_budget(text: str) -> float:
             raise BudgetError(
                 f"Expected a duration like 90s, 10m, 1h or 1h30m but got budget={text!r}."
             )
+        if m.group(2) is None and m.end() < len(s):
+            unit = re.match(r"[^\d.\s]+", s[m.end():])
+            raise BudgetError(f"unknown unit {unit.group(0) if unit else s[m.end():]!r} in "
+                              f"{str(text).strip()!r}: use s, m or h (90s, 10m, 1h30m)")
         if m.group(2) is None and last >= 0:
             raise BudgetError(f"budget={str(text).strip()!r}: give the unit of "
                               f"{m.group(1)!r} (1h30m, not 1h30)")
@@ -101,10 +105,6 @@ def parse_budget(text: str) -> float:
         last = order.index(m.group(2))
         total += float(m.group(1)) * units[m.group(2)]
         pos = m.end()
-        if m.group(2) is None and pos < len(s):
-            unit = re.match(r"[^\d.\s]+", s[pos:])
-            raise BudgetError(f"unknown unit {unit.group(0) if unit else s[pos:]!r} in "
-                              f"{str(text).strip()!r}: use s, m or h (90s, 10m, 1h30m)")
     if not math.isfinite(total) or total <= 0:
         raise BudgetError(f"Expected a positive, finite duration but got budget={text!r}.")
     return total
