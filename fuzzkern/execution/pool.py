@@ -147,9 +147,10 @@ class CaseClock:
     ``slow`` (projected past twice the timeout or past the cost cap, or past the timeout
     while its programs keep finishing) is decided on that work. The clock still bounds a
     case that waits: at the timeout by the clock, a case that reported no progress is a
-    ``hang`` unless its worker is computing (runnable) and its CPU time is within the
-    timeout; then it is a ``hang`` once its CPU time passes the timeout, or when it stops
-    computing. A program that stops finishing is a ``hang`` by the clock, as before."""
+    ``hang`` unless its worker is computing (runnable, or its CPU time grew since the last
+    look) and its CPU time is within the timeout; then it is a ``hang`` once its CPU time
+    passes the timeout, or when it stops computing. A program that stops finishing is a
+    ``hang`` by the clock, as before."""
 
     timeout: float
     compile_timeout: float = COMPILE_TIMEOUT
@@ -179,10 +180,21 @@ class CaseClock:
     #: the current launch's last report in CPU time: (its finished programs' CPU seconds, the
     #: worker's CPU seconds when its current program started); None: not reported
     progress_cpu: tuple[float, float] | None = None
+    #: the worker's CPU seconds at the last look past the timeout (:meth:`_computing`)
+    looked_cpu: float | None = None
 
     def __post_init__(self) -> None:
         if self.cpu0 is None:
             self.cpu0 = self._read_cpu()
+
+    def _computing(self, reading: tuple[float, bool]) -> bool:
+        """Whether the worker computes: runnable now, or its CPU time grew since the last
+        look (the first: since the start). One look may catch a worker that computes on a
+        loaded machine off the run queue for a moment (a page fault, a pipe write: state D
+        or S): a correct case was once a ``hang`` so. Stuck, it is one a look later."""
+        last = self.looked_cpu if self.looked_cpu is not None else self.cpu0
+        self.looked_cpu = reading[0]
+        return reading[1] or (last is not None and reading[0] > last)
 
     def _read_cpu(self) -> float | None:
         reading = self.cpu() if self.cpu is not None else None
@@ -323,7 +335,7 @@ class CaseClock:
             return None
         reading = self.cpu() if self.cpu is not None else None
         worked = self.worked(now, reading[0] if reading is not None else None)
-        if reading is not None and reading[1] and worked <= self.timeout:
+        if reading is not None and self._computing(reading) and worked <= self.timeout:
             return None  # its worker computes on a loaded machine, within the timeout yet
         spent = self.compiled(now)
         note = f" (plus {spent:.1f} s compiling, not counted)" if spent >= 0.05 else ""

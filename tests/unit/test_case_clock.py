@@ -234,6 +234,21 @@ def test_a_computing_worker_without_progress_is_timed_by_its_cpu_a_waiting_one_b
     assert c.check(2.1)[0] == "hang"
 
 
+def test_a_computing_worker_caught_off_its_core_for_one_look_is_not_a_hang():
+    """On a loaded machine one look may find a computing worker in state S or D (a page
+    fault, a pipe write): its CPU time grew since the last look, so it computes (a correct
+    case was once a hang so, tests/unit/test_slow_under_load.py). Stuck there, with no CPU
+    time added, it is a hang at the next look."""
+    cpu = _Cpu(50.0, runnable=False)
+    c = CaseClock(timeout=1.0, start=0.0, cpu=cpu)
+    cpu.seconds = 50.4  # 0.4 s of work in 1.1 s, and not runnable at this moment
+    assert c.check(1.1) is None
+    cpu.seconds = 50.6  # still computing between the looks
+    assert c.check(1.6) is None
+    verdict, message, _ = c.check(2.1)  # no CPU time since the last look: stuck
+    assert verdict == "hang" and "(0.6 s of it the worker's CPU time)" in message
+
+
 def test_compiling_is_left_out_of_the_cpu_time_too():
     cpu = _Cpu(0.0)
     c = CaseClock(timeout=2.0, start=0.0, cpu=cpu)
