@@ -655,8 +655,6 @@ def _worker_main(conn: Connection, env: dict[str, str]) -> None:
             result["output"] = text
             result["output_bytes"] = total
         result["timings"] = stages.finish(timer)
-        if not restore_limits()[1]:  # a hard limit the case lowered: the next case needs
-            result["replace_worker"] = True  # a worker of fuzzkern's limits
         replaced = _judge_replaced(judge)
         if replaced:  # the verdict came from the case's own code: a failure, and a new worker
             result = bounded(Outcome(
@@ -883,15 +881,14 @@ class Worker:
         self.process = ctx.Process(target=_worker_main, args=(child, dict(env or {})), daemon=True)
         with interrupts_held():  # (the fork server, if it must start again)
             self.process.start()
+            #: ends the worker's process tree if this process dies first (:func:`_watchdog_main`)
+            self.watchdog = ctx.Process(target=_watchdog_main,
+                                        args=(self.process.pid, os.getpid()), daemon=True)
+            self.watchdog.start()
         child.close()
         self.cases = 0
         #: the worker's CPU time, for its cases' clocks (:class:`CaseClock`)
         self.cpu = CpuMeter(self.process.pid)
-        #: ends the worker's process tree if this process dies first (:func:`_watchdog_main`)
-        self.watchdog = ctx.Process(target=_watchdog_main, args=(self.process.pid, os.getpid()),
-                                    daemon=True)
-        with interrupts_held():
-            self.watchdog.start()
 
     def _end_watchdog(self) -> None:
         self.watchdog.join(1)  # it ends by itself once the worker has
@@ -1523,11 +1520,12 @@ _RLIMITS = ("RLIMIT_NOFILE", "RLIMIT_STACK", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT
             "RLIMIT_NPROC", "RLIMIT_CPU")
 
 
-def _process_limits() -> dict[str, Any]:
-    """The recursion limit and the :data:`_RLIMITS` (soft, hard) of this process."""
+def _process_limits() -> dict[str | None, Any]:
+    """The recursion limit (key ``None``) and the :data:`_RLIMITS` (soft, hard) of this
+    process."""
     import resource
 
-    out: dict[str, Any] = {"the recursion limit": sys.getrecursionlimit()}
+    out: dict[str | None, Any] = {None: sys.getrecursionlimit()}
     for name in _RLIMITS:
         if hasattr(resource, name):
             out[name] = resource.getrlimit(getattr(resource, name))
@@ -1539,40 +1537,28 @@ PROCESS_LIMITS = _process_limits()
 
 
 def restore_limits() -> tuple[list[str], bool]:
-    """Each limit of :data:`PROCESS_LIMITS` a case lowered, in words (``RLIMIT_NOFILE to
-    (8, 8)``), each set back; and whether every one could be (an unprivileged process cannot
-    raise a hard limit again: its worker must be replaced)."""
+    """Each limit of :data:`PROCESS_LIMITS` a case lowered, in words (``resource.RLIMIT_NOFILE
+    to (8, 8)``), each set back; and whether every one could be (a process without
+    CAP_SYS_RESOURCE cannot raise a hard limit again: its worker must be replaced)."""
     import resource
 
-    def below(now: Any, then: Any) -> bool:
-        if isinstance(now, int):
-            return bool(now < then)
-        inf = resource.RLIM_INFINITY
-        return any(n != inf and (t == inf or n < t) for n, t in zip(now, then, strict=True))
-
+    inf = resource.RLIM_INFINITY
     lowered, restored = [], True
-    for name, then in PROCESS_LIMITS.items():
-        now = _process_limits_now(name)
-        if now is None or not below(now, then):
-            continue
-        lowered.append(f"the recursion limit to {now} (sys.setrecursionlimit)" if isinstance(
-            now, int) else f"resource.{name} to {now} (resource.setrlimit)")
-        try:
-            if name == "the recursion limit":
+    for name, now in _process_limits().items():
+        then = PROCESS_LIMITS[name]
+        if name is None:
+            if now < then:
+                lowered.append(f"the recursion limit to {now} (sys.setrecursionlimit)")
                 sys.setrecursionlimit(then)
-            else:
-                resource.setrlimit(getattr(resource, name), then)
+            continue
+        if not any(n != inf and (t == inf or n < t) for n, t in zip(now, then, strict=True)):
+            continue
+        lowered.append(f"resource.{name} to {now} (resource.setrlimit)")
+        try:
+            resource.setrlimit(getattr(resource, name), then)
         except (ValueError, OSError):
             restored = False
     return lowered, restored
-
-
-def _process_limits_now(name: str) -> Any:
-    import resource
-
-    if name == "the recursion limit":
-        return sys.getrecursionlimit()
-    return resource.getrlimit(getattr(resource, name)) if hasattr(resource, name) else None
 
 
 def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[str, Any]:
@@ -1580,24 +1566,33 @@ def run_case_or_harness_error(ref: str, case_json: Any, options: Any) -> dict[st
     too, never silence. Afterwards nothing reports progress on the channel any more, so the
     outcome is the next thing the parent reads. A failure of fuzzkern's code after the case
     lowered a limit of the process (the recursion limit, open files, stack, memory: see
-    :func:`restore_limits`) is the case's ``error``; the limits are set back either way."""
+    :func:`restore_limits`) is the case's ``error``. The limits are set back after every
+    case; where one cannot be, the outcome asks for a new worker (``replace_worker``)."""
     from fuzzkern.execution.runner import run_case_json
 
-    restore_limits()  # an earlier case lowered one
     try:
-        return run_case_json(ref, case_json, options)
+        result = run_case_json(ref, case_json, options)
+        restored = restore_limits()[1]
     except BaseException as e:
-        lowered, _ = restore_limits()
-        if lowered:  # the case's doing, not fuzzkern's: its finding
-            words = (f"the case lowered {', '.join(lowered)}, under which fuzzkern could "
-                     "not judge it "
-                     f"({type(e).__name__}: {text_of(e)[:200]})")
-            return Outcome(Verdict.ERROR, words,
-                           {"worker": ModeResult("worker", "error", error=words)}).to_json()
-        return Outcome(
-            Verdict.ERROR,
-            f"fuzzkern worker error: {type(e).__name__}: {text_of(e)}",
-            {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
-        ).to_json()
+        lowered, restored = restore_limits()
+        result = _harness_error(e, lowered)
     finally:
         progress.quiet()
+    if not restored:
+        result["replace_worker"] = True
+    return result
+
+
+def _harness_error(e: BaseException, lowered: list[str]) -> dict[str, Any]:
+    """The outcome of a case whose run raised ``e`` out of fuzzkern's own code: the case's
+    ``error`` where it had ``lowered`` limits of the process, else the harness's."""
+    if lowered:  # the case's doing, not fuzzkern's: its finding
+        words = (f"the case lowered {', '.join(lowered)}, under which fuzzkern could not "
+                 f"judge it ({type(e).__name__}: {text_of(e)[:200]})")
+        return Outcome(Verdict.ERROR, words,
+                       {"worker": ModeResult("worker", "error", error=words)}).to_json()
+    return Outcome(  # (called in the ``except`` block: the traceback is ``e``'s)
+        Verdict.ERROR,
+        f"fuzzkern worker error: {type(e).__name__}: {text_of(e)}",
+        {"harness": ModeResult("harness", "error", error=traceback.format_exc())},
+    ).to_json()
