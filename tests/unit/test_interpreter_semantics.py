@@ -193,6 +193,27 @@ def test_a_head_dim_below_the_dot_minimum_is_found_and_shrunk_to_the_smallest():
     assert result.counts.get("pass", 0) >= 1  # D > 8 compiles and is right
 
 
+def test_an_fp8_sum_is_a_compile_error_as_compiled_not_a_pass():
+    """``tl.sum`` of fp8 values (a dequantizing reduction that forgot to widen) fails to
+    compile on every backend (``llvm.fadd`` on ``i8``); the interpreter alone sums and would
+    pass every case."""
+    (lt,) = loader.load(os.path.join(HERE, "targets", "compile_refusals.py") + "::fp8_row_sums")
+    pool = WorkerPool()
+    try:
+        opts = engine.CampaignOptions(budget=30.0, seed=0, max_examples=10,
+                                      modes=("interpret",))
+        result = engine.fuzz_target(lt, pool, opts, 30.0)
+    finally:
+        pool.close()
+    assert [f.outcome.verdict for f in result.failures] == [Verdict.COMPILE_ERROR]
+    failure = result.failures[0]
+    assert failure.case.dims == {"M": 1, "N": 1}  # every case fails: shrunk to the smallest
+    message = failure.outcome.message
+    assert "`tl.sum` of fp8e4nv values does not compile" in message
+    assert "convert them to tl.float16 or tl.float32 first" in message
+    assert result.counts.get("pass", 0) == 0
+
+
 # -- fastpath: Triton's interpreter with less work, the same results -----------------------------
 
 

@@ -697,11 +697,12 @@ class CompileError(Exception):
 #: the interpreter runs too) and so by the interpreter: a ``tl.arange`` whose range is not a
 #: power of 2, is empty or is not a compile-time value (``H = B // 2`` is a tensor compiled
 #: too), a block over the compiler's element limit or with a dimension that is not a power of
-#: 2, block pointers where they were removed (Triton 3.9)
+#: 2, block pointers where they were removed (Triton 3.9), operands the type promotion has no
+#: rule for ("unexpected type fp8e5 and int32", Triton 3.6)
 _REFUSALS = ("must be a power of 2", "exceeds triton maximum tensor numel",
              "arange's end argument must be greater than the start argument",
              "arange's arguments must be of type tl.constexpr",
-             "Block pointers have been removed")
+             "Block pointers have been removed", "unexpected type ")
 
 
 def _raised_in_language(e: BaseException) -> bool:

@@ -397,12 +397,14 @@ def _twin_input(h: Any) -> bool:
 
 
 def _reduce(orig: Callable[..., Any], scan: bool) -> Callable[..., Any]:
-    """``ReduceOps.sum`` / ``ScanOps.cumsum``: of an fp16, bf16 or fp8 tensor, rounded as
-    compiled code rounds (:func:`tree_sum`, :func:`ordered_cumsum`): numpy would sum fp16 in
-    float32 and round once, and widened values sum in float32."""
+    """``ReduceOps.sum`` / ``ScanOps.cumsum``: of an fp16 or bf16 tensor, rounded as compiled
+    code rounds (:func:`tree_sum`, :func:`ordered_cumsum`): numpy would sum fp16 in float32
+    and round once, and widened values sum in float32. Of fp8: refused, as compiled
+    (:func:`refuse_fp8_arithmetic`)."""
 
     def reduce(self: Any, input: Any) -> Any:
         h = input.handle
+        refuse_fp8_arithmetic("`tl.cumsum`" if scan else "`tl.sum`", h)
         if _REAL[0] or not _twin_input(h):
             return orig(self, input)
         dtype = h.dtype.scalar
@@ -418,6 +420,46 @@ def _reduce(orig: Callable[..., Any], scan: bool) -> Callable[..., Any]:
         return [result] if scan else result
 
     return reduce
+
+
+#: the builder ops refused on fp8 operands: what each is, and the LLVM instruction it becomes
+_FP8_REFUSED = {"create_fadd": ("an add", "llvm.fadd"),
+                "create_fsub": ("a subtraction (or a negation)", "llvm.fsub"),
+                "create_fmul": ("a multiplication", "llvm.fmul"),
+                "create_fneg": ("a negation", "llvm.fneg")}  # (Triton 3.9; 3.6 subtracts)
+
+
+def refuse_fp8_arithmetic(what: str, *operands: Any, llvm_op: str = "llvm.fadd") -> None:
+    """Raise the compiler's refusal when an fp8 value reaches ``what`` (an add, subtract,
+    multiply, comparison, ``tl.sum`` or ``tl.cumsum``). Triton's front end keeps arithmetic of
+    two same-type fp8 values in fp8 (``computation_type_impl``), but no backend can lower it:
+    fp8 is ``i8`` in LLVM, and ``llvm.fadd`` on ``i8`` fails verification ("PassManager::run
+    failed"; seen on sm_90 with Triton 3.6; upstream: triton-lang/triton#11898). The
+    interpreter would compute it, so an interpreted run would pass a kernel that cannot be
+    compiled; refused here, the case is ``compile-error`` in both modes. Division and ``%``
+    (widened to float32), ``tl.maximum``, ``tl.abs``, ``tl.where``, casts and ``tl.dot``
+    compile, and run."""
+    for h in operands:
+        dtype = getattr(getattr(h, "dtype", None), "scalar", None)
+        if dtype in FP8:
+            from fuzzkern.execution.interpreter.fidelity import CompileError
+
+            raise CompileError(
+                f"{what} of {dtype} values does not compile (PassManager::run failed: "
+                f"'{llvm_op}' op operand #0 must be floating point "
+                "LLVM type, but got 'i8'): Triton keeps arithmetic of two same-type fp8 "
+                "values in fp8, which no backend lowers; convert them to tl.float16 or "
+                "tl.float32 first")
+
+
+def _fp8_refused(orig: Callable[..., Any], name: str) -> Callable[..., Any]:
+    what, llvm_op = _FP8_REFUSED.get(name, ("a comparison", "llvm.fcmp"))
+
+    def op(self: Any, *args: Any) -> Any:
+        refuse_fp8_arithmetic(what, *args, llvm_op=llvm_op)
+        return orig(self, *args)
+
+    return op
 
 
 def _refuse_atomic(orig: Callable[..., Any], what: str) -> Callable[..., Any]:
@@ -448,6 +490,23 @@ def _bf16_constant(self: Any, value: Any) -> Any:
     return self.create_fp_trunc(self.get_fp32(value), tl.bfloat16)
 
 
+def _fp8_constant(dtype: Any) -> Callable[[Any, Any], Any]:
+    """``InterpreterBuilder.get_<fp8 dtype>``: Triton 3.6's ``semantic.scalar_constant`` asks
+    the builder for ``get_fp8e4nv`` for a nonzero fp8 constant (``x * 2`` of an fp8 tensor,
+    ``tl.full(..., 1.5, tl.float8e4nv)``), which neither its compiler's builder nor its
+    interpreter's has: the compiler's error, as a compile error. (Triton 3.9 makes the
+    constant in float32 and casts it, and never asks.)"""
+
+    def constant(self: Any, value: Any) -> Any:
+        from fuzzkern.execution.interpreter.fidelity import CompileError
+
+        raise CompileError(f"an {dtype} constant ({value!r}) does not compile with this "
+                           "Triton: 'triton._C.libtriton.ir.builder' object has no attribute "
+                           f"'get_{dtype.name}'")
+
+    return constant
+
+
 def widened_patches() -> list[tuple[Any, str, Any]]:
     """(object, attribute, value) to set inside ``interpreter_mode``, after its own builder
     patches (the bounds-checked memory ops this wraps): bf16 and fp8 values held as float32."""
@@ -469,9 +528,15 @@ def widened_patches() -> list[tuple[Any, str, Any]]:
     for name in ROUNDING_OPS:
         fn = b.get(name)
         if fn is not None:
-            out.append((_Builder, name, _rounding(fn)))
+            fn = _rounding(fn)
+            out.append((_Builder, name, _fp8_refused(fn, name) if name in _FP8_REFUSED else fn))
+    for name in sorted(n for n in b if n.startswith("create_fcmp") or n == "create_fneg"):
+        out.append((_Builder, name, _fp8_refused(b[name], name)))
     if "get_bf16" not in b:  # Triton 3.6: a bf16 constant (tl.full(..., 1.5, tl.bfloat16))
         out.append((_Builder, "get_bf16", _bf16_constant))
+    for dtype in FP8:  # an fp8 constant (`x * 2` of fp8) on Triton 3.6
+        if f"get_{dtype.name}" not in b:
+            out.append((_Builder, f"get_{dtype.name}", _fp8_constant(dtype)))
     for name, what in (("create_atomic_rmw", "a float atomic"),
                        ("create_atomic_cas", "a float compare-and-swap")):
         fn = b.get(name)

@@ -34,3 +34,27 @@ head_scores = fuzzkern.Target(
                       k=fks.tensors((16, "D"), dtypes=["float16"], layout=False)),
     dims={"D": fks.sizes(min_value=1, max_value=64)},
 )
+
+
+@triton.jit
+def _fp8_row_sums(x_ptr, out_ptr, N, BN: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BN)
+    x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+    tl.store(out_ptr + row, tl.sum(x, axis=0).to(tl.float32))  # summed in fp8: no backend can
+
+
+def _row_sums(x):
+    out = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    _fp8_row_sums[(x.shape[0],)](x, out, x.shape[1], BN=triton.next_power_of_2(x.shape[1]))
+    return out
+
+
+#: a dequantizing reduction that forgot to widen first: ``tl.sum`` of fp8 values compiles to
+#: an fp8 add, which no backend lowers; the interpreter alone would sum and pass
+fp8_row_sums = fuzzkern.Target(
+    launcher=_row_sums,
+    reference=lambda x: x.float().sum(1),
+    inputs=fks.inputs(x=fks.tensors(("M", "N"), dtypes=["float8_e4m3fn"], layout=False)),
+    dims={"M": fks.sizes(min_value=1, max_value=4), "N": fks.sizes(min_value=1, max_value=64)},
+)
