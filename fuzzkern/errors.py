@@ -60,3 +60,10 @@ def text_of(value: object, how: Callable[[object], str] = str) -> str:
 class ForcedConfigError(FuzzkernError, IndexError):
     """A forced autotuner config (``interpreter_mode(configs=...)``, a case's ``configs``) named
     a config index the autotuner does not have."""
+
+
+class ConfigDoesNotFit(FuzzkernError):
+    """The autotuner config a case chose cannot run on this GPU: compiling it ran out of a
+    resource (shared memory, registers), ptxas refused it, or a compile-time assertion of the
+    config failed. Upstream's autotuner skips such a config while it benchmarks (it is never
+    the one a user's launch runs), so the case is ``unsupported``, not a finding."""

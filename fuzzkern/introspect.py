@@ -31,7 +31,7 @@ from typing import Any
 from triton.runtime.autotuner import Autotuner, Config, Heuristics
 from triton.runtime.jit import JITFunction
 
-from fuzzkern.errors import ForcedConfigError
+from fuzzkern.errors import ConfigDoesNotFit, ForcedConfigError
 
 __all__ = [
     "autotuner_config_counts",
@@ -358,6 +358,17 @@ class OneConfig:
         return config, config_index(at, config), cold
 
 
+def _unfit_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions upstream's ``Autotuner._bench`` takes for "this config cannot run here"."""
+    from triton.compiler.errors import CompileTimeAssertionFailure
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    return (OutOfResources, CompileTimeAssertionFailure, PTXASError)
+
+
+_UNFIT = _unfit_errors()
+
+
 def record_config(details: Sequence[dict[str, Any]], at: Any, index: int | None) -> None:
     """Note in each of ``details`` (ModeResult details) the config index ``at`` ran with
     (``configs_used``) and how many configs it has (``config_counts``)."""
@@ -490,7 +501,14 @@ def forced_configs(configs: Mapping[str, int] | None,
                 self.pre_hook(full_nargs, reset_only=True)
             if config.pre_hook is not None:
                 config.pre_hook(full_nargs)
-            return self.fn.run(*args, **kwargs, **config.all_kwargs())
+            try:
+                return self.fn.run(*args, **kwargs, **config.all_kwargs())
+            except _UNFIT as e:  # what upstream's benchmarking skips
+                raise ConfigDoesNotFit(
+                    f"config {index} of {len(self.configs)} of autotuned kernel "
+                    f"{kernel_name(self)!r} ({config}) does not run on this GPU "
+                    f"({type(e).__name__}: {e}); its autotuner skips it, and a launch never "
+                    "runs it") from e
         finally:
             self.nargs = None
 

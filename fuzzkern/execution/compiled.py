@@ -538,6 +538,19 @@ def compile_options(overrides: Mapping[str, Any] | None,
         JITFunction.run = original  # type: ignore[method-assign]
 
 
+def _caused_by(e: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``e`` or an exception it was raised from (a library's launcher may wrap what
+    it caught) is a ``kind``."""
+    seen: set[int] = set()
+    at: BaseException | None = e
+    while at is not None and id(at) not in seen and len(seen) < 8:
+        if isinstance(at, kind):
+            return True
+        seen.add(id(at))
+        at = at.__cause__ or at.__context__
+    return False
+
+
 def run_compiled(run: Any) -> ModeResult:
     """Run ``run`` (an :class:`fuzzkern.execution.runner._Run`) compiled on the current GPU."""
     if not torch.cuda.is_available():
@@ -671,6 +684,7 @@ class OnDevice:
         """The mode's result for an exception raised at ``stage``."""
         from triton.compiler.errors import CompilationError
 
+        from fuzzkern.errors import ConfigDoesNotFit
         from fuzzkern.execution.launching import (
             exception_text,
             is_precondition,
@@ -709,6 +723,8 @@ class OnDevice:
         status = "precondition" if is_precondition(self.run.target, inner) else "error"
         if isinstance(inner, CompilationError):  # the compiler refused the kernel
             status = "compile-error"
+        elif _caused_by(inner, ConfigDoesNotFit):  # its autotuner never runs that config here
+            status = "unsupported"
         return ModeResult("compiled", status, error=exception_text(inner),
                           detail=info, seconds=seconds)
 
