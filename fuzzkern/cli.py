@@ -530,11 +530,14 @@ def _print_results(console: Console, a: _RunArgs, done: _Done) -> None:
     """Failures, accuracy findings, the summary table, the corpus and errors."""
     from fuzzkern.judge.verdict import failure_key
     from fuzzkern.report import text as reporting
+    from fuzzkern.search import findings
 
-    for f in done.failures:
+    shared = findings.shared_roots(done.failures)
+    for i, f in enumerate(done.failures):
         console.rule(Text(f"{f.target_id}: {f.outcome.verdict}", style="bold red"))
         console.print(reporting.failure_text(f, done.ref(f.target_id), done.seed,
-                                             done.repeat_cases), markup=False, soft_wrap=True)
+                                             done.repeat_cases, same_as=shared.get(i)),
+                      markup=False, soft_wrap=True)
         for mode, m in f.outcome.modes.items() if a.tracebacks else ():
             if m.detail.get("traceback"):
                 console.print(f"[{mode}] traceback:\n{m.detail['traceback']}", markup=False,
@@ -579,9 +582,10 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
     """``--report`` (JSON) and ``--html``, each on its own: one that cannot be written (a
     full disk) is one error line, and the other is still written. Returns how many failed."""
     from fuzzkern.report import text as reporting
+    from fuzzkern.search import findings
 
     unwritten = 0
-
+    shared = findings.shared_roots(done.failures)
     if a.report_path:
         report = {
             "budget_seconds": seconds,
@@ -603,8 +607,9 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
                  "corpus_path": None if reporting.not_saved_reason(f) else f.corpus_path,
                  "not_saved": reporting.not_saved_reason(f),
                  "explanations": f.explanations, "replayed": f.replayed, "key": f.key,
-                 "shows": f.shows.to_json() if f.shows else None, "also": list(f.also)}
-                for f in done.failures
+                 "shows": f.shows.to_json() if f.shows else None, "also": list(f.also),
+                 "same_root_as": shared[i].target_id if i in shared else None}
+                for i, f in enumerate(done.failures)
             ],
         }
         unwritten += not _write_text(a.report_path, "--report", lambda: json.dumps(
@@ -613,9 +618,10 @@ def _write_reports(console: Console, a: _RunArgs, done: _Done, loaded: list[Any]
         from fuzzkern.report import html as htmlreport
 
         texts: dict[str, list[str]] = {}
-        for f in done.failures:
+        for i, f in enumerate(done.failures):
             texts.setdefault(f.target_id, []).append(reporting.failure_text(
-                f, done.ref(f.target_id), done.seed, done.repeat_cases))
+                f, done.ref(f.target_id), done.seed, done.repeat_cases,
+                same_as=shared.get(i)))
         written = _write_text(a.html_path, "--html", lambda: htmlreport.render(
             done.results, budget=seconds, elapsed=done.elapsed, modes=modes,
             failures_text=texts,

@@ -83,12 +83,19 @@ def output_lines(o: Any) -> list[str]:
 
 
 def failure_text(failure: Failure, ref: str | None = None, seed: int | None = None,
-                 cases: int | None = None) -> str:
+                 cases: int | None = None, same_as: Failure | None = None) -> str:
     """A failure in words. ``seed`` and ``cases``: the seed of the run that found it and the
     cases it ran, for the command that repeats the run when there is no corpus entry to
-    replay."""
+    replay. ``same_as``: the failure of another target reported already with the same root
+    (:func:`fuzzkern.search.findings.shared_roots`): this one is then told in a few lines,
+    its case and its corpus entry."""
     o = failure.outcome
-    lines = [f"{failure.target_id}: {o.verdict} — {o.message}"]
+    if same_as is not None:
+        lines = [f"{failure.target_id}: {o.verdict} — the same root cause as "
+                 f"{same_as.target_id}'s failure reported above ({failure.key}), reached "
+                 "from this target too"]
+    else:
+        lines = [f"{failure.target_id}: {o.verdict} — {o.message}"]
     lines.append(f"minimal case: {failure.case.describe()}")
     if failure.case.dims:
         lines.append("dims: " + ", ".join(f"{k}={v}" for k, v in failure.case.dims.items()))
@@ -101,12 +108,21 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
                      "(the budget ran out while shrinking: this case may not be minimal)")
     if failure.flaky:
         lines.append("(flaky: the case did not fail the same way every time it ran)")
-    for m in o.modes.values():
-        lines += _mode_lines(m)
-    lines += output_lines(o)
-    explanations = getattr(failure, "explanations", None)
-    if explanations:
-        lines += [f"  · {e}" for e in explanations]
+    if same_as is None:
+        for m in o.modes.values():
+            lines += _mode_lines(m)
+        lines += output_lines(o)
+        explanations = getattr(failure, "explanations", None)
+        if explanations:
+            lines += [f"  · {e}" for e in explanations]
+    lines += _entry_lines(failure, ref, seed, cases)
+    return printable("\n".join(lines))
+
+
+def _entry_lines(failure: Failure, ref: str | None, seed: int | None,
+                 cases: int | None) -> list[str]:
+    """Where the failure was saved (or why not) and the commands that repeat it."""
+    lines = []
     entry = getattr(failure, "corpus_path", None)
     if entry:
         shown = shown_path(str(entry))
@@ -126,7 +142,7 @@ def failure_text(failure: Failure, ref: str | None = None, seed: int | None = No
         if not_saved:
             lines.append(f"NOT SAVED: {not_saved}")
         lines.append(f"to repeat: {rerun_command(ref or failure.target_id, seed, cases)}")
-    return printable("\n".join(lines))
+    return lines
 
 
 def not_saved_reason(failure: Failure) -> str | None:

@@ -11,7 +11,9 @@ the same way: the worst case per key.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +151,28 @@ def group(result: Any) -> None:
     result.failures = out
 
 
+#: a failure key that names a source line (a shadow's root line, an exception's or an access's
+#: line): the same line reached from two targets is one root cause
+_LINE = re.compile(r"[^\s:@]+\.py:\d+")
+
+
+def shared_roots(failures: Sequence[Any]) -> dict[int, Any]:
+    """The failures (by index in ``failures``) whose key names a source line that a failure
+    of another target, earlier in ``failures``, has: index -> that earlier failure. A kernel
+    line (or a host line) reached from two targets (a forward and a backward op, two ops
+    built on one helper) is one root cause, reported once; the later targets' failures say
+    so. Keys that name an output or an input are a target's own, never shared."""
+    first: dict[str, Any] = {}
+    out: dict[int, Any] = {}
+    for i, f in enumerate(failures):
+        if not _LINE.search(f.key):
+            continue
+        seen = first.setdefault(f.key, f)
+        if seen is not f and seen.target_id != f.target_id:
+            out[i] = seen
+    return out
+
+
 def keep_accuracy(found: list[tuple[Case, Any]], case: Case, outcome: Any, key: str,
                   most: int) -> list[tuple[Case, Any]]:
     """The accuracy findings to keep: the worst case per key (``key`` is ``outcome``'s), the
@@ -169,4 +193,4 @@ def keep_accuracy(found: list[tuple[Case, Any]], case: Case, outcome: Any, key: 
 
 
 __all__ = ["DIMS_COUNTED", "DIMS_LISTED", "Shows", "dims_of", "dtypes_of", "group", "keep_accuracy",
-           "merge_shows", "note"]
+           "merge_shows", "note", "shared_roots"]

@@ -144,3 +144,28 @@ def test_accuracy_findings_keep_the_worst_case_of_each_root_line():
     assert [(failure_key(o), o.score) for _, o in kept] == [
         ("accuracy @ root k.py:14", 3.0), ("accuracy @ root k.py:30", 0.7),
         ("accuracy @ root k.py:20", 0.5)]
+
+
+def test_one_kernel_line_reached_from_two_targets_is_reported_once(tmp_path):
+    """Two targets on one kernel (an op and a variant of it) fail at the same root line: the
+    first target's failure is the report; the second says it is the same root cause, with its
+    own case and corpus entry (replay needs it), and the JSON report says so too."""
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "fuzzkern", "run", KERNELS, "--budget", "240s", "--no-db",
+         "--seed", "0", "--max-examples", "20", "--corpus", "corpus", "--report", "r.json",
+         "--case-floor", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1, res.stdout + res.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    by_target = {f["target"]: f for f in report["failures"]}
+    assert set(by_target) == {"tvd_both", "tvd_twice"}, list(by_target)
+    first, second = by_target["tvd_both"], by_target["tvd_twice"]
+    assert first["key"] == second["key"] == "precision-bug @ root one_root.py:18"
+    assert first["same_root_as"] is None and second["same_root_as"] == "tvd_both"
+    assert res.stdout.count("the same root cause as tvd_both's failure reported above "
+                            "(precision-bug @ root one_root.py:18)") == 1
+    # the root cause's explanation is printed once, in the first report
+    assert res.stdout.count("tvd_twice: precision-bug — the same root cause") == 1
+    assert second["corpus_path"] and os.path.exists(tmp_path / second["corpus_path"])

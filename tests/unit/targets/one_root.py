@@ -38,3 +38,14 @@ tvd_both = fuzzkern.Target(
     inputs=fks.inputs(p=_probabilities(dtypes=["float16", "bfloat16"]),
                       q=_probabilities(dtype_of="p")),
     dims={"N": fks.sizes(min_value=1024, max_value=4096)})
+
+
+def tvd_scaled(p, q):
+    """A second op built on the same kernel (a library's variant): its sum is the same line."""
+    return 2.0 * tvd(p, q)
+
+
+tvd_twice = fuzzkern.Target(
+    name="tvd_twice", launcher=tvd_scaled, reference=lambda p, q: 2.0 * reference(p, q),
+    inputs=fks.inputs(p=_probabilities(dtypes=["float16"]), q=_probabilities(dtype_of="p")),
+    dims={"N": fks.sizes(min_value=1024, max_value=4096)})
