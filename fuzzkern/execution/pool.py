@@ -907,6 +907,7 @@ class Worker:
             killed = end_descendants(self.process.pid)
             self.process.kill()
         self.process.join(5)
+        self._end_group()
         self.conn.close()
         self.cpu.close()
         self._end_watchdog()
@@ -921,9 +922,23 @@ class Worker:
         if self.process.is_alive():
             self.process.kill()
             self.process.join(2)
+        self._end_group()
         self._end_watchdog()
         self.conn.close()
         self.cpu.close()
+
+    def _end_group(self) -> None:
+        """SIGKILL what is left of the worker's process group once the worker has ended: a
+        worker that died on its own (a segfault, the OOM killer) left the processes its case
+        started to init, where :func:`end_descendants` cannot find them, running and holding
+        fuzzkern's output pipes. They kept the worker's group (a case's ``setsid`` escapes
+        it). The group's id is the worker's pid, which Linux does not give a new process while
+        the group has a member; an empty group is ESRCH."""
+        pid = self.process.pid
+        if pid is None or self.process.exitcode is None:  # (still running: not ours to end)
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _compiler_main(jobs: Any, results: Any, env: dict[str, str]) -> None:

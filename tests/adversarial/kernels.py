@@ -472,6 +472,24 @@ exits_leaving_a_child = fuzzkern.Target(launcher=_exits_leaving_a_child, referen
                                         inputs=_X, dims=_DIMS)
 
 
+def _dies_leaving_a_child(x):
+    # the worker dies on its own (a segfault, an abort, the OOM killer) while a child of its
+    # case, in the worker's process group, holds fuzzkern's stdout and sleeps
+    if x.shape[0] > 3:
+        if os.fork() == 0:
+            with open(os.environ["FUZZKERN_TEST_MARK"], "a") as fh:
+                fh.write(f"{os.getpid()}\n")
+            time.sleep(300)
+            os._exit(0)
+        time.sleep(0.2)  # (the child has written its mark)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x * 1
+
+
+dies_leaving_a_child = fuzzkern.Target(launcher=_dies_leaving_a_child, reference=lambda x: x,
+                                       inputs=_X, dims=_DIMS)
+
+
 def _raises_escapes(x):
     if x.shape[0] > 3:  # a new terminal title, a cleared screen, red text
         raise ValueError("BAD\x1b]0;PWNED\x07\x1b[2J\x1b[31mRED")

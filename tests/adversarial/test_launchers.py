@@ -157,6 +157,31 @@ def test_a_worker_that_exits_while_a_child_holds_its_pipe_is_a_crash(project, tm
     assert json.loads(entry.read_text())["case"]["dims"]["N"] == 4  # shrunk
 
 
+def test_a_worker_that_dies_on_its_own_takes_its_cases_processes_with_it(project):
+    """A worker that dies by itself (SIGKILL from within: a segfault, the OOM killer) while a
+    process its case started is still running: that process, reparented away from the dead
+    worker, once held fuzzkern's stdout open (a `fuzzkern run | tee` did not end) and ran on.
+    The worker's process group is ended with it: a crash, found and shrunk, output that ends,
+    no survivor."""
+    mark = project / "mark"
+    proc = start(["run", "kernels.py::dies_leaving_a_child", *RUN], project,
+                 {"FUZZKERN_TEST_MARK": str(mark)})
+    try:
+        out, err = proc.communicate(timeout=240)  # ends once every holder of the pipes has
+    finally:
+        pids = [int(p) for p in (mark.read_text().split() if mark.exists() else [])]
+        left = survivors(set(pids))
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.kill()
+    assert proc.returncode == 1, out + err
+    assert "kernels::dies_leaving_a_child: crash" in out, out
+    assert pids and left == [], (pids, left)
+    (entry,) = corpus_entries(project / "corpus")
+    assert json.loads(entry.read_text())["case"]["dims"]["N"] == 4  # shrunk
+
+
 def test_a_full_disk_is_reported_and_the_failure_kept(project):
     """What held: the corpus cannot be written (no file may grow past 2 KiB: a full disk): the
     failure is reported with the reason it was not saved, exit 1."""
