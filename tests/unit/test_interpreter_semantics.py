@@ -174,17 +174,22 @@ def test_a_compile_error_raised_here_keeps_its_words():
     # raised by triton.language: the kernel's own ValueError stays an error
 
 
+def _interpreted_campaign(name: str, max_examples: int) -> engine.TargetResult:
+    """A campaign of ``name`` in tests/unit/targets/compile_refusals.py, interpreted."""
+    (lt,) = loader.load(os.path.join(HERE, "targets", "compile_refusals.py") + f"::{name}")
+    pool = WorkerPool()
+    try:
+        opts = engine.CampaignOptions(budget=30.0, seed=0, max_examples=max_examples,
+                                      modes=("interpret",))
+        return engine.fuzz_target(lt, pool, opts, 30.0)
+    finally:
+        pool.close()
+
+
 def test_a_head_dim_below_the_dot_minimum_is_found_and_shrunk_to_the_smallest():
     """The linear-attention case: a head dimension padded to a power of 2 below 16 compiles
     to nothing on the GPU; the interpreter (minimum 1 upstream) ran it and passed."""
-    (lt,) = loader.load(os.path.join(HERE, "targets", "compile_refusals.py") + "::head_scores")
-    pool = WorkerPool()
-    try:
-        opts = engine.CampaignOptions(budget=30.0, seed=0, max_examples=25,
-                                      modes=("interpret",))
-        result = engine.fuzz_target(lt, pool, opts, 30.0)
-    finally:
-        pool.close()
+    result = _interpreted_campaign("head_scores", 25)
     verdicts = [f.outcome.verdict for f in result.failures]
     assert verdicts == [Verdict.COMPILE_ERROR]
     failure = result.failures[0]
@@ -197,14 +202,7 @@ def test_an_fp8_sum_is_a_compile_error_as_compiled_not_a_pass():
     """``tl.sum`` of fp8 values (a dequantizing reduction that forgot to widen) fails to
     compile on every backend (``llvm.fadd`` on ``i8``); the interpreter alone sums and would
     pass every case."""
-    (lt,) = loader.load(os.path.join(HERE, "targets", "compile_refusals.py") + "::fp8_row_sums")
-    pool = WorkerPool()
-    try:
-        opts = engine.CampaignOptions(budget=30.0, seed=0, max_examples=10,
-                                      modes=("interpret",))
-        result = engine.fuzz_target(lt, pool, opts, 30.0)
-    finally:
-        pool.close()
+    result = _interpreted_campaign("fp8_row_sums", 10)
     assert [f.outcome.verdict for f in result.failures] == [Verdict.COMPILE_ERROR]
     failure = result.failures[0]
     assert failure.case.dims == {"M": 1, "N": 1}  # every case fails: shrunk to the smallest
