@@ -186,6 +186,30 @@ def test_a_launch_slowed_by_the_machines_load_is_not_past_the_cost_cap():
     assert detail["progress"]["cpu"] == 1.2
 
 
+def test_a_small_sample_is_past_the_cost_cap_only_by_twice_the_cap():
+    """Run 20 of the suite under load (tests/unit/test_slow_under_load.py): a correct 0.4 s
+    case's first 25 of 6666 programs cost 0.15 ms of CPU each (the launch's warm-up, a
+    loaded core's caches: 2.5 times its later pace) and projected it at 1.01 s against its
+    1 s cap: stopped as slow after 0.1 s. A sample under 5% of the cap stops a case only past
+    twice the cap; with more programs the cap holds as before."""
+    cpu = _Cpu(10.0)
+    c = CaseClock(timeout=1.0, start=0.0, cost_cap=1.0, cpu=cpu)
+    c.event(["progress", 25, 6666, 0.0133, 0.001, 0.0, 0.00374, 10.01], 0.1)
+    assert c.projection(0.1)[0] == pytest.approx(1.0, abs=0.02)
+    assert c.check(0.1) is None  # 0.004 s of CPU: a small sample, not past twice the cap
+    cpu.seconds = 10.3
+    c.event(["progress", 2000, 6666, 0.8, 0.001, 0.0, 0.12, 10.3], 0.85)  # its real pace
+    assert c.check(0.85) is None  # about 0.4 s in all
+    # a small sample far past the cap still stops at once; a large one just past it too
+    early = CaseClock(timeout=1.0, start=0.0, cost_cap=1.0, cpu=_Cpu(10.0))
+    early.event(["progress", 25, 20000, 0.01, 0.001, 0.0, 0.004, 10.01], 0.1)
+    assert early.check(0.1)[0] == "slow"  # about 3.2 s
+    late = CaseClock(timeout=1.0, start=0.0, cost_cap=1.0, cpu=_Cpu(10.0))
+    late.event(["progress", 500, 6000, 0.1, 0.001, 0.0, 0.1, 10.1], 0.15)
+    verdict, message, _ = late.check(0.15)  # 0.1 s of CPU: about 1.2 s, past the cap
+    assert verdict == "slow" and "too expensive for the budget" in message
+
+
 def test_the_loaded_launchs_message_gives_both_clocks_and_its_figures_add_up():
     c = CaseClock(timeout=2.0, start=0.0, cpu=_Cpu(0.0))
     # 1 of 2560 programs: 0.4 s by the clock, 0.1 s of CPU: about 256 s of work
