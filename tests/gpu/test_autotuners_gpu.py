@@ -106,34 +106,3 @@ def test_a_compiled_search_discovers_the_kernel_and_draws_its_configs(tmp_path):
     # benchmarking would compile every config of a new tuning key at once
     assert max(compiles or 0 for _, compiles in seen) <= 6, seen
 
-
-UNFIT = os.path.join(os.path.dirname(__file__), "unfit_targets.py") + "::mm_two_configs"
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_a_config_that_does_not_fit_the_gpu_is_unsupported_not_a_finding(tmp_path):
-    """A forced config that runs out of shared memory is one upstream's autotuner skips:
-    ``unsupported``, with the reason; the other config's cases pass. (No FlagGems needed.)"""
-    import dataclasses
-
-    from hypothesis import find
-
-    (lt,) = loader.load(UNFIT)
-    case = find(lt.target.cases(), lambda c: True)
-    pool = WorkerPool(env={"TRITON_CACHE_DIR": str(tmp_path / "cache")}, compile_ahead=0)
-    try:
-        outcomes = [pool.run(lt.ref, dataclasses.replace(case, configs={"_mm": i}).to_json(),
-                             {"modes": ["compiled"]}, 120.0) for i in (0, 1)]
-        opts = engine.CampaignOptions(budget=120.0, modes=("compiled",), seed=0,
-                                      max_examples=20, database=None, amortize=0.0)
-        result = engine.fuzz_target(lt, pool, opts, 120.0)
-    finally:
-        pool.close()
-    fits, unfit = outcomes
-    assert fits.verdict == "pass", fits.message
-    assert unfit.verdict == "unsupported" and not unfit.failed, unfit.message
-    assert "config 1 of 2" in unfit.message and "does not run on this GPU" in unfit.message
-    assert "OutOfResources" in unfit.message
-    assert result.failures == [], [f.outcome.message for f in result.failures]
-    assert result.counts["pass"] >= 5 and result.counts.get("unsupported", 0) >= 1, \
-        result.counts
