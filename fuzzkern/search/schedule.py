@@ -706,8 +706,8 @@ class _Parallel:
             except (OSError, AttributeError, TypeError):
                 pass
 
-    def _kill(self) -> None:
-        for p in self._processes():
+    def _kill(self, processes: list[Any] | None = None) -> None:
+        for p in self._processes() if processes is None else processes:
             try:
                 p.kill()
             except (OSError, AttributeError):
@@ -715,15 +715,18 @@ class _Parallel:
 
     def close(self) -> None:
         if interrupted():
+            # shutdown() drops its references to the processes and the manager thread even
+            # when it does not wait for them: taken first
+            processes = self._processes()
+            manager = getattr(self.executor, "_executor_manager_thread", None)
             self.executor.shutdown(wait=False, cancel_futures=True)
-            for p in self._processes():
+            for p in processes:
                 p.join(INTERRUPT_GRACE)
-            self._kill()
+            self._kill(processes)
             # Let the executor's manager thread see its processes gone and finish: else it can
             # close its wake-up pipe while the interpreter's exit hook (concurrent.futures'
             # _python_exit) writes to it, a race Python 3.11 prints as an OSError traceback at
-            # exit ("Bad file descriptor").
-            manager = getattr(self.executor, "_executor_manager_thread", None)
+            # exit ("Bad file descriptor"; seen on a loaded machine after SIGTERM with -j 2).
             if manager is not None:
                 manager.join(INTERRUPT_GRACE)
             return

@@ -83,3 +83,29 @@ def test_a_first_case_longer_than_the_usual_overrun_finishes_and_the_target_runs
     first, second = schedule.run_campaign([slow, quick], opts, jobs=1)
     assert first.cut is None and first.cases >= 5, (first.cases, first.cut)
     assert second.cases >= 5
+
+
+def _square(x):
+    return x * x
+
+
+def test_an_interrupted_parallel_run_ends_its_executor_before_returning(monkeypatch):
+    """After a SIGTERM with -j 2, Python 3.11 once printed a traceback at exit ("Bad file
+    descriptor" in concurrent.futures' exit hook) on a loaded machine: the executor's manager
+    thread was still closing its wake-up pipe. `close()` meant to join it, but read the
+    thread and the processes after `shutdown(wait=False)`, which drops them: it joined
+    nothing. Now the processes and the manager thread are gone when `close()` returns."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from fuzzkern.execution.pool import _context
+
+    parallel = object.__new__(schedule._Parallel)
+    parallel.executor = ProcessPoolExecutor(max_workers=2, mp_context=_context())
+    assert [f.result() for f in [parallel.executor.submit(_square, i) for i in (2, 3)]] == [4, 9]
+    processes = parallel._processes()
+    manager = parallel.executor._executor_manager_thread
+    assert len(processes) == 2 and manager.is_alive()
+    monkeypatch.setattr(engine._Interrupts, "signum", 15)
+    parallel.close()
+    assert not manager.is_alive()
+    assert not any(p.is_alive() for p in processes)
