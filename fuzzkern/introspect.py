@@ -28,7 +28,9 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from triton.compiler.errors import CompileTimeAssertionFailure
 from triton.runtime.autotuner import Autotuner, Config, Heuristics
+from triton.runtime.errors import OutOfResources, PTXASError
 from triton.runtime.jit import JITFunction
 
 from fuzzkern.errors import ConfigDoesNotFit, ForcedConfigError
@@ -358,15 +360,8 @@ class OneConfig:
         return config, config_index(at, config), cold
 
 
-def _unfit_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions upstream's ``Autotuner._bench`` takes for "this config cannot run here"."""
-    from triton.compiler.errors import CompileTimeAssertionFailure
-    from triton.runtime.errors import OutOfResources, PTXASError
-
-    return (OutOfResources, CompileTimeAssertionFailure, PTXASError)
-
-
-_UNFIT = _unfit_errors()
+#: what upstream's ``Autotuner._bench`` takes for "this config cannot run here"
+_UNFIT = (OutOfResources, CompileTimeAssertionFailure, PTXASError)
 
 
 def record_config(details: Sequence[dict[str, Any]], at: Any, index: int | None) -> None:
